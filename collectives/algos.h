@@ -1,0 +1,43 @@
+/*
+ * algos.h - the per-collective algorithm tables: names (as in DESIGN.md), generators, and lookup.
+ */
+#ifndef TD_ALGOS_H_
+#define TD_ALGOS_H_
+
+#include "sched.h"
+
+typedef struct {
+  tdColl coll;
+  const char *name; /* ring, ring2, tree, recdbl, rabenseifner, torus, chain, pairwise, bruck, direct */
+  tdGenFn gen;
+} tdAlgo;
+
+/* All registered algorithms, terminated by an entry with name == NULL. */
+extern const tdAlgo tdAlgoTable[];
+
+/* The entry for (coll, name), or NULL. */
+const tdAlgo *algoFind(tdColl coll, const char *name);
+/* Generates rank args->rank's schedule with the named algorithm into s (schedInit'ed here). */
+tpudistResult_t algoGenerate(const tdCollArgs *args, const char *name, tdSched *s, char *err);
+
+/* Generators (one file per algorithm, <coll>_<algo>.c). */
+tpudistResult_t genAllreduceRing(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllreduceRing2(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllreduceTree(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllreduceRecdbl(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllreduceRabenseifner(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllgatherRing(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllgatherRecdbl(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genReducescatterRing(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genReducescatterRecdbl(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genBroadcastChain(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genBroadcastTree(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genReduceChain(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genReduceTree(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallPairwise(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallDirect(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallvPairwise(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallvDirect(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genSendrecvDirect(const tdCollArgs *a, tdSched *s, char *err);
+
+#endif /* TD_ALGOS_H_ */

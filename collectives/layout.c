@@ -1,0 +1,60 @@
+/*
+ * layout.c - binding chunks to element ranges (docs/schedule-ir.md, "How a count binds").
+ */
+#include "sched.h"
+
+/* Start of sub-chunk s of a block of n elements split in k: balanced partition. */
+static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
+  return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
+}
+
+static void blockRange(const tdLayout *l, uint32_t block, uint64_t n, uint64_t *b, uint64_t *len) {
+  if (l->offsets) {
+    *b = l->offsets[block];
+    *len = l->counts[block];
+  } else {
+    *b = (uint64_t)block * n;
+    *len = n;
+  }
+}
+
+static void chunkRange(const tdLayout *l, uint32_t c, uint64_t n, uint64_t *begin, uint64_t *end) {
+  uint32_t k = l->chunks_per_block;
+  uint64_t b, len;
+  blockRange(l, c / k, n, &b, &len);
+  *begin = b + subStart(len, k, c % k);
+  *end = b + subStart(len, k, c % k + 1);
+}
+
+tpudistResult_t schedRefRange(const tdSched *s, tdBufRef ref, uint64_t n, uint64_t *begin,
+                              uint64_t *end) {
+  if (ref.buf >= TD_NUM_BUFS) return tpudistInternalError;
+  const tdLayout *l = &s->layout[ref.buf];
+  uint64_t total = (uint64_t)l->nblocks * l->chunks_per_block;
+  if (ref.nchunks == 0 || l->chunks_per_block == 0 || ref.chunk + (uint64_t)ref.nchunks > total)
+    return tpudistInternalError;
+  uint64_t b, e, pb, pe;
+  chunkRange(l, ref.chunk, n, &b, &e);
+  for (uint32_t i = 1; i < ref.nchunks; i++) {
+    chunkRange(l, ref.chunk + i, n, &pb, &pe);
+    if (pe == pb) continue; /* empty chunks impose nothing */
+    if (b == e) {
+      b = pb; /* everything so far was empty */
+    } else if (pb != e) {
+      return tpudistInternalError; /* a gap between non-empty chunks */
+    }
+    e = pe;
+  }
+  *begin = b;
+  *end = e;
+  return tpudistSuccess;
+}
+
+uint64_t schedBufElems(const tdSched *s, tdBufKind buf, uint64_t n) {
+  const tdLayout *l = &s->layout[buf];
+  if (!l->offsets) return (uint64_t)l->nblocks * n;
+  uint64_t m = 0;
+  for (uint32_t b = 0; b < l->nblocks; b++)
+    if (l->offsets[b] + l->counts[b] > m) m = l->offsets[b] + l->counts[b];
+  return m;
+}

@@ -1,0 +1,266 @@
+/*
+ * tpu_dist.h - public C API of tpu_dist, a collective communications library for
+ * torus interconnects (TPU ICI style), shaped like NCCL.
+ *
+ * Porting from NCCL is a rename: ncclAllReduce -> tpudistAllReduce, ncclComm_t -> tpudistComm_t,
+ * with the same argument order and meaning, except that the trailing CUDA stream is replaced by a
+ * request pointer:
+ *
+ *   tpudistRequest_t *req == NULL   the call blocks until the operation is complete
+ *   tpudistRequest_t *req != NULL   the call returns at once; complete it with tpudistWait() or
+ *                                   tpudistTest(). Inside tpudistGroupStart/End a NULL request means
+ *                                   "complete at tpudistGroupEnd".
+ *
+ * Operations on one communicator execute in issue order. Calls on one communicator must come from
+ * one thread at a time, except tpudistCommAbort, which is safe from any thread. Different
+ * communicators may be used from different threads concurrently. fork() after init is not
+ * supported.
+ *
+ * Every rank gets bit-identical results, and results are deterministic run to run for a fixed
+ * configuration. float16/bfloat16 travel as themselves; each local reduction computes in float32
+ * and rounds back (round to nearest even). Integer arithmetic wraps. Avg on integers is the sum
+ * divided by the rank count, truncating. Max/min propagate NaN.
+ */
+#ifndef TPU_DIST_H_
+#define TPU_DIST_H_
+
+#include <stddef.h>
+#include <stdint.h>
+
+#ifdef __cplusplus
+extern "C" {
+#endif
+
+#if defined(TPU_DIST_BUILDING) && defined(__GNUC__)
+#define TPUDIST_API __attribute__((visibility("default")))
+#else
+#define TPUDIST_API
+#endif
+
+/* ---- Version ------------------------------------------------------------------------------ */
+#define TPUDIST_MAJOR 0
+#define TPUDIST_MINOR 1
+#define TPUDIST_PATCH 0
+/* X*10000 + Y*100 + Z, as NCCL_VERSION_CODE. */
+#define TPUDIST_VERSION_CODE (TPUDIST_MAJOR * 10000 + TPUDIST_MINOR * 100 + TPUDIST_PATCH)
+
+/* Writes TPUDIST_VERSION_CODE of the loaded library into *version. */
+TPUDIST_API int tpudistGetVersion(int *version);
+
+/* ---- Handles ------------------------------------------------------------------------------ */
+typedef struct tpudistComm *tpudistComm_t;
+typedef struct tpudistRequest *tpudistRequest_t;
+
+/* ---- Results ------------------------------------------------------------------------------ */
+typedef enum {
+  tpudistSuccess = 0,
+  tpudistSystemError = 2,      /* a system call or the OS failed (errno in the message) */
+  tpudistInternalError = 3,    /* a bug in tpu_dist */
+  tpudistInvalidArgument = 4,  /* a bad argument: null pointer, bad dtype/op, rank out of range */
+  tpudistInvalidUsage = 5,     /* a call not allowed now: e.g. inside a group, after destroy */
+  tpudistRemoteError = 6,      /* a peer failed or disconnected */
+  tpudistInProgress = 7,       /* a non-blocking operation has not completed yet */
+  tpudistNotSupported = 8,     /* not available in this build or for this shape */
+  tpudistTimeout = 9,          /* a bounded wait expired (TPU_DIST_TIMEOUT_MS / config.timeoutMs) */
+  tpudistAborted = 10,         /* the communicator was aborted */
+  tpudistNoMemory = 11,        /* allocation or shared memory space exhausted */
+  tpudistNumResults = 12
+} tpudistResult_t;
+
+/* Static text for a result code. Never NULL. */
+TPUDIST_API const char *tpudistGetErrorString(tpudistResult_t result);
+
+/* The last detailed error message seen on comm (or, with comm == NULL, the last error of this
+ * thread before any communicator existed, e.g. from init). Never NULL; "" when none. */
+TPUDIST_API const char *tpudistGetLastError(tpudistComm_t comm);
+
+/* ---- Data types and reduction ops --------------------------------------------------------- */
+typedef enum {
+  tpudistInt8 = 0,
+  tpudistChar = 0,
+  tpudistUint8 = 1,
+  tpudistInt32 = 2,
+  tpudistInt = 2,
+  tpudistUint32 = 3,
+  tpudistInt64 = 4,
+  tpudistUint64 = 5,
+  tpudistFloat16 = 6,
+  tpudistHalf = 6,
+  tpudistFloat32 = 7,
+  tpudistFloat = 7,
+  tpudistFloat64 = 8,
+  tpudistDouble = 8,
+  tpudistBfloat16 = 9,
+  tpudistNumTypes = 10
+} tpudistDataType_t;
+
+typedef enum {
+  tpudistSum = 0,
+  tpudistProd = 1,
+  tpudistMax = 2,
+  tpudistMin = 3,
+  tpudistAvg = 4,
+  tpudistNumOps = 5
+} tpudistRedOp_t;
+
+
+#define TPUDIST_UNIQUE_ID_BYTES 128
+/* Opaque: the root's address and a random secret. Only peers presenting the secret are admitted. */
+typedef struct {
+  char internal[TPUDIST_UNIQUE_ID_BYTES];
+} tpudistUniqueId;
+
+/* tpudistRecv's peer for "any source"; tpudistRequestSource tells who sent. */
+#define tpudistAnySource (-1)
+/* CommSplit color meaning "not in any new communicator" (newcomm set to NULL). */
+#define TPUDIST_SPLIT_NOCOLOR (-1)
+
+/* ---- Config ------------------------------------------------------------------------------- */
+#define TPUDIST_CONFIG_MAGIC 0x7d15c0f1u
+#define TPUDIST_CONFIG_UNDEF_INT INT32_MIN
+
+/* Initialise with TPUDIST_CONFIG_INITIALIZER, then set fields. Unset fields take the values of
+ * the TPU_DIST_* environment (see docs/env.md). */
+typedef struct {
+  size_t size;          /* sizeof(tpudistConfig_t), set by the initializer */
+  unsigned int magic;   /* TPUDIST_CONFIG_MAGIC */
+  unsigned int version; /* TPUDIST_VERSION_CODE */
+  int blocking;         /* 1 (default): init/split block; 0: they may return tpudistInProgress */
+  int timeoutMs;        /* bound on every wait in ms; default TPU_DIST_TIMEOUT_MS */
+  const char *commName; /* name in logs and errors; may be NULL */
+  const char *topology; /* torus for this communicator, TPU_DIST_TOPOLOGY syntax; NULL: env */
+} tpudistConfig_t;
+
+#define TPUDIST_CONFIG_INITIALIZER                                                               \
+  {                                                                                              \
+    sizeof(tpudistConfig_t), TPUDIST_CONFIG_MAGIC, TPUDIST_VERSION_CODE,                         \
+        TPUDIST_CONFIG_UNDEF_INT, TPUDIST_CONFIG_UNDEF_INT, NULL, NULL                           \
+  }
+
+/* ---- Communicators ------------------------------------------------------------------------ */
+/* Creates an id on the root rank (rank 0 by convention); distribute it out of band (MPI_Bcast).
+ * With TPU_DIST_COMM_ID=host:port set, the id names that address instead of a fresh listener. */
+TPUDIST_API tpudistResult_t tpudistGetUniqueId(tpudistUniqueId *uniqueId);
+
+/* Collective over nranks processes. */
+TPUDIST_API tpudistResult_t tpudistCommInitRank(tpudistComm_t *comm, int nranks,
+                                                tpudistUniqueId commId, int rank);
+TPUDIST_API tpudistResult_t tpudistCommInitRankConfig(tpudistComm_t *comm, int nranks,
+                                                      tpudistUniqueId commId, int rank,
+                                                      const tpudistConfig_t *config);
+
+/* Bootstrap without an id: from TPU_DIST_COMM_ID=host:port. nranks/rank < 0 read WORLD_SIZE/RANK.
+ * Rank 0 listens on host:port. */
+TPUDIST_API tpudistResult_t tpudistCommInitEnv(tpudistComm_t *comm, int nranks, int rank,
+                                               const tpudistConfig_t *config);
+
+/* An external key-value store (e.g. torch's c10d Store). All callbacks return 0 on success.
+ * get() must block until the key exists or timeoutMs passes; it allocates *value with malloc()
+ * and the library frees it. */
+typedef struct {
+  void *ctx;
+  int (*set)(void *ctx, const char *key, const void *value, size_t len);
+  int (*get)(void *ctx, const char *key, void **value, size_t *len, int timeoutMs);
+} tpudistStore_t;
+
+/* Init through an external store: every rank publishes its address under prefix, reads the
+ * others'. prefix must be unique per communicator (e.g. per torch process group). */
+TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks, int rank,
+                                                 const tpudistStore_t *store, const char *prefix,
+                                                 const tpudistConfig_t *config);
+
+/* MPI_Comm_split semantics, as ncclCommSplit: ranks with equal color form a communicator ordered
+ * by (key, old rank). color TPUDIST_SPLIT_NOCOLOR gives *newcomm = NULL. config NULL inherits. */
+TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int key,
+                                             tpudistComm_t *newcomm, const tpudistConfig_t *config);
+
+/* Completes outstanding work, then frees everything. */
+TPUDIST_API tpudistResult_t tpudistCommDestroy(tpudistComm_t comm);
+/* Safe from any thread: fails every pending and future operation with tpudistAborted and
+ * releases every wait at once, then frees the communicator. */
+TPUDIST_API tpudistResult_t tpudistCommAbort(tpudistComm_t comm);
+/* The first asynchronous error (e.g. a dead peer seen by the progress thread), or success. */
+TPUDIST_API tpudistResult_t tpudistCommGetAsyncError(tpudistComm_t comm,
+                                                     tpudistResult_t *asyncError);
+TPUDIST_API tpudistResult_t tpudistCommCount(const tpudistComm_t comm, int *count);
+TPUDIST_API tpudistResult_t tpudistCommUserRank(const tpudistComm_t comm, int *rank);
+
+/* Topology of a communicator: ndims = 0 means flat (fully connected). */
+#define TPUDIST_MAX_DIMS 4
+typedef struct {
+  int ndims;
+  int dims[TPUDIST_MAX_DIMS];
+  int wrap[TPUDIST_MAX_DIMS];
+  int twisted;
+  int coords[TPUDIST_MAX_DIMS]; /* this rank's coordinates */
+  int nhosts;                   /* distinct hosts in the communicator */
+} tpudistTopology_t;
+TPUDIST_API tpudistResult_t tpudistCommTopology(const tpudistComm_t comm,
+                                                tpudistTopology_t *topology);
+
+/* ---- Collectives -------------------------------------------------------------------------- */
+/* In place when sendbuff == recvbuff. */
+TPUDIST_API tpudistResult_t tpudistAllReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                             tpudistDataType_t datatype, tpudistRedOp_t op,
+                                             tpudistComm_t comm, tpudistRequest_t *req);
+/* sendbuff is read on root only; in place when sendbuff == recvbuff. */
+TPUDIST_API tpudistResult_t tpudistBroadcast(const void *sendbuff, void *recvbuff, size_t count,
+                                             tpudistDataType_t datatype, int root,
+                                             tpudistComm_t comm, tpudistRequest_t *req);
+/* recvbuff is written on root only (may be NULL elsewhere). */
+TPUDIST_API tpudistResult_t tpudistReduce(const void *sendbuff, void *recvbuff, size_t count,
+                                          tpudistDataType_t datatype, tpudistRedOp_t op, int root,
+                                          tpudistComm_t comm, tpudistRequest_t *req);
+/* sendcount per rank; recvbuff holds nranks*sendcount. In place iff
+ * sendbuff == recvbuff + rank*sendcount (in elements). */
+TPUDIST_API tpudistResult_t tpudistAllGather(const void *sendbuff, void *recvbuff,
+                                             size_t sendcount, tpudistDataType_t datatype,
+                                             tpudistComm_t comm, tpudistRequest_t *req);
+/* recvcount per rank; sendbuff holds nranks*recvcount. In place iff
+ * recvbuff == sendbuff + rank*recvcount (in elements). */
+TPUDIST_API tpudistResult_t tpudistReduceScatter(const void *sendbuff, void *recvbuff,
+                                                 size_t recvcount, tpudistDataType_t datatype,
+                                                 tpudistRedOp_t op, tpudistComm_t comm,
+                                                 tpudistRequest_t *req);
+/* count elements to and from each peer; buffers hold nranks*count. Not in place. */
+TPUDIST_API tpudistResult_t tpudistAllToAll(const void *sendbuff, void *recvbuff, size_t count,
+                                            tpudistDataType_t datatype, tpudistComm_t comm,
+                                            tpudistRequest_t *req);
+/* As RCCL's ncclAllToAllv: counts and displacements in elements, one per peer. Not in place. */
+TPUDIST_API tpudistResult_t tpudistAllToAllv(const void *sendbuff, const size_t sendcounts[],
+                                             const size_t sdispls[], void *recvbuff,
+                                             const size_t recvcounts[], const size_t rdispls[],
+                                             tpudistDataType_t datatype, tpudistComm_t comm,
+                                             tpudistRequest_t *req);
+/* Counts exchange for all-to-all-v (MoE dispatch): each rank gives sendcounts[nranks] and gets
+ * recvcounts[nranks] (recvcounts[p] = what p sends to this rank). Blocking or with req. */
+TPUDIST_API tpudistResult_t tpudistAllToAllCounts(const size_t sendcounts[], size_t recvcounts[],
+                                                  tpudistComm_t comm, tpudistRequest_t *req);
+
+/* Point to point. Concurrent sends/recvs that depend on each other belong in one group. */
+TPUDIST_API tpudistResult_t tpudistSend(const void *sendbuff, size_t count,
+                                        tpudistDataType_t datatype, int peer, tpudistComm_t comm,
+                                        tpudistRequest_t *req);
+/* peer may be tpudistAnySource. The message must have exactly count elements. */
+TPUDIST_API tpudistResult_t tpudistRecv(void *recvbuff, size_t count, tpudistDataType_t datatype,
+                                        int peer, tpudistComm_t comm, tpudistRequest_t *req);
+
+/* ---- Groups and requests ------------------------------------------------------------------ */
+TPUDIST_API tpudistResult_t tpudistGroupStart(void);
+/* Issues the group's operations together; blocks until those issued with a NULL request are done. */
+TPUDIST_API tpudistResult_t tpudistGroupEnd(void);
+
+/* Completes the request (bounded by the communicator's timeout) and frees it. */
+TPUDIST_API tpudistResult_t tpudistWait(tpudistRequest_t req);
+/* *done = 1 and the request is freed once complete (its result returned); else *done = 0. */
+TPUDIST_API tpudistResult_t tpudistTest(tpudistRequest_t req, int *done);
+/* For a completed or pending receive: the sender's rank (known once matched). */
+TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *source);
+
+/* Name of the algorithm of the most recent collective issued on comm ("ring", "torus", ...). */
+TPUDIST_API const char *tpudistLastAlgorithm(tpudistComm_t comm);
+
+#ifdef __cplusplus
+}
+#endif
+#endif /* TPU_DIST_H_ */

@@ -1,0 +1,84 @@
+/*
+ * torus.h - the pure torus model: 1 to 4 dimensions, per-axis wrap, twisted tori, rank <-> coords
+ * (x fastest; host-blocked when chips-per-host bounds are known), neighbours, dimension-ordered
+ * routes, hosts, sub-blocks for split communicators, and pure parsers for TPU_DIST_TOPOLOGY and
+ * the TPU runtime variables. Reads no environment, never logs.
+ *
+ * ndims == 0 is the flat topology (fully connected; every pair is one hop).
+ */
+#ifndef TD_TORUS_H_
+#define TD_TORUS_H_
+
+#include "td_base.h"
+
+#define TD_MAX_DIMS 4
+
+typedef struct {
+  int ndims;                   /* 0 = flat */
+  int nranks;                  /* product of dims (or the rank count when flat) */
+  int dims[TD_MAX_DIMS];       /* unused axes are 1 */
+  int wrap[TD_MAX_DIMS];       /* 1 if the axis is a ring, 0 if a line */
+  int twisted;                 /* twisted torus wiring (n x n x 2n or n x 2n x 2n), see torus.c */
+  int host_bounds[TD_MAX_DIMS]; /* chips per host along each axis; all 0 = unknown */
+} tdTopo;
+
+/* One hop of a route: from rank along axis in direction dir (+1 / -1). */
+typedef struct {
+  int from;
+  int axis;
+  int dir;
+} tdHop;
+
+/* Flat topology of nranks. */
+void topoInitFlat(tdTopo *t, int nranks);
+/* Torus with explicit dims/wraps; checks shape and twist rules. */
+tpudistResult_t topoInit(tdTopo *t, int ndims, const int *dims, const int *wrap, int twisted,
+                         char *err);
+
+/* rank <-> coordinates (coords has TD_MAX_DIMS entries; unused axes 0). */
+void topoRankToCoords(const tdTopo *t, int rank, int *coords);
+int topoCoordsToRank(const tdTopo *t, const int *coords);
+
+/* Neighbour of rank one step along axis in direction dir (+1/-1), following wrap and twist;
+ * -1 where a line ends. On a flat topology returns -1. */
+int topoNeighbor(const tdTopo *t, int rank, int axis, int dir);
+/* 1 if a and b are joined by one link (any axis, either direction); on flat, a != b. */
+int topoIsNeighbor(const tdTopo *t, int a, int b);
+/* Dimension-ordered shortest route (x, then y, ...; shortest direction per ring). Writes at most
+ * maxhops hops and returns the hop count (may exceed maxhops: then call again with more room). */
+int topoRoute(const tdTopo *t, int src, int dst, tdHop *hops, int maxhops);
+int topoHops(const tdTopo *t, int src, int dst);
+
+/* Host of a rank when host bounds are known (hosts in order, each host's ranks one block);
+ * otherwise rank itself. */
+int topoHostOf(const tdTopo *t, int rank);
+int topoNumHosts(const tdTopo *t);
+
+/* Parses TPU_DIST_TOPOLOGY: AxB[xC[xD]] with optional ":wrap=1,1,0" and ":twist". Without a wrap
+ * spec every axis of length >= 3 wraps. nranks > 0 must equal the product (the message says both
+ * numbers); nranks <= 0 skips that check. */
+tpudistResult_t topoParse(const char *spec, int nranks, tdTopo *out, char *err);
+
+/* The TPU runtime's variables (strings as read from the environment; NULL when unset). */
+typedef struct {
+  const char *accelerator_type;     /* TPU_ACCELERATOR_TYPE, e.g. "v5p-128", "v5litepod-16" */
+  const char *topology;             /* TPU_TOPOLOGY, e.g. "4x4x4" */
+  const char *topology_wrap;        /* TPU_TOPOLOGY_WRAP, e.g. "true,true,false" */
+  const char *topology_alt;         /* TPU_TOPOLOGY_ALT: "true" means twisted */
+  const char *chips_per_host_bounds; /* TPU_CHIPS_PER_HOST_BOUNDS, e.g. "2,2,1" */
+} tdTpuEnv;
+
+/* Builds the torus from the TPU variables with each generation's real wrap rule (v4/v5p/v7 wrap
+ * only when every dimension is >= 4; v5e/v6e only axes of 16). Returns tpudistNotSupported when
+ * the variables name no topology. */
+tpudistResult_t topoFromTpuEnv(const tdTpuEnv *env, int nranks, tdTopo *out, char *err);
+
+/* Topology of a sub-communicator: members[i] = parent rank of new rank i. If the members form an
+ * axis-aligned sub-block of the parent in x-fastest order, out is that sub-torus (an axis wraps
+ * only if it spans the whole parent axis and that axis wraps); otherwise out is flat. */
+void topoSubBlock(const tdTopo *parent, const int *members, int n, tdTopo *out);
+
+/* "4x4x4" / "4x4x8:twist" / "flat(8)" for logs and dumps. */
+void topoFormat(const tdTopo *t, char *buf, size_t len);
+
+#endif /* TD_TORUS_H_ */
