@@ -4,7 +4,7 @@
 #ifndef TD_ALGOS_H_
 #define TD_ALGOS_H_
 
-#include "sched.h"
+#include "sched_ir.h"
 
 typedef struct {
   tdColl coll;

@@ -1,7 +1,7 @@
 /*
  * layout.c - binding chunks to element ranges (docs/schedule-ir.md, "How a count binds").
  */
-#include "sched.h"
+#include "sched_ir.h"
 
 /* Start of sub-chunk s of a block of n elements split in k: balanced partition. */
 static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {

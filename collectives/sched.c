@@ -4,7 +4,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "sched.h"
+#include "sched_ir.h"
 
 static const char *const collNames[TD_NUM_COLLS] = {
     "allreduce", "broadcast", "reduce",   "allgather",

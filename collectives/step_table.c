@@ -3,7 +3,7 @@
  * takes off the wire. The executor, the validator, the cost model and the simulator read this;
  * nothing re-derives step meaning.
  */
-#include "sched.h"
+#include "sched_ir.h"
 
 const tdStepSem tdStepSemTable[TD_NUM_STEP_OPS] = {
     [TD_STEP_SEND] = {"send", TD_SEM_READ_SRC | TD_SEM_WIRE_OUT},

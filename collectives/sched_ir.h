@@ -1,5 +1,5 @@
 /*
- * sched.h - the schedule IR: one rank's plan for one collective, as plain data.
+ * sched_ir.h - the schedule IR: one rank's plan for one collective, as plain data.
  * docs/schedule-ir.md is the specification; this header is its C form.
  *
  * A schedule has up to TD_MAX_STREAMS streams; each is an ordered list of steps. Buffers are

@@ -1,0 +1,27 @@
+/*
+ * select.h - per-communicator algorithm selection: a table per collective and size bucket (powers
+ * of two up to 1 GiB), built once at communicator creation from the cost model over real
+ * schedules, within a time bound. TPU_DIST_ALGO-style overrides are applied on top.
+ */
+#ifndef TD_SELECT_H_
+#define TD_SELECT_H_
+
+#include "sched_ir.h"
+
+#define TD_SELECT_MAX_CANDIDATES 8
+
+typedef struct tdSelectTable tdSelectTable;
+
+/* Builds the table for nranks ranks on topo. override: "allreduce=torus,alltoall=pairwise" or
+ * NULL; an unknown collective or algorithm name, or an algorithm that refuses this shape, is an
+ * error with a message. elem_size is the typical element size used for costing (4). */
+tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override,
+                            tdSelectTable **out, char *err);
+/* Candidates for (coll, bytes) best first (the override alone if one is set); returns count. */
+int selectCandidates(const tdSelectTable *t, tdColl coll, uint64_t bytes, const char **names,
+                     int max);
+/* One greppable line per (collective, size bucket). */
+void selectPrint(const tdSelectTable *t, FILE *f);
+void selectFree(tdSelectTable *t);
+
+#endif /* TD_SELECT_H_ */
