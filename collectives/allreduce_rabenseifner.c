@@ -5,12 +5,14 @@
  * Algorithm: let q be the largest power of two <= p and e = p - q. Fold: of the first 2e ranks,
  * each even rank 2i sends its whole input to 2i+1, which reduces it into its own (RECV_REDUCE) and
  * goes on as new rank i; ranks >= 2e go on as new rank r - e. The buffer is split into q chunks.
- * Reduce-scatter by recursive halving, lg q steps: in the step of distance d = q/2, q/4, ..., 1 new
- * rank v keeps the lower half of its current range of chunks if (v & d) == 0, else the upper half,
- * sends the other half to new rank v ^ d and reduces the half it keeps with the one it receives
- * (RECV_REDUCE into OUTPUT). Afterwards new rank v holds the complete chunk v. All-gather by
- * recursive doubling, lg q steps: in the step of distance d = 1, 2, ..., q/2 partners swap the
- * ranges they hold (1, 2, ... chunks). Unfold: each 2i+1 sends the whole result to 2i.
+ * Reduce-scatter by recursive halving, lg q steps: in the step of distance d = 1, 2, ..., q/2 (as
+ * MPICH: the largest messages go to the nearest partners) new rank v keeps the lower half of its
+ * current range of chunks if (v & d) == 0, else the upper half, sends the other half to new rank
+ * v ^ d and reduces the half it keeps with the one it receives (RECV_REDUCE into OUTPUT).
+ * Afterwards new rank v holds one complete chunk (chunk index = v bit-reversed). All-gather by
+ * recursive doubling, the same steps in reverse order: partners swap the ranges they hold (1, 2,
+ * ... chunks), each sending the range it kept and receiving the one it gave away. Unfold: each
+ * 2i+1 sends the whole result to 2i.
  *
  * Determinism: every element is reduced in one place per step -- only the partner that keeps a
  * half reduces it -- so the complete value of chunk v is computed once, by one fixed tree (the
@@ -40,29 +42,39 @@ static int rabOldRank(int v, int e) {
   return v < e ? 2 * v + 1 : v + e;
 }
 
-/* Recursive halving over q chunks; own: where this rank's contribution is at the start. */
-static tpudistResult_t rabReduceScatter(tdSched *s, int q, int v, int e, tdBufKind own) {
+/* The chunk range this rank keeps and the one it gives away in each halving step. */
+typedef struct {
+  uint32_t keep[32], give[32], len[32];
+  int steps;
+} rabPlan;
+
+/* Recursive halving over q chunks, distance 1 first (the largest messages to the nearest
+ * partners); own: where this rank's contribution is at the start. */
+static tpudistResult_t rabReduceScatter(tdSched *s, int q, int v, int e, tdBufKind own,
+                                        rabPlan *pl) {
   uint32_t lo = 0, len = (uint32_t)q;
-  for (int d = q / 2; d >= 1; d /= 2) {
+  pl->steps = 0;
+  for (int d = 1; d < q; d *= 2, pl->steps++) {
     int peer = rabOldRank(v ^ d, e);
     uint32_t half = len / 2, keep = (v & d) ? lo + half : lo, give = (v & d) ? lo : lo + half;
     TD_CHECK(rabAdd(s, schedSend(peer, schedRef(own, give, half))));
     TD_CHECK(rabAdd(
         s, schedRecvReduce(peer, schedRef(own, keep, half), schedRef(TD_BUF_OUTPUT, keep, half))));
-    lo = keep;
-    len = half;
+    pl->keep[pl->steps] = lo = keep;
+    pl->give[pl->steps] = give;
+    pl->len[pl->steps] = len = half;
     own = TD_BUF_OUTPUT;
   }
   return tpudistSuccess;
 }
 
-/* Recursive doubling: new rank v starts with chunk v. */
-static tpudistResult_t rabAllgather(tdSched *s, int q, int v, int e) {
-  for (int d = 1; d < q; d *= 2) {
-    int pv = v ^ d;
-    uint32_t mine = (uint32_t)(v & ~(d - 1)), theirs = (uint32_t)(pv & ~(d - 1));
-    TD_CHECK(rabAdd(s, schedSend(rabOldRank(pv, e), schedRef(TD_BUF_OUTPUT, mine, (uint32_t)d))));
-    TD_CHECK(rabAdd(s, schedRecv(rabOldRank(pv, e), schedRef(TD_BUF_OUTPUT, theirs, (uint32_t)d))));
+/* Recursive doubling, the halving steps in reverse: send what was kept (now complete), receive
+ * what was given away (completed by the partner). */
+static tpudistResult_t rabAllgather(tdSched *s, int v, int e, const rabPlan *pl) {
+  for (int i = pl->steps - 1; i >= 0; i--) {
+    int peer = rabOldRank(v ^ (1 << i), e);
+    TD_CHECK(rabAdd(s, schedSend(peer, schedRef(TD_BUF_OUTPUT, pl->keep[i], pl->len[i]))));
+    TD_CHECK(rabAdd(s, schedRecv(peer, schedRef(TD_BUF_OUTPUT, pl->give[i], pl->len[i]))));
   }
   return tpudistSuccess;
 }
@@ -83,8 +95,9 @@ static tpudistResult_t rabBuild(tdSched *s, int p, int r) {
     TD_CHECK(rabAdd(s, schedRecvReduce(r - 1, all, out)));
     own = TD_BUF_OUTPUT;
   }
-  TD_CHECK(rabReduceScatter(s, q, v, e, own));
-  TD_CHECK(rabAllgather(s, q, v, e));
+  rabPlan pl;
+  TD_CHECK(rabReduceScatter(s, q, v, e, own, &pl));
+  TD_CHECK(rabAllgather(s, v, e, &pl));
   if (r < 2 * e) TD_CHECK(rabAdd(s, schedSend(r - 1, out)));
   return tpudistSuccess;
 }
