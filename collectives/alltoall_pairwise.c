@@ -1,0 +1,52 @@
+/*
+ * alltoall_pairwise.c - all-to-all and all-to-all-v by pairwise exchange.
+ *
+ * Algorithm: step 0 copies the block to self (INPUT block r -> OUTPUT block r); step i = 1..n-1
+ * sends INPUT block (r+i) mod n to rank (r+i) mod n and receives OUTPUT block (r-i) mod n from
+ * rank (r-i) mod n. Every rank talks to one peer in each direction per step, in the same order,
+ * on one stream. The v form uses the explicit layouts of docs/schedule-ir.md (INPUT block j at
+ * sdispls[j] with counts[r][j] elements, OUTPUT block j at rdispls[j] with counts[j][r]) and
+ * leaves out zero-element messages (sender and receiver both read the same matrix entry).
+ *
+ * Cost: n-1 steps of one block each way: (n-1)(alpha + m beta), m = count * elem_size
+ * (v form: the largest block per step).
+ *
+ * Preconditions: any nranks >= 1, any count; no in-place form (inplace is ignored: INPUT and
+ * OUTPUT are separate). v form: args->v_counts (n x n), v_sdispls and v_rdispls (this rank's)
+ * must be set; the schedule is bound to those counts (count = 0). No reduction, no scratch.
+ */
+#include "alltoallv_layout.h"
+
+static tpudistResult_t add(tdSched *s, tdStep st) {
+  return schedAppend(s, 0, &st, NULL);
+}
+
+/* The exchange itself; counts = NULL for the uniform form (every message kept). */
+static tpudistResult_t pairwise(tdSched *s, int n, int r, const uint64_t *counts) {
+  if (!counts || counts[(size_t)r * n + r])
+    TD_CHECK(add(s, schedCopy(schedRef(TD_BUF_INPUT, (uint32_t)r, 1),
+                              schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1))));
+  for (int i = 1; i < n; i++) {
+    int to = (r + i) % n, from = (r - i + n) % n;
+    if (!counts || counts[(size_t)r * n + to])
+      TD_CHECK(add(s, schedSend(to, schedRef(TD_BUF_INPUT, (uint32_t)to, 1))));
+    if (!counts || counts[(size_t)from * n + r])
+      TD_CHECK(add(s, schedRecv(from, schedRef(TD_BUF_OUTPUT, (uint32_t)from, 1))));
+  }
+  return tpudistSuccess;
+}
+
+tpudistResult_t genAlltoallPairwise(const tdCollArgs *a, tdSched *s, char *err) {
+  int n = a->nranks, r = a->rank;
+  if (n < 1 || r < 0 || r >= n)
+    return tdErr(err, tpudistInvalidArgument, "alltoall pairwise: rank %d of %d", r, n);
+  schedSetLayout(s, TD_BUF_INPUT, (uint32_t)n, 1);
+  schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
+  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
+  return pairwise(s, n, r, NULL);
+}
+
+tpudistResult_t genAlltoallvPairwise(const tdCollArgs *a, tdSched *s, char *err) {
+  TD_CHECK(alltoallvLayouts(a, s, err));
+  return pairwise(s, a->nranks, a->rank, a->v_counts);
+}
