@@ -11,7 +11,8 @@
  * Cost: one round of n-1 concurrent messages each way: alpha + (n-1) m beta at best, bounded by
  * injection bandwidth and contention; m = count * elem_size.
  *
- * Preconditions: any nranks >= 1, any count; no in-place form. v form: args->v_counts (n x n),
+ * Preconditions: any nranks >= 1, any count; no in-place form (refused:
+ * tpudistNotSupported). v form: args->v_counts (n x n),
  * v_sdispls and v_rdispls must be set; the schedule is bound to those counts. No reduction, no
  * scratch.
  */
@@ -45,6 +46,7 @@ tpudistResult_t genAlltoallDirect(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
   if (n < 1 || r < 0 || r >= n)
     return tdErr(err, tpudistInvalidArgument, "alltoall direct: rank %d of %d", r, n);
+  if (a->inplace) return tdErr(err, tpudistNotSupported, "alltoall has no in-place form");
   schedSetLayout(s, TD_BUF_INPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);

@@ -13,9 +13,9 @@
  * Cost: n-1 steps of one block each way: (n-1)(alpha + m beta), m = count * elem_size
  * (v form: the largest block per step).
  *
- * Preconditions: any nranks >= 1, any count; no in-place form (inplace is ignored: INPUT and
- * OUTPUT are separate). v form: args->v_counts (n x n), v_sdispls and v_rdispls (this rank's)
- * must be set; the schedule is bound to those counts (count = 0). No reduction, no scratch.
+ * Preconditions: any nranks >= 1, any count; no in-place form (refused: tpudistNotSupported). v
+ * form: args->v_counts (n x n), v_sdispls and v_rdispls (this rank's) must be set; the schedule is
+ * bound to those counts (count = 0). No reduction, no scratch.
  */
 #include "alltoallv_layout.h"
 
@@ -65,6 +65,7 @@ tpudistResult_t genAlltoallPairwise(const tdCollArgs *a, tdSched *s, char *err) 
   int n = a->nranks, r = a->rank;
   if (n < 1 || r < 0 || r >= n)
     return tdErr(err, tpudistInvalidArgument, "alltoall pairwise: rank %d of %d", r, n);
+  if (a->inplace) return tdErr(err, tpudistNotSupported, "alltoall has no in-place form");
   schedSetLayout(s, TD_BUF_INPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);

@@ -15,6 +15,7 @@ static inline tpudistResult_t alltoallvLayouts(const tdCollArgs *a, tdSched *s, 
   int n = a->nranks, r = a->rank;
   if (n < 1 || r < 0 || r >= n)
     return tdErr(err, tpudistInvalidArgument, "alltoallv: rank %d of %d", r, n);
+  if (a->inplace) return tdErr(err, tpudistNotSupported, "alltoallv has no in-place form");
   if (!a->v_counts || !a->v_sdispls || !a->v_rdispls)
     return tdErr(err, tpudistInvalidArgument, "alltoallv: counts or displacements missing");
   uint64_t *c = malloc(sizeof(uint64_t) * (size_t)n);

@@ -32,6 +32,20 @@ static void runOne(const tdCollArgs *a, const char *algo) {
   }
 }
 
+/* algoGenerate must refuse every rank of this shape with want. */
+static void expectRefused(const tdCollArgs *args, const char *algo, tpudistResult_t want) {
+  for (int r = 0; r < args->nranks; r++) {
+    tdCollArgs a = *args;
+    a.rank = r;
+    tdSched s;
+    char err[TD_ERRLEN] = "";
+    tpudistResult_t res = algoGenerate(&a, algo, &s, err);
+    CU_ASSERT_EQUAL(res, want);
+    CU_ASSERT(err[0] != 0);
+    if (res == tpudistSuccess) schedFree(&s);
+  }
+}
+
 static int rootsFor(tdColl c, int n, int *roots) {
   if (c != TD_COLL_BROADCAST && c != TD_COLL_REDUCE && c != TD_COLL_SENDRECV) {
     roots[0] = 0;
@@ -61,13 +75,15 @@ static void runGen(Gen g) {
     for (int ci = 0; ci < 5; ci++)
       for (int ip = 0; ip < 2; ip++)
         for (int ri = 0; ri < nroots; ri++) {
-          if (ip && g.coll == TD_COLL_ALLTOALL) continue;
           if (n >= 32 && counts[ci] == 1000 && g.coll == TD_COLL_ALLTOALL) continue;
           tdCollArgs a;
           memset(&a, 0, sizeof(a));
           a.coll = g.coll, a.nranks = n, a.root = roots[ri], a.inplace = ip;
           a.count = counts[ci], a.elem_size = 4;
-          runOne(&a, g.algo);
+          if (ip && g.coll == TD_COLL_ALLTOALL)
+            expectRefused(&a, g.algo, tpudistNotSupported);
+          else
+            runOne(&a, g.algo);
         }
   }
   CU_ASSERT_EQUAL(g_failures, 0);
@@ -108,44 +124,144 @@ static void runAlltoallv(Gen g) {
   CU_ASSERT_EQUAL(g_failures, 0);
 }
 
+static const Gen kGens[] = {
+    {TD_COLL_ALLGATHER, "ring", genAllgatherRing},
+    {TD_COLL_ALLGATHER, "recdbl", genAllgatherRecdbl},
+    {TD_COLL_REDUCESCATTER, "ring", genReducescatterRing},
+    {TD_COLL_REDUCESCATTER, "recdbl", genReducescatterRecdbl},
+    {TD_COLL_BROADCAST, "chain", genBroadcastChain},
+    {TD_COLL_BROADCAST, "tree", genBroadcastTree},
+    {TD_COLL_REDUCE, "chain", genReduceChain},
+    {TD_COLL_REDUCE, "tree", genReduceTree},
+    {TD_COLL_ALLTOALL, "pairwise", genAlltoallPairwise},
+    {TD_COLL_ALLTOALL, "direct", genAlltoallDirect},
+    {TD_COLL_SENDRECV, "direct", genSendrecvDirect},
+    {TD_COLL_ALLTOALLV, "pairwise", genAlltoallvPairwise},
+    {TD_COLL_ALLTOALLV, "direct", genAlltoallvDirect},
+};
+#define NGENS (int)(sizeof(kGens) / sizeof(kGens[0]))
+#define NUNIFORM 11 /* kGens[0 .. NUNIFORM-1] are count-independent */
+
 static void testAllgatherRing(void) {
-  runGen((Gen){TD_COLL_ALLGATHER, "ring", genAllgatherRing});
+  runGen(kGens[0]);
 }
 static void testAllgatherRecdbl(void) {
-  runGen((Gen){TD_COLL_ALLGATHER, "recdbl", genAllgatherRecdbl});
+  runGen(kGens[1]);
 }
 static void testReducescatterRing(void) {
-  runGen((Gen){TD_COLL_REDUCESCATTER, "ring", genReducescatterRing});
+  runGen(kGens[2]);
 }
 static void testReducescatterRecdbl(void) {
-  runGen((Gen){TD_COLL_REDUCESCATTER, "recdbl", genReducescatterRecdbl});
+  runGen(kGens[3]);
 }
 static void testBroadcastChain(void) {
-  runGen((Gen){TD_COLL_BROADCAST, "chain", genBroadcastChain});
+  runGen(kGens[4]);
 }
 static void testBroadcastTree(void) {
-  runGen((Gen){TD_COLL_BROADCAST, "tree", genBroadcastTree});
+  runGen(kGens[5]);
 }
 static void testReduceChain(void) {
-  runGen((Gen){TD_COLL_REDUCE, "chain", genReduceChain});
+  runGen(kGens[6]);
 }
 static void testReduceTree(void) {
-  runGen((Gen){TD_COLL_REDUCE, "tree", genReduceTree});
+  runGen(kGens[7]);
 }
 static void testAlltoallPairwise(void) {
-  runGen((Gen){TD_COLL_ALLTOALL, "pairwise", genAlltoallPairwise});
+  runGen(kGens[8]);
 }
 static void testAlltoallDirect(void) {
-  runGen((Gen){TD_COLL_ALLTOALL, "direct", genAlltoallDirect});
-}
-static void testAlltoallvPairwise(void) {
-  runAlltoallv((Gen){TD_COLL_ALLTOALLV, "pairwise", genAlltoallvPairwise});
-}
-static void testAlltoallvDirect(void) {
-  runAlltoallv((Gen){TD_COLL_ALLTOALLV, "direct", genAlltoallvDirect});
+  runGen(kGens[9]);
 }
 static void testSendrecvDirect(void) {
-  runGen((Gen){TD_COLL_SENDRECV, "direct", genSendrecvDirect});
+  runGen(kGens[10]);
+}
+static void testAlltoallvPairwise(void) {
+  runAlltoallv(kGens[11]);
+}
+static void testAlltoallvDirect(void) {
+  runAlltoallv(kGens[12]);
+}
+
+static int refSame(tdBufRef x, tdBufRef y) {
+  return x.buf == y.buf && x.chunk == y.chunk && x.nchunks == y.nchunks;
+}
+
+/* Same steps and layouts: the schedule does not depend on what it is compared across. */
+static int schedSame(const tdSched *x, const tdSched *y) {
+  if (x->nstreams != y->nstreams || x->needs_reduce != y->needs_reduce) return 0;
+  for (int b = 0; b < TD_NUM_BUFS; b++)
+    if (x->layout[b].nblocks != y->layout[b].nblocks ||
+        x->layout[b].chunks_per_block != y->layout[b].chunks_per_block)
+      return 0;
+  for (uint32_t q = 0; q < x->nstreams; q++) {
+    const tdStream *a = &x->streams[q], *b = &y->streams[q];
+    if (a->nsteps != b->nsteps) return 0;
+    for (uint32_t i = 0; i < a->nsteps; i++) {
+      const tdStep *p = &a->steps[i], *o = &b->steps[i];
+      if (p->op != o->op || p->peer != o->peer || p->peer2 != o->peer2 ||
+          !refSame(p->src, o->src) || !refSame(p->dst, o->dst))
+        return 0;
+      for (int d = 0; d < 2; d++)
+        if (p->deps[d].stream != o->deps[d].stream ||
+            (p->deps[d].stream != TD_NO_DEP && p->deps[d].step != o->deps[d].step))
+          return 0;
+    }
+  }
+  return 1;
+}
+
+/* A uniform schedule is the same for every count (the count binds at execution time). */
+static void testCountIndependent(void) {
+  for (int g = 0; g < NUNIFORM; g++)
+    for (int n = 1; n <= 12; n += 11 - n / 2)
+      for (int r = 0; r < n; r++) {
+        tdCollArgs a;
+        memset(&a, 0, sizeof(a));
+        a.coll = kGens[g].coll, a.nranks = n, a.rank = r, a.root = n - 1, a.elem_size = 4;
+        tdSched s0, s1;
+        char err[TD_ERRLEN];
+        a.count = 0;
+        CU_ASSERT_EQUAL_FATAL(algoGenerate(&a, kGens[g].algo, &s0, err), tpudistSuccess);
+        a.count = 123457;
+        CU_ASSERT_EQUAL_FATAL(algoGenerate(&a, kGens[g].algo, &s1, err), tpudistSuccess);
+        CU_ASSERT(schedSame(&s0, &s1));
+        CU_ASSERT(s0.nstreams <= TD_MAX_STREAMS);
+        schedFree(&s0);
+        schedFree(&s1);
+      }
+}
+
+/* Bad ranks and roots are refused with a reason, never crash. */
+static void testBadArgs(void) {
+  tdCollArgs a;
+  for (int g = 0; g < NGENS; g++) {
+    if (!registered(kGens[g])) continue;
+    memset(&a, 0, sizeof(a));
+    a.coll = kGens[g].coll, a.nranks = 4, a.count = 8;
+    uint64_t m[16] = {0}, d[4] = {0};
+    a.v_counts = m, a.v_sdispls = a.v_rdispls = d;
+    char err[TD_ERRLEN] = "";
+    tdSched s;
+    memset(&s, 0, sizeof(s));
+    schedInit(&s, &a, kGens[g].algo);
+    a.rank = 4;
+    CU_ASSERT_EQUAL(kGens[g].fn(&a, &s, err), tpudistInvalidArgument);
+    CU_ASSERT(err[0] != 0);
+    schedFree(&s);
+    a.rank = 1;
+    if (a.coll == TD_COLL_BROADCAST || a.coll == TD_COLL_REDUCE) {
+      a.root = 4;
+      expectRefused(&a, kGens[g].algo, tpudistInvalidArgument);
+      a.root = -1;
+      expectRefused(&a, kGens[g].algo, tpudistInvalidArgument);
+    }
+    if (a.coll == TD_COLL_ALLTOALLV) {
+      a.inplace = 1;
+      expectRefused(&a, kGens[g].algo, tpudistNotSupported);
+      a.inplace = 0, a.v_counts = NULL;
+      expectRefused(&a, kGens[g].algo, tpudistInvalidArgument);
+    }
+  }
 }
 
 int main(void) {
@@ -163,6 +279,8 @@ int main(void) {
       {"alltoallv pairwise", testAlltoallvPairwise},
       {"alltoallv direct", testAlltoallvDirect},
       {"sendrecv direct", testSendrecvDirect},
+      {"count independence", testCountIndependent},
+      {"bad arguments", testBadArgs},
       CU_TEST_INFO_NULL,
   };
   return tdCUnitMain("unit-gen-colls", tests);
