@@ -1,3 +1,4 @@
 # tests/suites.sh - the suites tests/run runs, in order: suite NAME BUDGET_SECONDS COMMAND...
 # Each area registers its suites here. Binaries are built by `make check TESTS=`.
 suite unit-validate 60 tests/unit/test_validate
+suite unit-sched-io 60 tests/unit/test_sched_io
