@@ -2,3 +2,4 @@
 # Each area registers its suites here. Binaries are built by `make check TESTS=`.
 suite unit-topology 60 tests/unit/test_topology
 suite unit-kernels 120 tests/unit/test_kernels
+suite unit-gen-colls 300 tests/unit/test_gen_colls
