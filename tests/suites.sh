@@ -2,3 +2,4 @@
 # Each area registers its suites here. Binaries are built by `make check TESTS=`.
 suite unit-kernels 120 tests/unit/test_kernels
 suite unit-fuse 60 tests/unit/test_fuse
+suite unit-kernels-portable 120 tests/unit/test_kernels_portable
