@@ -1,9 +1,9 @@
 /*
  * algos.c - the per-collective algorithm tables and lookup. Names follow DESIGN.md.
  */
-#include "algos.h"
-
 #include <string.h>
+
+#include "algos.h"
 
 /* Generators not linked into this build resolve to NULL and are reported as not built. */
 #pragma weak genAllreduceRing
