@@ -18,11 +18,13 @@ void costModelDefault(const tdTopo *t, tdCostModel *m) {
     m->link_bw = 45e9;
     m->copy_bw = 45e9;
     m->mem_bw = 1e12;
+    m->msg_overhead = 1e-7;
   } else {
     m->hop_latency = 1e-6;
     m->link_bw = 10e9;
     m->copy_bw = 10e9;
     m->mem_bw = 10e9;
+    m->msg_overhead = 5e-7;
   }
 }
 
@@ -163,8 +165,20 @@ static uint64_t makeKey(int src, int dst, uint32_t stream, uint32_t ord) {
          ((uint64_t)stream << 20) | ord;
 }
 
-/* Match keys: ordinal of each message end among those on its stream and ordered pair. */
-static tpudistResult_t rankKeys(tdCostPlan *p, int r, uint32_t *scnt, uint32_t *rcnt) {
+typedef struct {
+  uint64_t key;
+  uint32_t g;
+  uint32_t side; /* 0 send end, 1 receive end */
+} cpEnd;
+
+static int endCmp(const void *x, const void *y) {
+  const cpEnd *a = x, *b = y;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return (int)a->side - (int)b->side;
+}
+
+/* Message ends of rank r: key = (src, dst, stream, ordinal among that stream and pair). */
+static void rankEnds(tdCostPlan *p, int r, uint32_t *scnt, uint32_t *rcnt, cpEnd *ends, size_t *n) {
   const tdSched *s = &p->scheds[r];
   for (uint32_t st = 0; st < s->nstreams; st++) {
     memset(scnt, 0, sizeof(uint32_t) * (size_t)p->nranks);
@@ -172,15 +186,41 @@ static tpudistResult_t rankKeys(tdCostPlan *p, int r, uint32_t *scnt, uint32_t *
     uint32_t base = p->streams[p->rank_streams[r] + st].first;
     for (uint32_t i = 0; i < s->streams[st].nsteps; i++) {
       const tdStep *step = &s->streams[st].steps[i];
-      cpStep *cs = &p->steps[base + i];
       int sp = schedSendPeer(step), rp = schedRecvPeer(step);
-      cs->skey = cs->rkey = TD_COST_NO_KEY;
-      if ((sp >= 0 && sp >= p->nranks) || (rp >= 0 && rp >= p->nranks)) return tpudistInternalError;
-      if (sp >= 0) cs->skey = makeKey(r, sp, st, scnt[sp]++);
-      if (rp >= 0) cs->rkey = makeKey(rp, r, st, rcnt[rp]++);
+      p->steps[base + i].smatch = p->steps[base + i].rmatch = TD_COST_NONE;
+      if (sp >= 0 && sp < p->nranks)
+        ends[(*n)++] = (cpEnd){makeKey(r, sp, st, scnt[sp]++), base + i, 0};
+      if (rp >= 0 && rp < p->nranks)
+        ends[(*n)++] = (cpEnd){makeKey(rp, r, st, rcnt[rp]++), base + i, 1};
     }
   }
-  return tpudistSuccess;
+}
+
+/* Pairs every send end with its receive end (count-independent). */
+static tpudistResult_t planMatch(tdCostPlan *p, char *err) {
+  cpEnd *ends = malloc(sizeof(cpEnd) * ((size_t)p->nsteps * 2 + 1));
+  uint32_t *cnt = malloc(sizeof(uint32_t) * (size_t)p->nranks * 2);
+  if (!ends || !cnt) {
+    free(ends);
+    free(cnt);
+    return tpudistNoMemory;
+  }
+  size_t n = 0;
+  for (int r = 0; r < p->nranks; r++) rankEnds(p, r, cnt, cnt + p->nranks, ends, &n);
+  qsort(ends, n, sizeof(cpEnd), endCmp);
+  tpudistResult_t res = tpudistSuccess;
+  for (size_t i = 0; i < n && res == tpudistSuccess; i += 2) {
+    if (i + 1 >= n || ends[i].key != ends[i + 1].key || ends[i].side != 0 || ends[i + 1].side != 1)
+      res = tdErr(err, tpudistInternalError, "cost: rank %d has an unmatched message",
+                  p->steps[ends[i].g].rank);
+    else {
+      p->steps[ends[i].g].smatch = ends[i + 1].g;
+      p->steps[ends[i + 1].g].rmatch = ends[i].g;
+    }
+  }
+  free(ends);
+  free(cnt);
+  return res;
 }
 
 static tpudistResult_t planIndex(tdCostPlan *p) {
@@ -215,28 +255,26 @@ static tpudistResult_t planIndex(tdCostPlan *p) {
 static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   TD_CHECK(planIndex(p));
   size_t cap = 0;
-  uint32_t *scnt = malloc(sizeof(uint32_t) * (size_t)p->nranks * 2);
-  if (!scnt) return tpudistNoMemory;
+  TD_CHECK(planMatch(p, err));
   tpudistResult_t r = tpudistSuccess;
-  for (int rk = 0; rk < p->nranks && r == tpudistSuccess; rk++) {
-    r = rankKeys(p, rk, scnt, scnt + p->nranks);
+  for (int rk = 0; rk < p->nranks && r == tpudistSuccess; rk++)
     for (uint32_t st = 0; st < p->scheds[rk].nstreams && r == tpudistSuccess; st++)
       r = streamPreds(p, &cap, rk, st);
-  }
-  free(scnt);
   if (r != tpudistSuccess) return tdErr(err, r, "cost: cannot prepare the schedules");
-  size_t nl = p->topo && p->topo->ndims > 0 ? (size_t)p->nranks * (size_t)p->topo->ndims * 2
-                                            : (size_t)p->nranks * 2;
+  for (size_t i = 0; i < p->npreds; i++) p->steps[p->preds[i]].needed = 1;
+  /* links: torus (rank, axis, direction), then one issue port per rank; flat: out, in ports */
+  size_t nl = p->topo && p->topo->ndims > 0
+                  ? (size_t)p->nranks * (size_t)p->topo->ndims * 2 + (size_t)p->nranks
+                  : (size_t)p->nranks * 2;
   p->nlinks = nl;
   p->done = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1));
   p->busy = malloc(sizeof(double) * (nl ? nl : 1));
   p->next = malloc(sizeof(uint32_t) * (p->nstreams ? p->nstreams : 1) * 2);
   p->cursor = p->next ? p->next + (p->nstreams ? p->nstreams : 1) : NULL;
-  p->tcap = 64;
-  while (p->tcap < (size_t)p->nsteps * 2 + 64) p->tcap *= 2;
-  p->table = malloc(sizeof(cpPost) * p->tcap);
+  p->posted_s = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1) * 2);
+  p->posted_r = p->posted_s ? p->posted_s + (p->nsteps ? p->nsteps : 1) : NULL;
   p->hops = malloc(sizeof(tdHop) * 4096);
-  if (!p->done || !p->busy || !p->next || !p->table || !p->hops) return tpudistNoMemory;
+  if (!p->done || !p->busy || !p->next || !p->posted_s || !p->hops) return tpudistNoMemory;
   return tpudistSuccess;
 }
 
@@ -272,7 +310,7 @@ void costPlanFree(tdCostPlan *p) {
   free(p->busy);
   free(p->next);
   free(p->heap);
-  free(p->table);
+  free(p->posted_s);
   free(p->hops);
   free(p);
 }

@@ -5,9 +5,10 @@
  * Torus: every directed link (rank, axis, direction) has bandwidth link_bw; a message follows
  * the torus model's dimension-ordered route, pays hop_latency per hop, and reserves each link
  * of its route in arrival order (two flows on a link share it: together they take twice as
- * long). Flat (ndims == 0): every pair is linked; each rank copies at copy_bw, one port out and
- * one in, and a message pays hop_latency once. Local copy/reduce steps (and the reduction of a
- * received message) run at mem_bw.
+ * long); a sender issues its messages one after another, msg_overhead each. Flat (ndims == 0):
+ * every pair is linked; each rank copies at copy_bw, one port out and one in (each busy for
+ * msg_overhead + bytes / copy_bw per message), and a message pays hop_latency once. Local
+ * copy/reduce steps (and the reduction of a received message) run at mem_bw.
  *
  * Execution follows the IR's issue rules: steps of a stream issue in order; a step waits for the
  * earlier steps of its stream it conflicts with (by chunk, read/write sets of tdStepSemTable) and
@@ -19,14 +20,17 @@
 #include "sched_ir.h"
 
 typedef struct {
-  double hop_latency; /* seconds per hop (torus) or per message (flat) */
-  double link_bw;     /* torus: bytes/s per link and direction */
-  double copy_bw;     /* flat: bytes/s each rank moves in and out */
-  double mem_bw;      /* local copy / reduce, bytes/s */
+  double hop_latency;  /* seconds per hop (torus) or per message (flat) */
+  double link_bw;      /* torus: bytes/s per link and direction */
+  double copy_bw;      /* flat: bytes/s each rank moves in and out */
+  double mem_bw;       /* local copy / reduce, bytes/s */
+  double msg_overhead; /* seconds of issue cost per message at its sender (DMA descriptor,
+                          software); flat: also at its receiver */
 } tdCostModel;
 
-/* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local; flat
- * (shared memory) 1 us per message, 10 GB/s per rank copy, 10 GB/s local. */
+/* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us
+ * issue cost per message; flat (shared memory) 1 us per message, 10 GB/s per rank copy,
+ * 10 GB/s local, 0.5 us issue cost per message. */
 void costModelDefault(const tdTopo *t, tdCostModel *m);
 
 /* All ranks' schedules of one collective, prepared for evaluation (count-independent). */

@@ -9,8 +9,6 @@
 #include "algos.h"
 #include "cost_int.h"
 
-#define TD_COST_TOMB (UINT64_MAX - 1)
-
 static const tdStep *stepOf(const tdCostPlan *p, uint32_t g) {
   const cpStep *c = &p->steps[g];
   return &p->scheds[c->rank].streams[c->stream].steps[c->idx];
@@ -29,6 +27,11 @@ static int evLess(const cpEvent *a, const cpEvent *b) {
 }
 
 static tpudistResult_t heapPush(tdCostPlan *p, double t, uint32_t g, uint32_t kind) {
+  if (kind == 0 && !p->steps[g].needed) { /* nothing waits for it: complete it now */
+    p->done[g] = t;
+    p->end = TD_MAX(p->end, t);
+    return tpudistSuccess;
+  }
   if (p->nheap == p->capheap) {
     size_t c = p->capheap ? p->capheap * 2 : 1024;
     cpEvent *n = realloc(p->heap, sizeof(cpEvent) * c);
@@ -68,26 +71,31 @@ static cpEvent heapPop(tdCostPlan *p) {
 static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t0) {
   const tdCostModel *m = p->m;
   if (src == dst) return t0 + (double)bytes / m->mem_bw;
-  int flat = !p->topo || p->topo->ndims <= 0, nh = 1;
-  double bw = flat ? m->copy_bw : m->link_bw, dt = (double)bytes / bw, fin = t0;
-  if (!flat) {
-    nh = topoRoute(p->topo, src, dst, p->hops, 4096);
-    if (nh < 0 || nh > 4096) nh = 0;
-  }
-  for (int h = 0; h < (flat ? 2 : nh); h++) {
-    size_t l;
-    if (flat) {
-      l = h == 0 ? (size_t)src * 2 : (size_t)dst * 2 + 1;
-    } else {
-      const tdHop *hp = &p->hops[h];
-      l = ((size_t)hp->from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 + (hp->dir > 0);
+  if (!p->topo || p->topo->ndims <= 0) { /* flat: sender's out port, receiver's in port */
+    double dt = m->msg_overhead + (double)bytes / m->copy_bw, fin = t0;
+    for (int h = 0; h < 2; h++) {
+      size_t l = h == 0 ? (size_t)src * 2 : (size_t)dst * 2 + 1;
+      double b = TD_MAX(t0, p->busy[l]);
+      p->busy[l] = b + dt;
+      fin = TD_MAX(fin, b + dt);
     }
-    if (l >= p->nlinks) continue;
+    p->link_bytes += (double)bytes;
+    return fin + m->hop_latency;
+  }
+  size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src; /* the sender's issue port */
+  t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
+  p->busy[inj] = t0;
+  int nh = topoRoute(p->topo, src, dst, p->hops, 4096);
+  if (nh < 0 || nh > 4096) nh = 0;
+  double dt = (double)bytes / m->link_bw, fin = t0;
+  for (int h = 0; h < nh; h++) {
+    const tdHop *hp = &p->hops[h];
+    size_t l = ((size_t)hp->from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 + (hp->dir > 0);
     double b = TD_MAX(t0, p->busy[l]);
     p->busy[l] = b + dt;
     fin = TD_MAX(fin, b + dt);
   }
-  p->link_bytes += (double)bytes * (flat ? 1 : nh);
+  p->link_bytes += (double)bytes * nh;
   return fin + nh * m->hop_latency;
 }
 
@@ -102,34 +110,27 @@ static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double 
   return heapPush(p, fin + extra, gr, fused ? 1 : 0);
 }
 
-static size_t keyHash(uint64_t k, size_t cap) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdULL;
-  k ^= k >> 33;
-  return (size_t)k & (cap - 1);
-}
-
-/* One end of a message is issued: match it with the other end or wait for it. */
-static tpudistResult_t post(tdCostPlan *p, uint64_t key, uint32_t g, int side, double t) {
-  for (size_t i = keyHash(key, p->tcap), n = 0; n < p->tcap; i = (i + 1) & (p->tcap - 1), n++) {
-    cpPost *e = &p->table[i];
-    if (e->key == TD_COST_NO_KEY) {
-      *e = (cpPost){key, g, side};
-      return tpudistSuccess;
-    }
-    if (e->key != key) continue;
-    if (e->side == side) return tpudistInternalError; /* two sends (or receives) with one key */
-    e->key = TD_COST_TOMB;
-    return side == 0 ? transfer(p, g, e->g, t) : transfer(p, e->g, g, t);
+/* One end of a message is issued: start the transfer if the other end is, else wait for it. */
+static tpudistResult_t post(tdCostPlan *p, uint32_t g, int side, double t) {
+  if (side == 0) {
+    uint32_t o = p->steps[g].smatch;
+    if (o == TD_COST_NONE) return tpudistInternalError;
+    if (p->posted_r[o] >= 0) return transfer(p, g, o, t);
+    p->posted_s[g] = t;
+  } else {
+    uint32_t o = p->steps[g].rmatch;
+    if (o == TD_COST_NONE) return tpudistInternalError;
+    if (p->posted_s[o] >= 0) return transfer(p, o, g, t);
+    p->posted_r[g] = t;
   }
-  return tpudistNoMemory;
+  return tpudistSuccess;
 }
 
 static tpudistResult_t issue(tdCostPlan *p, uint32_t g, double t) {
   const tdStep *st = stepOf(p, g);
   unsigned f = tdStepSemTable[st->op].flags;
-  if (f & TD_SEM_WIRE_IN) return post(p, p->steps[g].rkey, g, 1, t);
-  if (f & TD_SEM_WIRE_OUT) return post(p, p->steps[g].skey, g, 0, t);
+  if (f & TD_SEM_WIRE_IN) return post(p, g, 1, t);
+  if (f & TD_SEM_WIRE_OUT) return post(p, g, 0, t);
   double bytes = (double)refBytes(p, p->steps[g].rank, st->src);
   return heapPush(p, t + bytes / p->m->mem_bw, g, 0);
 }
@@ -156,7 +157,7 @@ static tpudistResult_t evalReset(tdCostPlan *p) {
   for (size_t i = 0; i < p->nlinks; i++) p->busy[i] = 0;
   memset(p->next, 0, sizeof(uint32_t) * p->nstreams);
   memset(p->cursor, 0, sizeof(uint32_t) * p->nstreams);
-  for (size_t i = 0; i < p->tcap; i++) p->table[i].key = TD_COST_NO_KEY;
+  for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = -1;
   p->nheap = 0;
   p->messages = 0;
   p->link_bytes = 0;
@@ -171,16 +172,20 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
   TD_CHECK(evalReset(p));
   tpudistResult_t r = tpudistSuccess;
   for (uint32_t sid = 0; sid < p->nstreams && r == tpudistSuccess; sid++) r = tryStream(p, sid, 0);
-  double end = 0;
+  p->end = 0;
   while (p->nheap > 0 && r == tpudistSuccess) {
     cpEvent e = heapPop(p);
     if (e.kind == 1) {
-      r = post(p, p->steps[e.g].skey, e.g, 0, e.t);
+      r = post(p, e.g, 0, e.t);
       continue;
     }
     p->done[e.g] = e.t;
-    end = TD_MAX(end, e.t);
+    p->end = TD_MAX(p->end, e.t);
     int rk = p->steps[e.g].rank;
+    if (!p->has_deps) { /* only the step's own stream can be waiting for it */
+      r = tryStream(p, p->rank_streams[rk] + p->steps[e.g].stream, e.t);
+      continue;
+    }
     for (uint32_t sid = p->rank_streams[rk]; sid < p->rank_streams[rk + 1] && r == tpudistSuccess;
          sid++)
       r = tryStream(p, sid, e.t);
@@ -194,7 +199,7 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
     if (p->done[g] < 0)
       return tdErr(err, tpudistInternalError, "cost: rank %d step never completes (unmatched)",
                    p->steps[g].rank);
-  *seconds = end;
+  *seconds = p->end;
   return tpudistSuccess;
 }
 

@@ -6,13 +6,14 @@
 
 #include "cost.h"
 
-#define TD_COST_NO_KEY UINT64_MAX
+#define TD_COST_NONE UINT32_MAX
 
 typedef struct {
   uint32_t pred_first, npred;
-  uint64_t skey, rkey; /* send / receive match keys, TD_COST_NO_KEY if none */
+  uint32_t smatch, rmatch; /* the other end of this step's send / receive, TD_COST_NONE if none */
   int rank;
   uint16_t stream;
+  uint8_t needed; /* some later step waits for this one's completion */
   uint32_t idx;
 } cpStep;
 
@@ -26,12 +27,6 @@ typedef struct {
   uint32_t g;
   uint32_t kind; /* 0: step done, 1: fused step's receive done (post its send) */
 } cpEvent;
-
-typedef struct {
-  uint64_t key;
-  uint32_t g;
-  int side; /* 0 send, 1 receive */
-} cpPost;
 
 struct tdCostPlan {
   const tdTopo *topo;
@@ -51,11 +46,12 @@ struct tdCostPlan {
   uint32_t *next, *cursor;
   cpEvent *heap;
   size_t nheap, capheap;
-  cpPost *table;
-  size_t tcap;
+  double *posted_s, *posted_r; /* when each step's send / receive end was issued, -1 if not */
+  int has_deps;                /* some step depends on another stream */
   const tdCostModel *m;
   uint64_t count;
   uint32_t es;
+  double end; /* latest completion so far */
   uint64_t messages;
   double link_bytes;
   tdHop *hops;
