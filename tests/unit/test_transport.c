@@ -306,17 +306,17 @@ static void testSocket4(void) {
   gTransports = "socket";
   CU_ASSERT_EQUAL(runRanks(4, bodyExchange, NULL, 150), 0);
 }
-__attribute__((unused)) static void testShm2(void) {
+static void testShm2(void) {
   gTransports = "shm";
   gCma = 1;
   CU_ASSERT_EQUAL(runRanks(2, bodyExchange, NULL, 120), 0);
 }
-__attribute__((unused)) static void testShm4(void) {
+static void testShm4(void) {
   gTransports = "shm";
   gCma = 1;
   CU_ASSERT_EQUAL(runRanks(4, bodyExchange, NULL, 150), 0);
 }
-__attribute__((unused)) static void testShmNoCma(void) {
+static void testShmNoCma(void) {
   gTransports = "shm";
   gCma = 0;
   CU_ASSERT_EQUAL(runRanks(2, bodyExchange, NULL, 120), 0);
@@ -354,10 +354,8 @@ static int bodyAnySource(int rank, int n, const tpudistUniqueId *id, void *arg) 
 static void testAnySource(void) {
   gTransports = "socket";
   CU_ASSERT_EQUAL(runRanks(4, bodyAnySource, NULL, 60), 0);
-#ifdef TD_TEST_SHM
   gTransports = "shm";
   CU_ASSERT_EQUAL(runRanks(4, bodyAnySource, NULL, 60), 0);
-#endif
 }
 
 /* Rank 1 leaves after setup (optionally after one message); rank 0's receive must fail with
@@ -389,11 +387,7 @@ static int bodyDeadPeer(int rank, int n, const tpudistUniqueId *id, void *arg) {
 
 static void testDeadPeer(void) {
   const char *tps[] = {"socket", "shm"};
-#ifdef TD_TEST_SHM
   for (int t = 0; t < 2; t++) {
-#else
-  for (int t = 0; t < 1; t++) {
-#endif
     gTransports = tps[t];
     CU_ASSERT_EQUAL(runRanks(2, bodyDeadPeer, NULL, 40), 0);
     CU_ASSERT_EQUAL(runRanks(2, bodyDeadPeer, (void *)1, 40), 0);
@@ -499,11 +493,9 @@ int main(void) {
       {"wrong secret rejected", testWrongSecret},
       {"socket 2 ranks", testSocket2},
       {"socket 4 ranks", testSocket4},
-#ifdef TD_TEST_SHM
       {"shm 2 ranks", testShm2},
       {"shm 4 ranks", testShm4},
       {"shm 2 ranks without CMA", testShmNoCma},
-#endif
       {"any-source receives", testAnySource},
       {"dead peer is an error", testDeadPeer},
       CU_TEST_INFO_NULL,
