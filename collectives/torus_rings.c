@@ -113,40 +113,39 @@ static tpudistResult_t ringPhase(tdtCtx *c, const tdtGroup *g, int d, const tdtB
   return tpudistSuccess;
 }
 
-/* Line reduce-scatter: m-th item of the rightward and leftward pipelines, interleaved. */
+/* Line reduce-scatter. Receives for forwarded blocks are posted first (distinct chunks, so they
+ * never hold up issue), then the forwarding sends of both directions interleaved, then the two
+ * receives into the own block (they conflict with each other, so they come last). */
 static tpudistResult_t lineRS(tdtCtx *c, const tdtGroup *g, const tdtBlocks *b) {
   int n = g->n, i = g->pos;
   int left = i > 0 ? g->ranks[i - 1] : -1, right = i + 1 < n ? g->ranks[i + 1] : -1;
-  int nr = n - i, nl = i + 1; /* items: forwarded blocks then the own block */
+  int nr = n - 1 - i, nl = i; /* forwarded blocks each way: n-1 .. i+1 and 0 .. i-1 */
   for (int m = 0; m < TD_MAX(nr, nl); m++) {
-    if (m < nr) {
-      int blk = n - 1 - m; /* == i at m == nr-1 */
-      if (left >= 0) TD_CHECK(emitRecv(c, left, b, blk, 1));
-      if (blk > i) TD_CHECK(emitSend(c, right, b, blk));
-    }
-    if (m < nl) {
-      int blk = m;
-      if (right >= 0) TD_CHECK(emitRecv(c, right, b, blk, 1));
-      if (blk < i) TD_CHECK(emitSend(c, left, b, blk));
-    }
+    if (m < nr && left >= 0) TD_CHECK(emitRecv(c, left, b, n - 1 - m, 1));
+    if (m < nl && right >= 0) TD_CHECK(emitRecv(c, right, b, m, 1));
   }
+  for (int m = 0; m < TD_MAX(nr, nl); m++) {
+    if (m < nr) TD_CHECK(emitSend(c, right, b, n - 1 - m));
+    if (m < nl) TD_CHECK(emitSend(c, left, b, m));
+  }
+  if (left >= 0) TD_CHECK(emitRecv(c, left, b, i, 1));
+  if (right >= 0) TD_CHECK(emitRecv(c, right, b, i, 1));
   return tpudistSuccess;
 }
 
+/* Line all-gather: own block both ways, then every receive, then the forwarding sends. */
 static tpudistResult_t lineAG(tdtCtx *c, const tdtGroup *g, const tdtBlocks *b) {
   int n = g->n, i = g->pos;
   int left = i > 0 ? g->ranks[i - 1] : -1, right = i + 1 < n ? g->ranks[i + 1] : -1;
   if (right >= 0) TD_CHECK(emitSend(c, right, b, i));
   if (left >= 0) TD_CHECK(emitSend(c, left, b, i));
   for (int m = 0; m < TD_MAX(i, n - 1 - i); m++) {
-    if (m < i) { /* from the left: blocks i-1, i-2, ..., 0 */
-      TD_CHECK(emitRecv(c, left, b, i - 1 - m, 0));
-      if (right >= 0) TD_CHECK(emitSend(c, right, b, i - 1 - m));
-    }
-    if (m < n - 1 - i) { /* from the right: blocks i+1, ..., n-1 */
-      TD_CHECK(emitRecv(c, right, b, i + 1 + m, 0));
-      if (left >= 0) TD_CHECK(emitSend(c, left, b, i + 1 + m));
-    }
+    if (m < i) TD_CHECK(emitRecv(c, left, b, i - 1 - m, 0));          /* blocks i-1, ..., 0 */
+    if (m < n - 1 - i) TD_CHECK(emitRecv(c, right, b, i + 1 + m, 0)); /* blocks i+1, ..., n-1 */
+  }
+  for (int m = 0; m < TD_MAX(i, n - 1 - i); m++) {
+    if (m < i && right >= 0) TD_CHECK(emitSend(c, right, b, i - 1 - m));
+    if (m < n - 1 - i && left >= 0) TD_CHECK(emitSend(c, left, b, i + 1 + m));
   }
   return tpudistSuccess;
 }
