@@ -81,8 +81,10 @@ static tpudistResult_t tablePut(simEngine *e, uint64_t key, uint32_t slot) {
 
 /* ---- slots: issued steps ---- */
 static tpudistResult_t slotAlloc(simEngine *e, uint32_t *id) {
+  uint32_t gen = 0;
   if (e->nfreeslots) {
     *id = e->freeslots[--e->nfreeslots];
+    gen = e->slots[*id].gen + 1;
   } else {
     if (e->nslots == e->capslots) {
       uint32_t c = e->capslots ? e->capslots * 2 : 1024;
@@ -96,7 +98,9 @@ static tpudistResult_t slotAlloc(simEngine *e, uint32_t *id) {
     *id = e->nslots++;
   }
   memset(&e->slots[*id], 0, sizeof(simSlot));
+  e->slots[*id].gen = gen;
   e->slots[*id].used = 1;
+  e->slots[*id].recv_done = -1;
   return tpudistSuccess;
 }
 
@@ -114,8 +118,18 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
   TD_CHECK(netStart(&e->net, from, to, bytes, e->now, ss, rs, &fid));
   e->net.flows[fid].src = from;
   e->net.flows[fid].dst = to;
-  e->slots[ss].flow = e->slots[rs].flow = fid;
   e->ranks[from].dma_active++;
+  simSlot *s = &e->slots[ss], *r = &e->slots[rs];
+  if (s->phase) s->fwd_flow = fid;
+  if ((tdStepSemTable[r->step.op].flags & TD_SEM_WIRE_OUT) && !r->phase) {
+    /* a fused receive: its forward starts once the first piece has landed (and is reduced) */
+    const simFlow *f = &e->net.flows[fid];
+    double p = TD_MIN(bytes, e->cfg->piece_bytes > 0 ? e->cfg->piece_bytes : bytes);
+    double t = e->now + f->lat + (f->rate > 0 && f->rate < 1e299 ? p / f->rate : 0);
+    if (tdStepSemTable[r->step.op].flags & TD_SEM_REDUCES) t += 3.0 * p / e->cfg->p.mem_bw;
+    r->piece = p;
+    return netPush(&e->net, t, SIM_EV_PIECE, rs, r->gen);
+  }
   return tpudistSuccess;
 }
 
@@ -208,9 +222,16 @@ typedef struct {
   int write[2];
 } simSpans;
 
-static tpudistResult_t stepSpans(const simEngine *e, int r, const simStep *st, simSpans *sp) {
+/* Read/write spans of a step; a fused step whose receive is done only reads dst (forwarding). */
+static tpudistResult_t stepSpans(const simEngine *e, int r, const simStep *st, int recv_done,
+                                 simSpans *sp) {
   unsigned f = tdStepSemTable[st->op].flags;
   sp->n = 0;
+  if (recv_done) {
+    TD_CHECK(winSpan(e, r, st->dst, &sp->space[0], &sp->b[0], &sp->e[0]));
+    sp->write[sp->n++] = 0;
+    return tpudistSuccess;
+  }
   if (f & TD_SEM_READ_SRC) {
     TD_CHECK(winSpan(e, r, st->src, &sp->space[0], &sp->b[0], &sp->e[0]));
     sp->write[sp->n++] = 0;
@@ -247,9 +268,10 @@ static tpudistResult_t canIssue(simEngine *e, int r, uint32_t stream, const simS
   }
   if (ss->ninflight) {
     simSpans me, other;
-    TD_CHECK(stepSpans(e, r, st, &me));
+    TD_CHECK(stepSpans(e, r, st, 0, &me));
     for (uint32_t i = 0; i < ss->ninflight; i++) {
-      TD_CHECK(stepSpans(e, r, &e->slots[ss->inflight[i].slot].step, &other));
+      const simSlot *o = &e->slots[ss->inflight[i].slot];
+      TD_CHECK(stepSpans(e, r, &o->step, o->recv_done >= 0, &other));
       if (spansConflict(&me, &other)) return tpudistSuccess;
     }
   }
@@ -337,19 +359,36 @@ static tpudistResult_t complete(simEngine *e, uint32_t slot) {
 }
 
 /* ---- events ---- */
+/* Delivery time of a fused step's forward that drained at now: not before its last piece was
+ * received and reduced, plus that piece's time on a link. */
+static double fwdDeliverAt(const simEngine *e, const simSlot *s, double lat) {
+  return TD_MAX(e->now, s->recv_done + s->piece / e->cfg->p.link_bw) + lat;
+}
+
 static tpudistResult_t onDeliver(simEngine *e, uint32_t fid) {
   simFlow *f = &e->net.flows[fid];
   uint32_t ss = f->send_slot, rs = f->recv_slot;
   netRelease(&e->net, fid);
   if (e->cfg->functional) TD_CHECK(funcDeliver(e, &e->slots[ss], &e->slots[rs]));
   unsigned rf = tdStepSemTable[e->slots[rs].step.op].flags;
-  TD_CHECK(complete(e, ss));         /* the send end (a fused step's forward) is done */
-  const simSlot *rv = &e->slots[rs]; /* after complete: slots may have moved */
-  if (!(rf & TD_SEM_REDUCES) && !(rf & TD_SEM_WIRE_OUT)) return complete(e, rs);
-  double t = e->now;
-  if (rf & TD_SEM_REDUCES)
-    t += 3.0 * (double)refBytes(e, rv->rank, rv->step.dst) / e->cfg->p.mem_bw;
-  return netPush(&e->net, t, (rf & TD_SEM_WIRE_OUT) ? SIM_EV_SEND_PART : SIM_EV_LOCAL, rs, 0);
+  TD_CHECK(complete(e, ss));   /* the send end (a fused step's forward) is done */
+  simSlot *rv = &e->slots[rs]; /* after complete: slots may have moved */
+  double red = (rf & TD_SEM_REDUCES) ? 3.0 * (double)refBytes(e, rv->rank, rv->step.dst) : 0;
+  if (!(rf & TD_SEM_WIRE_OUT)) {
+    if (!(rf & TD_SEM_REDUCES)) return complete(e, rs);
+    return netPush(&e->net, e->now + red / e->cfg->p.mem_bw, SIM_EV_LOCAL, rs, 0);
+  }
+  /* fused: the last piece still has to be reduced; the forward may already be under way */
+  rv->recv_done = e->now + (rf & TD_SEM_REDUCES ? 3.0 * rv->piece / e->cfg->p.mem_bw : 0);
+  if (!rv->phase) {
+    rv->phase = 1;
+    TD_CHECK(postEnd(e, rs, 1));
+  } else if (rv->fwd_waiting) {
+    rv->fwd_waiting = 0;
+    const simFlow *g = &e->net.flows[rv->fwd_flow];
+    TD_CHECK(netPush(&e->net, fwdDeliverAt(e, rv, g->lat), SIM_EV_DELIVER, rv->fwd_flow, 0));
+  }
+  return advance(e, e->slots[rs].rank); /* its receive footprint is released */
 }
 
 static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
@@ -358,12 +397,19 @@ static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
       simFlow *f = &e->net.flows[ev->id];
       if (!f->active || f->version != ev->version) return tpudistSuccess; /* stale */
       TD_CHECK(netDrained(&e->net, ev->id, e->now));
-      TD_CHECK(netPush(&e->net, e->now + f->lat, SIM_EV_DELIVER, ev->id, 0));
+      simSlot *s = &e->slots[f->send_slot];
+      if (s->phase && s->recv_done < 0)
+        s->fwd_waiting = 1; /* delivered once its receive is done */
+      else
+        TD_CHECK(netPush(&e->net, s->phase ? fwdDeliverAt(e, s, f->lat) : e->now + f->lat,
+                         SIM_EV_DELIVER, ev->id, 0));
       return dmaDone(e, e->net.flows[ev->id].src);
     }
     case SIM_EV_DELIVER:
       return onDeliver(e, ev->id);
-    case SIM_EV_SEND_PART:
+    case SIM_EV_PIECE: /* a fused step's first piece is in: start forwarding */
+      if (!e->slots[ev->id].used || e->slots[ev->id].gen != ev->version || e->slots[ev->id].phase)
+        return tpudistSuccess; /* forwarding already (or the step is long done) */
       e->slots[ev->id].phase = 1;
       return postEnd(e, ev->id, 1);
     case SIM_EV_LOCAL:
@@ -380,6 +426,8 @@ void simConfigDefault(simConfig *c, const simPreset *p, const tdTopo *topo) {
   c->p = *p;
   c->topo = topo;
   c->window = 256;
+  c->fuse = 1;
+  c->piece_bytes = 131072;
   c->dtype = tpudistFloat32;
   c->op = tpudistSum;
 }

@@ -68,6 +68,8 @@ typedef struct {
   int max_inflight;        /* issued, incomplete steps per stream (0: no limit; a limit can
                               deadlock schedules that rely on more concurrency) */
   int max_dma;             /* messages a chip sends at once; matched ones queue (0: no limit) */
+  int fuse;                /* apply the fusion pass, as the runtime does (default 1) */
+  double piece_bytes;      /* the executor's pipeline piece (TPU_DIST_CHUNK_BYTES, 128 KiB) */
   int functional;          /* move real data and check it */
   tpudistDataType_t dtype; /* functional mode */
   tpudistRedOp_t op;

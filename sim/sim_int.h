@@ -34,7 +34,7 @@ typedef struct {
   uint32_t kind, id, version;
 } simEvent;
 
-enum { SIM_EV_DRAINED = 0, SIM_EV_DELIVER = 1, SIM_EV_LOCAL = 2, SIM_EV_SEND_PART = 3 };
+enum { SIM_EV_DRAINED = 0, SIM_EV_DELIVER = 1, SIM_EV_LOCAL = 2, SIM_EV_PIECE = 3 };
 
 typedef struct {
   const tdTopo *topo;
@@ -109,8 +109,12 @@ typedef struct {
   int rank;
   uint16_t stream;
   uint32_t idx;
-  uint32_t flow; /* flow of the receive end (or send end) in progress */
-  int phase;     /* fused: 0 receiving, 1 sending */
+  uint32_t gen;      /* bumped on every reuse: events name (slot, gen) */
+  int phase;         /* fused: 0 receiving only, 1 also forwarding */
+  int fwd_waiting;   /* fused: the forward drained before the receive was done */
+  uint32_t fwd_flow; /* fused: the forward's flow */
+  double recv_done;  /* fused: when the last piece was received and reduced (< 0: not yet) */
+  double piece;      /* fused: bytes of one piece */
   int used;
 } simSlot;
 

@@ -95,6 +95,7 @@ tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing) {
   memset(&s, 0, sizeof(s));
   tpudistResult_t res = algoGenerate(&a, e->algo, &s, e->err);
   e->generations++;
+  if (res == tpudistSuccess && e->cfg->fuse) schedFuse(&s);
   if (res != tpudistSuccess) {
     schedFree(&s);
     return res;
