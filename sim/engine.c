@@ -100,6 +100,7 @@ static tpudistResult_t slotAlloc(simEngine *e, uint32_t *id) {
   memset(&e->slots[*id], 0, sizeof(simSlot));
   e->slots[*id].gen = gen;
   e->slots[*id].used = 1;
+  e->slots[*id].recv_flow = SIM_NO_FLOW;
   e->slots[*id].recv_done = -1;
   return tpudistSuccess;
 }
@@ -115,7 +116,11 @@ static uint64_t refBytes(const simEngine *e, int r, tdBufRef ref) {
 static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
   uint32_t fid;
   int from = e->slots[ss].rank, to = e->slots[rs].rank;
-  TD_CHECK(netStart(&e->net, from, to, bytes, e->now, ss, rs, &fid));
+  uint32_t feeder = SIM_NO_FLOW, rf = e->slots[ss].recv_flow;
+  if (e->slots[ss].phase && rf < e->net.nflows && e->net.flows[rf].active &&
+      e->net.flows[rf].recv_slot == ss)
+    feeder = rf;
+  TD_CHECK(netStart(&e->net, from, to, bytes, e->now, ss, rs, feeder, &fid));
   e->net.flows[fid].src = from;
   e->net.flows[fid].dst = to;
   e->ranks[from].dma_active++;
@@ -128,6 +133,7 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
     double t = e->now + f->lat + (f->rate > 0 && f->rate < 1e299 ? p / f->rate : 0);
     if (tdStepSemTable[r->step.op].flags & TD_SEM_REDUCES) t += 3.0 * p / e->cfg->p.mem_bw;
     r->piece = p;
+    r->recv_flow = fid;
     return netPush(&e->net, t, SIM_EV_PIECE, rs, r->gen);
   }
   return tpudistSuccess;
@@ -395,7 +401,7 @@ static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
   switch (ev->kind) {
     case SIM_EV_DRAINED: {
       simFlow *f = &e->net.flows[ev->id];
-      if (!f->active || f->version != ev->version) return tpudistSuccess; /* stale */
+      if (!f->active) return tpudistSuccess;
       TD_CHECK(netDrained(&e->net, ev->id, e->now));
       simSlot *s = &e->slots[f->send_slot];
       if (s->phase && s->recv_done < 0)

@@ -2,19 +2,14 @@
  * net.c - the simulator's network: directed ICI links plus a per-chip injection and ejection
  * resource, flows routed over them, per-link fair shares, and the event heap.
  *
- * A flow's rate is the smallest share capacity / (active flows) over the resources of its route.
- * When a flow starts, flows sharing a resource with it can only slow down (checked against the new
- * share); when one drains, flows on its resources that were held at the old share are recomputed.
- * Unused share is not handed on (no max-min water filling): a flow bottlenecked elsewhere leaves
- * part of a link idle. Routes are the torus model's dimension-ordered shortest routes; when one
- * crosses a failed link the flow takes a shortest path over healthy links (breadth-first search).
+ * Rates are max-min fair (rate.c). Routes are the torus model's dimension-ordered shortest routes;
+ * when one crosses a failed link the flow takes a shortest path over healthy links (breadth-first
+ * search).
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim_int.h"
-
-#define SIM_EPS 1e-12
 
 static uint32_t linkId(const simNet *n, int rank, int axis, int dir) {
   return (uint32_t)((rank * n->nd + axis) * 2 + (dir > 0 ? 0 : 1));
@@ -41,9 +36,9 @@ tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
   n->maxhops = 64;
   n->hops = malloc(sizeof(tdHop) * (size_t)n->maxhops);
   if (!n->res || !n->hops) return tdErr(err, tpudistNoMemory, "sim: no memory for %zu links", nres);
-  for (uint32_t i = 0; i < n->nlinks; i++) n->res[i].cap = cfg->p.link_bw;
+  for (uint32_t i = 0; i < n->nlinks; i++) n->res[i].cap = n->res[i].level = cfg->p.link_bw;
   double inj = cfg->p.inj_bw > 0 ? cfg->p.inj_bw : cfg->p.link_bw * (n->nd ? 2 * n->nd : 1);
-  for (size_t i = n->nlinks; i < nres; i++) n->res[i].cap = inj;
+  for (size_t i = n->nlinks; i < nres; i++) n->res[i].cap = n->res[i].level = inj;
   n->hop_latency = cfg->p.hop_latency;
   n->msg_overhead = cfg->p.msg_overhead;
   for (int i = 0; i < cfg->nfailed; i++) {
@@ -67,15 +62,43 @@ void netFree(simNet *n) {
   free(n->heap);
   free(n->hops);
   free(n->bfs_prev);
+  free(n->work);
+  free(n->dem);
   free(n->bfs_queue);
   memset(n, 0, sizeof(*n));
 }
 
-/* ---- event heap: earliest time first, ties by kind then id (deterministic) ---- */
+/* ---- event heap: earliest time first, ties by kind then id (deterministic); a flow's drain
+ * event is indexed (hpos) so a rate change moves it instead of leaving a stale copy ---- */
 static int evLess(const simEvent *a, const simEvent *b) {
   if (a->t != b->t) return a->t < b->t;
   if (a->kind != b->kind) return a->kind < b->kind;
   return a->id < b->id;
+}
+
+static void heapSet(simNet *n, size_t i, simEvent ev) {
+  n->heap[i] = ev;
+  if (ev.kind == SIM_EV_DRAINED) n->flows[ev.id].hpos = (uint32_t)i;
+}
+
+static void siftUp(simNet *n, size_t i, simEvent ev) {
+  while (i > 0 && evLess(&ev, &n->heap[(i - 1) / 2])) {
+    heapSet(n, i, n->heap[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  heapSet(n, i, ev);
+}
+
+static void siftDown(simNet *n, size_t i, simEvent ev) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n->nheap) break;
+    if (c + 1 < n->nheap && evLess(&n->heap[c + 1], &n->heap[c])) c++;
+    if (!evLess(&n->heap[c], &ev)) break;
+    heapSet(n, i, n->heap[c]);
+    i = c;
+  }
+  heapSet(n, i, ev);
 }
 
 tpudistResult_t netPush(simNet *n, double t, uint32_t kind, uint32_t id, uint32_t version) {
@@ -87,29 +110,29 @@ tpudistResult_t netPush(simNet *n, double t, uint32_t kind, uint32_t id, uint32_
     n->capheap = c;
   }
   simEvent ev = {t, kind, id, version};
-  size_t i = n->nheap++;
-  while (i > 0 && evLess(&ev, &n->heap[(i - 1) / 2])) {
-    n->heap[i] = n->heap[(i - 1) / 2];
-    i = (i - 1) / 2;
-  }
-  n->heap[i] = ev;
+  siftUp(n, n->nheap++, ev);
+  return tpudistSuccess;
+}
+
+tpudistResult_t netSetDrain(simNet *n, uint32_t id, double t) {
+  uint32_t p = n->flows[id].hpos;
+  if (p == SIM_NO_FLOW) return netPush(n, t, SIM_EV_DRAINED, id, 0);
+  simEvent ev = n->heap[p];
+  double old = ev.t;
+  ev.t = t;
+  if (t < old)
+    siftUp(n, p, ev);
+  else
+    siftDown(n, p, ev);
   return tpudistSuccess;
 }
 
 int netPop(simNet *n, simEvent *ev) {
   if (!n->nheap) return 0;
   *ev = n->heap[0];
+  if (ev->kind == SIM_EV_DRAINED) n->flows[ev->id].hpos = SIM_NO_FLOW;
   simEvent last = n->heap[--n->nheap];
-  size_t i = 0;
-  for (;;) {
-    size_t c = 2 * i + 1;
-    if (c >= n->nheap) break;
-    if (c + 1 < n->nheap && evLess(&n->heap[c + 1], &n->heap[c])) c++;
-    if (!evLess(&n->heap[c], &last)) break;
-    n->heap[i] = n->heap[c];
-    i = c;
-  }
-  if (n->nheap) n->heap[i] = last;
+  if (n->nheap) siftDown(n, 0, last);
   return 1;
 }
 
@@ -185,27 +208,6 @@ static tpudistResult_t netRoute(simNet *n, simFlow *f, int src, int dst, int *nh
 }
 
 /* ---- flows ---- */
-static double flowShare(const simNet *n, const simFlow *f) {
-  double r = 1e300;
-  for (uint32_t i = 0; i < f->nres; i++) {
-    const simRes *s = &n->res[SIM_FLOW_RES(f)[i]];
-    r = TD_MIN(r, s->cap / (double)(s->n ? s->n : 1));
-  }
-  return r;
-}
-
-static void settle(simFlow *f, double now) {
-  f->remaining -= f->rate * (now - f->t_last);
-  if (f->remaining < 0) f->remaining = 0;
-  f->t_last = now;
-}
-
-static tpudistResult_t reschedule(simNet *n, uint32_t id, double now) {
-  simFlow *f = &n->flows[id];
-  f->version++;
-  return netPush(n, now + f->remaining / f->rate, SIM_EV_DRAINED, id, f->version);
-}
-
 static tpudistResult_t resAdd(simRes *r, uint32_t id) {
   if (r->n == r->capn) {
     uint32_t c = r->capn ? r->capn * 2 : 4;
@@ -234,16 +236,23 @@ static tpudistResult_t flowAlloc(simNet *n, uint32_t *id) {
   }
   *id = n->nflows++;
   n->flows[*id].heap = NULL;
-  n->flows[*id].version = 0;
   return tpudistSuccess;
 }
 
 tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, uint32_t send_slot,
-                         uint32_t recv_slot, uint32_t *id) {
+                         uint32_t recv_slot, uint32_t feeder, uint32_t *id) {
   TD_CHECK(flowAlloc(n, id));
   simFlow *f = &n->flows[*id];
   int hops = 0;
   f->nres = 0;
+  f->child = SIM_NO_FLOW;
+  f->hpos = SIM_NO_FLOW;
+  f->cap_rate = 1e300;
+  f->rate = 0;
+  if (feeder != SIM_NO_FLOW && n->flows[feeder].active) {
+    n->flows[feeder].child = *id;
+    f->cap_rate = n->flows[feeder].rate;
+  }
   f->send_slot = send_slot;
   f->recv_slot = recv_slot;
   f->remaining = f->bytes = bytes;
@@ -255,27 +264,13 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
     TD_CHECK(addRes(f, n->nlinks + (uint32_t)n->topo->nranks + (uint32_t)dst));
   }
   f->lat = src == dst ? 0 : n->msg_overhead + n->hop_latency * (n->nd ? hops : 1);
-  for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(resAdd(&n->res[SIM_FLOW_RES(f)[i]], *id));
-  for (uint32_t i = 0; i < f->nres; i++) {
-    simRes *r = &n->res[SIM_FLOW_RES(f)[i]];
-    double share = r->cap / r->n;
-    for (uint32_t j = 0; j < r->n; j++) {
-      uint32_t g = r->flows[j];
-      simFlow *gf = &n->flows[g];
-      if (g == *id || share >= gf->rate * (1 - SIM_EPS)) continue;
-      settle(gf, now);
-      gf->rate = share;
-      TD_CHECK(reschedule(n, g, now));
-    }
-  }
-  f = &n->flows[*id];
-  f->rate = f->nres ? flowShare(n, f) : 1e300;
   if (++n->active > n->max_active) n->max_active = n->active;
   if (bytes <= 0 || !f->nres) {
-    f->version++;
-    return netPush(n, now, SIM_EV_DRAINED, *id, f->version);
+    f->rate = 1e300;
+    return netSetDrain(n, *id, now);
   }
-  return reschedule(n, *id, now);
+  for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(resAdd(&n->res[SIM_FLOW_RES(f)[i]], *id));
+  return rateJoin(n, *id, now);
 }
 
 tpudistResult_t netDrained(simNet *n, uint32_t id, double now) {
@@ -290,19 +285,8 @@ tpudistResult_t netDrained(simNet *n, uint32_t id, double now) {
         r->flows[j] = r->flows[--r->n];
         break;
       }
-    double old = r->cap / (double)(r->n + 1);
-    for (uint32_t j = 0; j < r->n; j++) {
-      uint32_t g = r->flows[j];
-      simFlow *gf = &n->flows[g];
-      if (gf->rate < old * (1 - 1e-9)) continue; /* held elsewhere */
-      double nr = flowShare(n, gf);
-      if (nr <= gf->rate * (1 + SIM_EPS)) continue;
-      settle(gf, now);
-      gf->rate = nr;
-      TD_CHECK(reschedule(n, g, now));
-    }
   }
-  return tpudistSuccess;
+  return rateLeave(n, id, now);
 }
 
 void netRelease(simNet *n, uint32_t id) {
@@ -310,5 +294,6 @@ void netRelease(simNet *n, uint32_t id) {
   free(f->heap);
   f->heap = NULL;
   f->nres = 0;
+  f->child = SIM_NO_FLOW;
   n->freeflows[n->nfree++] = id;
 }

@@ -15,7 +15,8 @@ typedef struct {
   double bytes;    /* carried so far */
   uint32_t *flows; /* active flows */
   uint32_t n, capn;
-  int failed;
+  double level; /* max-min water level: what an unconstrained flow here gets */
+  int failed, queued;
 } simRes;
 
 typedef struct {
@@ -23,7 +24,9 @@ typedef struct {
   uint32_t *heap; /* malloc'ed route when longer than res_inline, else NULL */
   uint32_t nres;
   double remaining, rate, t_last, bytes, lat;
-  uint32_t version;
+  double cap_rate; /* a forward runs no faster than the flow feeding it (1e300: free) */
+  uint32_t child;  /* the forward this flow feeds, or SIM_NO_FLOW */
+  uint32_t hpos;   /* position of its drain event in the heap, or SIM_NO_FLOW */
   uint32_t send_slot, recv_slot; /* engine slots of the two ends */
   int src, dst;
   int active;
@@ -46,24 +49,37 @@ typedef struct {
   uint64_t active, max_active;
   simEvent *heap;
   size_t nheap, capheap;
+  uint32_t *work; /* resources to re-level */
+  size_t nwork, capwork;
+  double *dem; /* scratch: demands on one resource */
+  size_t capdem;
   double hop_latency, msg_overhead;
   tdHop *hops;
   int maxhops;
   int *bfs_prev, *bfs_queue; /* detours, allocated on first use */
 } simNet;
 
+#define SIM_NO_FLOW UINT32_MAX
 #define SIM_FLOW_RES(f) ((f)->heap ? (f)->heap : (f)->res_inline)
 
 tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err);
 void netFree(simNet *n);
 /* Starts a flow of bytes from src to dst at time now; returns its id. */
+/* feeder: the flow whose data this one forwards piece by piece (its rate caps this one's), or
+ * SIM_NO_FLOW. */
 tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, uint32_t send_slot,
-                         uint32_t recv_slot, uint32_t *id);
+                         uint32_t recv_slot, uint32_t feeder, uint32_t *id);
 /* Ends a drained flow at time now (frees its links; the flow stays until netRelease). */
 tpudistResult_t netDrained(simNet *n, uint32_t id, double now);
 void netRelease(simNet *n, uint32_t id);
 tpudistResult_t netPush(simNet *n, double t, uint32_t kind, uint32_t id, uint32_t version);
 int netPop(simNet *n, simEvent *ev);
+/* (Re)schedules flow id's drain event at t (one per flow, moved in place). */
+tpudistResult_t netSetDrain(simNet *n, uint32_t id, double t);
+
+/* Max-min fair rates (rate.c): flow id joined / left its resources at now. */
+tpudistResult_t rateJoin(simNet *n, uint32_t id, double now);
+tpudistResult_t rateLeave(simNet *n, uint32_t id, double now);
 
 /* ---- engine (engine.c) ---- */
 typedef struct {
@@ -109,12 +125,13 @@ typedef struct {
   int rank;
   uint16_t stream;
   uint32_t idx;
-  uint32_t gen;      /* bumped on every reuse: events name (slot, gen) */
-  int phase;         /* fused: 0 receiving only, 1 also forwarding */
-  int fwd_waiting;   /* fused: the forward drained before the receive was done */
-  uint32_t fwd_flow; /* fused: the forward's flow */
-  double recv_done;  /* fused: when the last piece was received and reduced (< 0: not yet) */
-  double piece;      /* fused: bytes of one piece */
+  uint32_t gen;       /* bumped on every reuse: events name (slot, gen) */
+  int phase;          /* fused: 0 receiving only, 1 also forwarding */
+  int fwd_waiting;    /* fused: the forward drained before the receive was done */
+  uint32_t fwd_flow;  /* fused: the forward's flow */
+  uint32_t recv_flow; /* fused: the receive's flow (feeds the forward) */
+  double recv_done;   /* fused: when the last piece was received and reduced (< 0: not yet) */
+  double piece;       /* fused: bytes of one piece */
   int used;
 } simSlot;
 

@@ -24,7 +24,7 @@ typedef struct {
   const char *preset, *topology, *coll, *algo, *algos, *csv, *plot, *fail;
   uint64_t bytes, min, max;
   int twist, sweep, compare, functional, root, window, depth, dma, quiet;
-  double link_bw, latency, inj_bw, overhead;
+  double link_bw, latency, inj_bw, overhead, piece;
   tpudistDataType_t dtype;
   tpudistRedOp_t op;
 } Opts;
@@ -38,7 +38,7 @@ static void usage(FILE *f) {
           "         [--sweep [--min N] [--max N] [--algos a,b,c] [--csv FILE] [--plot FILE.png]]\n"
           "         [--compare-algos] [--functional [--dtype float32|int32|float64|int64]\n"
           "         [--op sum|max|min]] [--fail-links R:AXIS:DIR,...]\n"
-          "         [--link-bw B/s] [--latency S] [--overhead S] [--inj-bw B/s]\n"
+          "         [--link-bw B/s] [--latency S] [--overhead S] [--inj-bw B/s] [--piece BYTES]\n"
           "         [--window STEPS] [--depth STEPS] [--dma N] [--quiet]\n");
 }
 
@@ -131,6 +131,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->overhead = atof(v);
     else if (!strcmp(a, "--inj-bw"))
       o->inj_bw = atof(v);
+    else if (!strcmp(a, "--piece"))
+      o->piece = atof(v);
     else if (!strcmp(a, "--dtype")) {
       if (parseDtype(v, &o->dtype)) return fprintf(stderr, "tpudist-sim: dtype %s?\n", v), -1;
     } else if (!strcmp(a, "--op")) {
@@ -328,6 +330,7 @@ int main(int argc, char **argv) {
   if (o.window > 0) cfg.window = o.window;
   if (o.depth > 0) cfg.max_inflight = o.depth;
   if (o.dma > 0) cfg.max_dma = o.dma;
+  if (o.piece > 0) cfg.piece_bytes = o.piece;
   cfg.functional = o.functional;
   cfg.dtype = o.dtype;
   cfg.op = o.op;
