@@ -154,6 +154,7 @@ static tpudistResult_t genA2A(const tdCollArgs *a, tdSched *s, char *err) {
   if (a->topo->nranks != a->nranks)
     return tdErr(err, tpudistNotSupported, "torus of %d chips does not match %d ranks",
                  a->topo->nranks, a->nranks);
+  if (a->inplace) return tdErr(err, tpudistNotSupported, "all-to-all has no in-place form");
   if (a->coll == TD_COLL_ALLTOALLV && (!a->v_counts || !a->v_sdispls || !a->v_rdispls))
     return tdErr(err, tpudistInvalidArgument, "alltoallv needs the count matrix and displacements");
   a2aList l = {0}, tr = {0};
