@@ -6,3 +6,4 @@ suite unit-gen-colls 300 tests/unit/test_gen_colls
 suite unit-validate 60 tests/unit/test_validate
 suite unit-sched-io 60 tests/unit/test_sched_io
 suite unit-torus-algos 400 tests/unit/test_torus_algos
+suite unit-cost 120 tests/unit/test_cost
