@@ -7,3 +7,4 @@ suite unit-validate 60 tests/unit/test_validate
 suite unit-sched-io 60 tests/unit/test_sched_io
 suite unit-torus-algos 400 tests/unit/test_torus_algos
 suite unit-cost 120 tests/unit/test_cost
+suite unit-select 120 tests/unit/test_select
