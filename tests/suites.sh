@@ -8,3 +8,6 @@ suite unit-sched-io 60 tests/unit/test_sched_io
 suite unit-torus-algos 400 tests/unit/test_torus_algos
 suite unit-cost 120 tests/unit/test_cost
 suite unit-select 120 tests/unit/test_select
+suite unit-fuse 60 tests/unit/test_fuse
+suite unit-kernels-portable 120 tests/unit/test_kernels_portable
+suite unit-transport 180 tests/unit/test_transport
