@@ -4,7 +4,8 @@
  * 4x4x4, 4x4x8 (plain and twisted), 2x4 without wrap, 3x5 and 2x2x2x2, with counts 0, 1, fewer
  * than the ranks, not divisible by the chunking, and large, in place and out of place; a check
  * over the step lists that torus generators send and receive only between torus neighbours;
- * refusals on flat topologies; and controls showing that both checks can fail.
+ * the same after the fusion pass; refusals on flat topologies; and controls showing that both
+ * checks can fail.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -90,6 +91,15 @@ static void checkSet(const char *spec, const tdTopo *t, tdColl coll, const char 
     tpudistResult_t r = validate(s, n, counts[c], NULL, err);
     if (r != tpudistSuccess)
       fprintf(stderr, "%s %s %s inplace %d count %llu: %s\n", spec, schedCollName(coll), algo,
+              inplace, (unsigned long long)counts[c], err);
+    CU_ASSERT(r == tpudistSuccess);
+  }
+  for (int r = 0; r < n; r++) schedFuse(&s[r]); /* what the executor runs */
+  for (size_t c = 1; c < sizeof(counts) / sizeof(counts[0]); c += 2) {
+    char err[TD_ERRLEN] = "";
+    tpudistResult_t r = validate(s, n, counts[c], NULL, err);
+    if (r != tpudistSuccess)
+      fprintf(stderr, "%s %s %s fused inplace %d count %llu: %s\n", spec, schedCollName(coll), algo,
               inplace, (unsigned long long)counts[c], err);
     CU_ASSERT(r == tpudistSuccess);
   }
