@@ -161,6 +161,29 @@ static void testAllreduceRanking(void) {
   CU_ASSERT(strcmp(best, "recdbl") == 0 || strcmp(best, "tree") == 0);
 }
 
+/* Fused steps (recv_reduce_send) are costed too, close to the unfused plan. */
+static void testFused(void) {
+  tdTopo t;
+  char err[TD_ERRLEN] = "";
+  CU_ASSERT_FATAL(topoParse("4x4", 0, &t, err) == tpudistSuccess);
+  tdCostModel m;
+  costModelDefault(&t, &m);
+  double sec[2] = {-1, -1};
+  for (int fused = 0; fused < 2; fused++) {
+    tdCollArgs a;
+    memset(&a, 0, sizeof(a));
+    a.coll = TD_COLL_ALLREDUCE, a.nranks = 16, a.topo = &t;
+    tdSched *s = calloc(16, sizeof(tdSched));
+    for (int r = 0; r < 16; r++) {
+      a.rank = r;
+      CU_ASSERT_FATAL(algoGenerate(&a, "torus", &s[r], err) == tpudistSuccess);
+      if (fused) schedFuse(&s[r]);
+    }
+    CU_ASSERT(eval(&t, s, 16, &m, 1 << 20, &sec[fused]) == tpudistSuccess);
+  }
+  CU_ASSERT(sec[0] > 0 && sec[1] > 0 && sec[1] <= sec[0] * 1.1 && sec[0] <= sec[1] * 1.1);
+}
+
 static void testTwistedAlltoall(void) {
   const char *algos[] = {"torus", "direct", "pairwise"};
   double bestPlain = 0, bestTwist = 0;
@@ -183,6 +206,7 @@ int main(void) {
                          {"local copy", testLocalCopy},
                          {"link contention", testContention},
                          {"stall and unmatched", testStallAndUnmatched},
+                         {"fused steps", testFused},
                          {"4x4x4 all-reduce ranking", testAllreduceRanking},
                          {"twisted 4x4x8 all-to-all", testTwistedAlltoall},
                          CU_TEST_INFO_NULL};
