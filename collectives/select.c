@@ -358,3 +358,14 @@ void selectPrint(const tdSelectTable *t, FILE *f) {
 void selectFree(tdSelectTable *t) {
   free(t);
 }
+
+tpudistResult_t selectPrintTopology(const char *spec, int nranks, const char *override, FILE *f,
+                                    char *err) {
+  tdTopo t;
+  TD_CHECK(topoParse(spec, nranks > 0 ? nranks : 0, &t, err));
+  tdSelectTable *s;
+  TD_CHECK(selectBuild(&t, nranks > 0 ? nranks : t.nranks, override, &s, err));
+  selectPrint(s, f);
+  selectFree(s);
+  return tpudistSuccess;
+}

@@ -145,10 +145,29 @@ static void testFlat(void) {
   CU_ASSERT(selectBuild(&t, 8, NULL, &s, err) == tpudistInvalidArgument); /* 16 chips, 8 ranks */
 }
 
+/* What `tpudist-info -s` prints: the rank count defaults to the chip count. */
+static void testPrintTopology(void) {
+  char *buf = NULL, err[TD_ERRLEN] = "";
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CU_ASSERT(selectPrintTopology("2x2x2", 0, NULL, f, err) == tpudistSuccess);
+  CU_ASSERT(selectPrintTopology("flat(4)", 0, "allreduce=ring", f, err) == tpudistSuccess);
+  fclose(f);
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "topology 2x2x2 nranks 8 "));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "topology flat(4) nranks 4 "));
+  CU_ASSERT_PTR_NOT_NULL(findLine(buf, "reducescatter", 1ull << 30));
+  free(buf);
+  f = fopen("/dev/null", "w");
+  CU_ASSERT(selectPrintTopology("4x4", 8, NULL, f, err) == tpudistInvalidArgument);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "16"));
+  fclose(f);
+}
+
 int main(void) {
   CU_TestInfo tests[] = {{"4x4x4 table", testBuild4x4x4},
                          {"overrides", testOverrides},
                          {"flat", testFlat},
+                         {"print for a topology", testPrintTopology},
                          CU_TEST_INFO_NULL};
   return tdCUnitMain("select", tests);
 }
