@@ -49,6 +49,7 @@ struct tdCostPlan {
   uint32_t *next, *cursor;
   cpEvent *heap;
   size_t nheap, capheap;
+  double *floor; /* fused steps: when their receive completes (their send cannot end before) */
   double *posted_s, *posted_r; /* when each step's send / receive end was issued, -1 if not */
   int has_deps;                /* some step depends on another stream */
   const tdCostModel *m;
