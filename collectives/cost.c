@@ -250,7 +250,10 @@ static tpudistResult_t planIndex(tdCostPlan *p) {
         p->steps[g].rank = r;
         p->steps[g].stream = (uint16_t)st;
         p->steps[g].idx = i;
-        p->steps[g].op = p->scheds[r].streams[st].steps[i].op;
+        const tdStep *x = &p->scheds[r].streams[st].steps[i];
+        p->steps[g].op = x->op;
+        p->steps[g].wire =
+            (tdStepSemTable[x->op].flags & TD_SEM_WIRE_OUT) ? schedWireRef(x) : x->src;
       }
     }
   return tpudistSuccess;

@@ -9,11 +9,6 @@
 #include "algos.h"
 #include "cost_int.h"
 
-static const tdStep *stepOf(const tdCostPlan *p, uint32_t g) {
-  const cpStep *c = &p->steps[g];
-  return &p->scheds[c->rank].streams[c->stream].steps[c->idx];
-}
-
 static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
   return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
 }
@@ -147,14 +142,13 @@ static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t
 }
 
 static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double t0) {
-  const tdStep *ss = stepOf(p, gs), *sr = stepOf(p, gr);
-  uint64_t bytes = refBytes(p, p->steps[gs].rank, schedWireRef(ss));
+  uint64_t bytes = refBytes(p, p->steps[gs].rank, p->steps[gs].wire);
   int fwd = (tdStepSemTable[p->steps[gs].op].flags & TD_SEM_WIRE_IN) != 0; /* fused sender */
   double first, fin = linkTime(p, p->steps[gs].rank, p->steps[gr].rank, bytes, t0,
                                fwd ? p->floor[gs] : 0, &first);
   p->messages++;
   TD_CHECK(heapPush(p, fin, gs, 0));
-  unsigned f = tdStepSemTable[sr->op].flags;
+  unsigned f = tdStepSemTable[p->steps[gr].op].flags;
   double red = (f & TD_SEM_REDUCES) ? 1 / p->m->mem_bw : 0;
   if (!(f & TD_SEM_WIRE_OUT)) return heapPush(p, fin + (double)bytes * red, gr, 0);
   /* fused receiver: its send may start once the first piece is in (and reduced) */
@@ -183,8 +177,7 @@ static tpudistResult_t issue(tdCostPlan *p, uint32_t g, double t) {
   unsigned f = tdStepSemTable[p->steps[g].op].flags;
   if (f & TD_SEM_WIRE_IN) return post(p, g, 1, t);
   if (f & TD_SEM_WIRE_OUT) return post(p, g, 0, t);
-  const tdStep *st = stepOf(p, g);
-  double bytes = (double)refBytes(p, p->steps[g].rank, st->src);
+  double bytes = (double)refBytes(p, p->steps[g].rank, p->steps[g].wire);
   return heapPush(p, t + bytes / p->m->mem_bw, g, 0);
 }
 

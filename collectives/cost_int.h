@@ -17,6 +17,7 @@ typedef struct {
   uint16_t stream;
   uint8_t needed; /* some later step waits for this one's completion */
   uint8_t op;     /* tdStepOp */
+  tdBufRef wire;  /* what a send (or fused forward) puts on the wire; src of a local step */
   uint32_t idx;
 } cpStep;
 
