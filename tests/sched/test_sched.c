@@ -384,6 +384,93 @@ COLL_TEST(testAlltoall, TD_COLL_ALLTOALL)
 COLL_TEST(testAlltoallv, TD_COLL_ALLTOALLV)
 COLL_TEST(testSendrecv, TD_COLL_SENDRECV)
 
+/* ---- mutants: the validator must reject broken variants of real schedules ---- */
+
+enum { MUT_DROP_MSG, MUT_DROP_REDUCE, MUT_MOVE_DST, MUT_NKINDS };
+static const char *const kMutName[MUT_NKINDS] = {"drop a message step", "receive without reducing",
+                                                 "write another chunk"};
+
+/* Applies mutation kind to the k-th eligible step of the set; 0 if there is none. */
+static int mutate(Set *x, int kind, int k, uint64_t count) {
+  for (int r = 0; r < x->n; r++) {
+    tdSched *s = &x->s[r];
+    for (uint32_t st = 0; st < s->nstreams; st++)
+      for (uint32_t i = 0; i < s->streams[st].nsteps; i++) {
+        tdStep *p = &s->streams[st].steps[i];
+        uint64_t b = 0, e = 0;
+        if (schedRefRange(s, p->dst, count, &b, &e) != tpudistSuccess) b = e = 0;
+        int ok = 0;
+        if (kind == MUT_DROP_MSG) ok = schedSendPeer(p) >= 0 || schedRecvPeer(p) >= 0;
+        if (kind == MUT_DROP_REDUCE) ok = p->op == TD_STEP_RECV_REDUCE && e > b;
+        if (kind == MUT_MOVE_DST) {
+          const tdLayout *l = &s->layout[p->dst.buf];
+          ok = (p->op == TD_STEP_RECV || p->op == TD_STEP_COPY) && e > b &&
+               (uint64_t)l->nblocks * l->chunks_per_block > p->dst.nchunks;
+        }
+        if (!ok || k-- > 0) continue;
+        if (kind == MUT_DROP_MSG) {
+          memmove(p, p + 1, sizeof(tdStep) * (s->streams[st].nsteps - i - 1));
+          s->streams[st].nsteps--;
+          /* deps on later steps of this stream would now be off by one or out of range */
+          for (uint32_t o = 0; o < s->nstreams; o++)
+            for (uint32_t j = 0; j < s->streams[o].nsteps; j++)
+              for (int d = 0; d < 2; d++)
+                if (s->streams[o].steps[j].deps[d].stream == st &&
+                    s->streams[o].steps[j].deps[d].step >= i)
+                  s->streams[o].steps[j].deps[d].stream = TD_NO_DEP;
+        }
+        if (kind == MUT_DROP_REDUCE) p->op = TD_STEP_RECV;
+        if (kind == MUT_MOVE_DST) {
+          uint32_t total = s->layout[p->dst.buf].nblocks * s->layout[p->dst.buf].chunks_per_block;
+          p->dst.chunk = (p->dst.chunk + 1) % total;
+          if (p->dst.chunk + p->dst.nchunks > total) p->dst.chunk = 0;
+        }
+        return 1;
+      }
+  }
+  return 0;
+}
+
+static void testMutants(void) {
+  static const int ranks[] = {3, 5, 8};
+  int tried[MUT_NKINDS] = {0}, killed[MUT_NKINDS] = {0};
+  for (const tdAlgo *al = tdAlgoTable; al->name; al++) {
+    if (!al->gen || al->coll == TD_COLL_ALLTOALLV) continue;
+    for (size_t ri = 0; ri < sizeof(ranks) / sizeof(ranks[0]); ri++) {
+      int N = ranks[ri];
+      tdTopo topo;
+      topoInitFlat(&topo, N);
+      Shape sh;
+      memset(&sh, 0, sizeof(sh));
+      sh.a.coll = al->coll, sh.a.nranks = N, sh.a.root = N / 2, sh.a.count = 3 * (uint64_t)N + 1;
+      sh.a.topo = &topo;
+      for (int kind = 0; kind < MUT_NKINDS; kind++)
+        for (int k = 0; k < 40; k += 3) {
+          Set x;
+          char err[TD_ERRLEN] = "";
+          memset(&x, 0, sizeof(x));
+          if (generate(&sh, al->name, &x, err) == tpudistSuccess &&
+              mutate(&x, kind, k, sh.a.count)) {
+            tried[kind]++;
+            if (validateSet(&sh, &x, sh.a.count, err) != tpudistSuccess) {
+              killed[kind]++;
+            } else {
+              char name[160];
+              shapeName(&sh, al->name, name, sizeof(name));
+              failf("MUTANT SURVIVED %s: %s #%d", name, kMutName[kind], k);
+            }
+          }
+          setFree(&x);
+        }
+    }
+  }
+  for (int kind = 0; kind < MUT_NKINDS; kind++) {
+    printf("\n  mutants '%s': %d of %d rejected", kMutName[kind], killed[kind], tried[kind]);
+    CU_ASSERT(tried[kind] > 0);
+    CU_ASSERT_EQUAL(killed[kind], tried[kind]);
+  }
+}
+
 static void testCoverage(void) {
   printf("\n\ncoverage: algorithms that accepted each (collective, nranks)%s\n",
          schedFuse ? "" : "  [schedFuse not linked: fused sets not checked]");
@@ -426,6 +513,7 @@ int main(void) {
       {"alltoall", testAlltoall},
       {"alltoallv", testAlltoallv},
       {"sendrecv", testSendrecv},
+      {"mutants", testMutants},
       {"coverage", testCoverage},
       CU_TEST_INFO_NULL,
   };
