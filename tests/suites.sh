@@ -8,3 +8,4 @@ suite unit-sched-io 60 tests/unit/test_sched_io
 suite unit-fuse 60 tests/unit/test_fuse
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-transport 180 tests/unit/test_transport
+suite sched 600 tests/sched/test_sched
