@@ -50,6 +50,13 @@ static void countsFor(int p, uint64_t c[5]) {
 #define OC_LEAF 0xffffffffu
 #define OC_UNSET 0xfffffffeu /* an element never written */
 
+/* Step states. A fused step receives first (OC_FLIGHT), then forwards what it received
+ * (OC_FORWARD): store and forward, which is stricter than the executor's cut-through. */
+#define OC_IDLE 0
+#define OC_FLIGHT 1
+#define OC_DONE 2
+#define OC_FORWARD 3
+
 typedef struct {
   uint64_t *keys; /* (a << 32 | b) + 1, 0 = empty */
   uint32_t *ids;
@@ -118,8 +125,8 @@ typedef struct {
   tdSched s;
   uint32_t *mem[TD_NUM_BUFS];
   uint32_t next[TD_MAX_STREAMS];
-  uint8_t *state[TD_MAX_STREAMS];  /* 0 not issued, 1 in flight, 2 complete */
-  uint32_t *match[TD_MAX_STREAMS]; /* for a send: the step index of its receive at the peer */
+  uint8_t *state[TD_MAX_STREAMS];  /* OC_* below */
+  uint32_t *match[TD_MAX_STREAMS]; /* for a sending step: its receive's index at the peer */
 } ocRank;
 
 typedef struct {
@@ -189,19 +196,20 @@ static int ocMatch(ocRun *o) {
       uint32_t *ord = calloc((size_t)o->p, sizeof(uint32_t));
       for (uint32_t i = 0; i < S->nsteps; i++) {
         const tdStep *st = &S->steps[i];
-        if (st->op != TD_STEP_SEND) continue;
-        if (st->peer < 0 || st->peer >= o->p || st->peer == r) {
+        int to = schedSendPeer(st);
+        if (to < 0) continue;
+        if (to >= o->p || to == r) {
           free(ord);
           return ocFail(o, "send to a bad peer", r, s, i);
         }
-        ocRank *y = &o->r[st->peer];
-        uint32_t want = ord[st->peer]++, seen = 0, j = 0;
+        ocRank *y = &o->r[to];
+        uint32_t want = ord[to]++, seen = 0, j = 0;
         tdStream *T = s < y->s.nstreams ? &y->s.streams[s] : NULL;
         for (j = 0; T && j < T->nsteps; j++)
           if (schedRecvPeer(&T->steps[j]) == r && seen++ == want) break;
         uint64_t sb, se, db, de;
         if (T && j < T->nsteps) {
-          ocRange(o, x, st->src, &sb, &se);
+          ocRange(o, x, schedWireRef(st), &sb, &se);
           ocRange(o, y, T->steps[j].dst, &db, &de);
         }
         if (!T || j == T->nsteps || se - sb != de - db) {
@@ -216,16 +224,22 @@ static int ocMatch(ocRun *o) {
   return 0;
 }
 
-/* Transfers one matched message (both ends issued) and completes both. */
+/* Transfers one matched message (both ends ready). */
 static void ocDeliver(ocRun *o, ocRank *x, const tdStep *st, ocRank *y, const tdStep *rs) {
   uint64_t sb, se, db, de, lb, le;
-  ocRange(o, x, st->src, &sb, &se);
+  tdBufRef w = schedWireRef(st);
+  int reduces = tdStepSemTable[rs->op].flags & TD_SEM_REDUCES;
+  ocRange(o, x, w, &sb, &se);
   ocRange(o, y, rs->dst, &db, &de);
   ocRange(o, y, rs->src, &lb, &le);
-  uint32_t *S = x->mem[ocPhys(x, st->src.buf)], *D = y->mem[ocPhys(y, rs->dst.buf)];
+  uint32_t *S = x->mem[ocPhys(x, w.buf)], *D = y->mem[ocPhys(y, rs->dst.buf)];
   uint32_t *L = y->mem[ocPhys(y, rs->src.buf)];
   for (uint64_t i = 0; i < se - sb; i++)
-    D[db + i] = rs->op == TD_STEP_RECV ? S[sb + i] : ocOp(&o->ex, L[lb + i], S[sb + i]);
+    D[db + i] = reduces ? ocOp(&o->ex, L[lb + i], S[sb + i]) : S[sb + i];
+}
+
+static int ocBusy(uint8_t state) {
+  return state == OC_FLIGHT || state == OC_FORWARD;
 }
 
 /* Issues what each stream of rank r can issue; returns steps issued, or -1 on a race. */
@@ -239,19 +253,20 @@ static int ocIssue(ocRun *o, int r) {
       const tdStep *st = &S->steps[i];
       int ok = 1;
       for (int d = 0; d < 2 && ok; d++)
-        if (st->deps[d].stream != TD_NO_DEP && x->state[st->deps[d].stream][st->deps[d].step] != 2)
+        if (st->deps[d].stream != TD_NO_DEP &&
+            x->state[st->deps[d].stream][st->deps[d].step] != OC_DONE)
           ok = 0;
       for (uint32_t j = 0; j < i && ok; j++)
-        if (x->state[s][j] == 1 && ocConflict(o, x, &S->steps[j], st)) ok = 0;
+        if (ocBusy(x->state[s][j]) && ocConflict(o, x, &S->steps[j], st)) ok = 0;
       if (!ok) break;
       for (uint32_t s2 = 0; s2 < x->s.nstreams; s2++)
         for (uint32_t j = 0; s2 != s && j < x->s.streams[s2].nsteps; j++)
-          if (x->state[s2][j] == 1 && ocConflict(o, x, &x->s.streams[s2].steps[j], st))
+          if (ocBusy(x->state[s2][j]) && ocConflict(o, x, &x->s.streams[s2].steps[j], st))
             return -1 - ocFail(o, "cross-stream race", r, s, i);
-      x->state[s][i] = 1;
+      x->state[s][i] = OC_FLIGHT;
       if (st->op == TD_STEP_COPY || st->op == TD_STEP_REDUCE) {
         ocLocal(o, x, st);
-        x->state[s][i] = 2;
+        x->state[s][i] = OC_DONE;
       }
     }
   }
@@ -266,19 +281,22 @@ static int ocComplete(ocRun *o) {
     for (uint32_t s = 0; s < x->s.nstreams; s++)
       for (uint32_t i = 0; i < x->s.streams[s].nsteps; i++) {
         const tdStep *st = &x->s.streams[s].steps[i];
-        if (x->state[s][i] != 1 || st->op != TD_STEP_SEND) continue;
-        ocRank *y = &o->r[st->peer];
+        int to = schedSendPeer(st);
+        if (to < 0 || x->state[s][i] != (st->op == TD_STEP_SEND ? OC_FLIGHT : OC_FORWARD)) continue;
+        ocRank *y = &o->r[to];
         uint32_t j = x->match[s][i];
-        if (y->state[s][j] != 1) continue;
-        ocDeliver(o, x, st, y, &y->s.streams[s].steps[j]);
-        x->state[s][i] = y->state[s][j] = 2;
+        const tdStep *rs = &y->s.streams[s].steps[j];
+        if (y->state[s][j] != OC_FLIGHT) continue;
+        ocDeliver(o, x, st, y, rs);
+        x->state[s][i] = OC_DONE;
+        y->state[s][j] = schedSendPeer(rs) >= 0 ? OC_FORWARD : OC_DONE;
         done++;
       }
   }
   return done;
 }
 
-static int ocSetup(ocRun *o, tdGenFn gen) {
+static int ocSetup(ocRun *o, tdGenFn gen, int fuse) {
   char err[TD_ERRLEN];
   for (int r = 0; r < o->p; r++) {
     ocRank *x = &o->r[r];
@@ -286,6 +304,7 @@ static int ocSetup(ocRun *o, tdGenFn gen) {
     a.count = o->n;
     schedInit(&x->s, &a, "test");
     if (gen(&a, &x->s, err) != tpudistSuccess) return ocFail(o, err, r, 0, 0);
+    if (fuse) schedFuse(&x->s);
     for (int b = 0; b < TD_NUM_BUFS; b++) {
       uint64_t len = schedBufElems(&x->s, (tdBufKind)b, o->n);
       x->mem[b] = malloc((len + 1) * sizeof(uint32_t));
@@ -347,12 +366,12 @@ static void ocFree(ocRun *o) {
 }
 
 /* 0 when every rank ends with the same, complete expression for every element. */
-static int ocCheck(tdGenFn gen, int p, uint64_t n, int inplace, char *why) {
+static int ocCheck(tdGenFn gen, int p, uint64_t n, int inplace, int fuse, char *why) {
   ocRun o;
   memset(&o, 0, sizeof(o));
   o.p = p, o.n = n, o.inplace = inplace;
   o.r = calloc((size_t)p, sizeof(ocRank));
-  int bad = ocSetup(&o, gen) || ocMatch(&o);
+  int bad = ocSetup(&o, gen, fuse) || ocMatch(&o);
   for (int progress = 1; !bad && progress;) {
     progress = 0;
     for (int r = 0; r < p && !bad; r++) {
@@ -365,7 +384,7 @@ static int ocCheck(tdGenFn gen, int p, uint64_t n, int inplace, char *why) {
   for (int r = 0; r < p && !bad; r++)
     for (uint32_t s = 0; s < o.r[r].s.nstreams && !bad; s++)
       for (uint32_t i = 0; i < o.r[r].s.streams[s].nsteps && !bad; i++)
-        if (o.r[r].state[s][i] != 2) bad = ocFail(&o, "deadlock", r, s, i);
+        if (o.r[r].state[s][i] != OC_DONE) bad = ocFail(&o, "deadlock", r, s, i);
   if (!bad) bad = ocCheckResult(&o);
   snprintf(why, TD_ERRLEN, "%s", o.why);
   ocFree(&o);
@@ -392,12 +411,12 @@ static void checkShapes(int g) {
             fprintf(stderr, "%s p %d count %lu inplace %d fuse %d: %s\n", kGens[g].name, p,
                     (unsigned long)a.count, inplace, fuse, err);
           CU_ASSERT_EQUAL(res, tpudistSuccess);
+          int bad = ocCheck(kGens[g].gen, p, a.count, inplace, fuse, why);
+          if (bad)
+            fprintf(stderr, "%s p %d count %lu inplace %d fuse %d: order check: %s\n",
+                    kGens[g].name, p, (unsigned long)a.count, inplace, fuse, why);
+          CU_ASSERT_FALSE(bad);
         }
-        int bad = ocCheck(kGens[g].gen, p, a.count, inplace, why);
-        if (bad)
-          fprintf(stderr, "%s p %d count %lu inplace %d: order check: %s\n", kGens[g].name, p,
-                  (unsigned long)a.count, inplace, why);
-        CU_ASSERT_FALSE(bad);
         checked++;
       }
   }
