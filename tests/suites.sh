@@ -1,2 +1,3 @@
 # tests/suites.sh - the suites tests/run runs, in order: suite NAME BUDGET_SECONDS COMMAND...
 # Each area registers its suites here. Binaries are built by `make check TESTS=`.
+suite unit-transport 180 tests/unit/test_transport
