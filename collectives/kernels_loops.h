@@ -1,0 +1,73 @@
+/*
+ * kernels_loops.h - private to kernels.c and kernels_half.c: the shape of one typed reduction
+ * loop set and the macro that defines it.
+ *
+ * Each (dtype, op) has three loops with restrict-qualified parameters so that gcc -O3 vectorises
+ * them without runtime alias checks: `three` (dst, a, b all distinct), `into_a` (dst is a:
+ * d = d (+) b) and `into_b` (dst is b: d = a (+) d). kernelReduce looks at the pointers once per
+ * call and picks one; nothing switches per element.
+ */
+#ifndef TD_KERNELS_LOOPS_H_
+#define TD_KERNELS_LOOPS_H_
+
+#include <math.h>
+#include <stddef.h>
+
+#include "kernels.h"
+
+typedef void (*tdLoop3)(void *restrict d, const void *restrict a, const void *restrict b, size_t n);
+typedef void (*tdLoop2)(void *restrict d, const void *restrict other, size_t n);
+typedef void (*tdAvgLoop)(void *buf, size_t n, int nranks);
+
+typedef struct {
+  tdLoop3 three;
+  tdLoop2 into_a;
+  tdLoop2 into_b;
+} tdKernelLoops;
+
+/* Defines the three loops of one (element type T, binary function FN) under the names given
+ * (written out in full at each use so that grep finds them). FN(x, y) returns T. */
+#define TD_KERNEL_LOOPS(T, FN, NAME3, NAME_A, NAME_B)                                    \
+  static void NAME3(void *restrict dv, const void *restrict av, const void *restrict bv, \
+                    size_t n) {                                                          \
+    T *d = dv;                                                                           \
+    const T *a = av, *b = bv;                                                            \
+    for (size_t i = 0; i < n; i++) d[i] = FN(a[i], b[i]);                                \
+  }                                                                                      \
+  static void NAME_A(void *restrict dv, const void *restrict bv, size_t n) {             \
+    T *d = dv;                                                                           \
+    const T *b = bv;                                                                     \
+    for (size_t i = 0; i < n; i++) d[i] = FN(d[i], b[i]);                                \
+  }                                                                                      \
+  static void NAME_B(void *restrict dv, const void *restrict av, size_t n) {             \
+    T *d = dv;                                                                           \
+    const T *a = av;                                                                     \
+    for (size_t i = 0; i < n; i++) d[i] = FN(a[i], d[i]);                                \
+  }
+
+/* Floating max/min: a NaN operand wins (x first); equal values (only +-0 can differ in bits)
+ * give +0 for max and -0 for min, so the result does not depend on operand order. The quiet
+ * comparisons (isgreater, isless) cannot trap, which lets gcc turn the whole chain into selects
+ * and vectorise it. */
+#define TD_FP_MAX(x, y)        \
+  ((x) != (x)            ? (x) \
+   : (y) != (y)          ? (y) \
+   : isgreater((x), (y)) ? (x) \
+   : isgreater((y), (x)) ? (y) \
+   : signbit(x)          ? (y) \
+                         : (x))
+#define TD_FP_MIN(x, y)     \
+  ((x) != (x)         ? (x) \
+   : (y) != (y)       ? (y) \
+   : isless((x), (y)) ? (x) \
+   : isless((y), (x)) ? (y) \
+   : signbit(x)       ? (x) \
+                      : (y))
+
+/* kernels_half.c: loops for float16 and bfloat16, indexed by tpudistRedOp_t, and their Avg. */
+extern const tdKernelLoops kernelHalfLoops[tpudistNumOps];
+extern const tdKernelLoops kernelBf16Loops[tpudistNumOps];
+void kernelFinishAvgHalf(void *buf, size_t n, int nranks);
+void kernelFinishAvgBf16(void *buf, size_t n, int nranks);
+
+#endif /* TD_KERNELS_LOOPS_H_ */
