@@ -31,9 +31,14 @@ static void report(const tdCollArgs *a, const char *algo, const char *by, const 
             algo, a->nranks, a->root, a->inplace, (unsigned long long)a->count, by, msg);
 }
 
+/* The fusion pass the runtime applies; referenced here so that a static link includes it (the
+ * validator only refers to it weakly). */
+void (*tdTestFuse)(tdSched *) = schedFuse;
+
 /* One shape: the validator on the plain and the fused schedules, then the execution model. */
 static void runOne(const tdCollArgs *a, const char *algo) {
   char msg[TD_ERRLEN] = "";
+  CU_ASSERT_PTR_NOT_NULL(tdTestFuse);
   for (int fuse = 0; fuse < 2; fuse++)
     if (validateAlgo(a, algo, fuse, msg) != tpudistSuccess)
       report(a, algo, fuse ? "validator (fused)" : "validator", msg);
@@ -240,6 +245,39 @@ static void testCountIndependent(void) {
       }
 }
 
+static int countFused(const tdSched *s) {
+  int f = 0;
+  for (uint32_t q = 0; q < s->nstreams; q++)
+    for (uint32_t j = 0; j < s->streams[q].nsteps; j++)
+      f += s->streams[q].steps[j].op == TD_STEP_RECV_COPY_SEND ||
+           s->streams[q].steps[j].op == TD_STEP_RECV_REDUCE_SEND;
+  return f;
+}
+
+/* Forwarding generators are written so that schedFuse pipelines them: the ring's n-2 forwarded
+ * blocks and every forwarded chunk of a chain become fused steps. */
+static void testFusable(void) {
+  const int n = 7;
+  for (int g = 0; g < 8; g++) {
+    const Gen *G = &kGens[g];
+    if (!strcmp(G->algo, "recdbl")) continue;
+    for (int r = 0; r < n; r++) {
+      tdCollArgs a;
+      memset(&a, 0, sizeof(a));
+      a.coll = G->coll, a.nranks = n, a.rank = r, a.root = 2, a.count = 100;
+      tdSched s;
+      char err[TD_ERRLEN];
+      CU_ASSERT_EQUAL_FATAL(algoGenerate(&a, G->algo, &s, err), tpudistSuccess);
+      tdTestFuse(&s);
+      int want = n - 2, pos = (r - a.root + n) % n;
+      if (!strcmp(G->algo, "chain")) want = pos == 0 || pos == n - 1 ? 0 : 8;
+      if (!strcmp(G->algo, "tree")) want = pos >= 1 && pos <= 2 ? 8 : 0; /* inner, non-root */
+      CU_ASSERT_EQUAL(countFused(&s), want);
+      schedFree(&s);
+    }
+  }
+}
+
 /* Bad ranks and roots are refused with a reason, never crash. */
 static void testBadArgs(void) {
   tdCollArgs a;
@@ -290,6 +328,7 @@ int main(void) {
       {"sendrecv direct", testSendrecvDirect},
       {"count independence", testCountIndependent},
       {"bad arguments", testBadArgs},
+      {"fusable", testFusable},
       CU_TEST_INFO_NULL,
   };
   return tdCUnitMain("unit-gen-colls", tests);
