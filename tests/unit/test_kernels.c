@@ -237,17 +237,20 @@ typedef struct {
   int nanOnly; /* result must be a NaN; payload unspecified (arithmetic on NaN or Inf - Inf) */
 } refResult;
 
+/* Exact values in 128 bits (sum and product of two 64-bit values fit; unsigned 128-bit
+ * arithmetic is exact mod 2^128), then reduced mod 2^w. */
 static refResult refInt(tpudistDataType_t t, tpudistRedOp_t op, uint64_t a, uint64_t b) {
-  __int128 x = intValue(t, a), y = intValue(t, b), r;
+  __int128 x = intValue(t, a), y = intValue(t, b);
+  unsigned __int128 ux = (unsigned __int128)x, uy = (unsigned __int128)y, r;
   if (op == tpudistSum || op == tpudistAvg)
-    r = x + y;
+    r = ux + uy;
   else if (op == tpudistProd)
-    r = x * y;
+    r = ux * uy;
   else if (op == tpudistMax)
-    r = x > y ? x : y;
+    r = x > y ? ux : uy;
   else
-    r = x < y ? x : y;
-  refResult res = {(uint64_t)((unsigned __int128)r) & intMask(t), 0};
+    r = x < y ? ux : uy;
+  refResult res = {(uint64_t)r & intMask(t), 0};
   return res;
 }
 
