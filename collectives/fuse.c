@@ -65,8 +65,12 @@ static int findPartner(const tdSched *s, const tdStream *st, const uint8_t *remo
   return 0;
 }
 
-/* Merges SEND j into receive i if their deps fit; returns 1 if fused. */
-static int fuseInto(tdStep *recv, const tdStep *send) {
+/* Merges SEND j into receive i (at index i of stream si) if their deps fit; returns 1 if fused.
+ * A dep of the send on its own stream at or after i (not allowed by the IR, but possible in a
+ * hand-written file) would make the fused step wait on itself or a later step: not fused. */
+static int fuseInto(tdStep *recv, const tdStep *send, uint32_t si, uint32_t i) {
+  for (int k = 0; k < 2; k++)
+    if (send->deps[k].stream == si && send->deps[k].step >= i) return 0;
   tdDep deps[2] = {recv->deps[0], recv->deps[1]};
   if (!depAdd(deps, send->deps[0]) || !depAdd(deps, send->deps[1])) return 0;
   recv->op = recv->op == TD_STEP_RECV ? TD_STEP_RECV_COPY_SEND : TD_STEP_RECV_REDUCE_SEND;
@@ -103,7 +107,7 @@ static int fuseStream(tdSched *s, uint32_t si) {
     uint8_t op = st->steps[i].op;
     if (removed[i] || (op != TD_STEP_RECV && op != TD_STEP_RECV_REDUCE)) continue;
     uint32_t j;
-    if (findPartner(s, st, removed, i, &j) && fuseInto(&st->steps[i], &st->steps[j])) {
+    if (findPartner(s, st, removed, i, &j) && fuseInto(&st->steps[i], &st->steps[j], si, i)) {
       removed[j] = 1;
       map[j] = i; /* old index for now; made new below */
       any = 1;

@@ -241,6 +241,11 @@ static uint32_t buildUnfusable(tdSched *s, int which) {
       add(s, 0, schedRecv(3, IN(2)));
       add(s, 0, schedSend(2, OUT(0)));
       return 1;
+    case 8: /* the send depends on a later step of its own stream (invalid, from a file) */
+      add(s, 0, schedRecv(0, OUT(0)));
+      add(s, 0, schedRecv(3, OUT(1)));
+      add(s, 0, withDeps(schedSend(2, OUT(0)), 0, 1, -1, 0));
+      return 1;
     default: /* an intervening receive that overwrites part of the chunk */
       add(s, 0, schedRecv(0, schedRef(TD_BUF_OUTPUT, 0, 2)));
       add(s, 0, schedRecv(3, OUT(1)));
@@ -250,7 +255,7 @@ static uint32_t buildUnfusable(tdSched *s, int which) {
 }
 
 static void testUnfusableUntouched(void) {
-  for (int which = 0; which < 9; which++) {
+  for (int which = 0; which < 10; which++) {
     tdSched s, copy;
     initSched(&s, which == 7);
     initSched(&copy, which == 7);
