@@ -54,7 +54,7 @@ static int findPartner(const tdSched *s, const tdStream *st, const uint8_t *remo
     if (removed[j]) continue;
     const tdStep *x = &st->steps[j];
     if (x->op == TD_STEP_SEND && refsEqual(x->src, d)) {
-      /* no writer of d between (checked below as the scan went); no send to the same peer */
+      /* writers of d between were ruled out as the scan passed them; now no send to x->peer */
       for (uint32_t k = i + 1; k < j; k++)
         if (!removed[k] && schedSendPeer(&st->steps[k]) == x->peer) return 0;
       *partner = j;
