@@ -1,5 +1,9 @@
 # tests/suites.sh - the suites tests/run runs, in order: suite NAME BUDGET_SECONDS COMMAND...
 # Each area registers its suites here. Binaries are built by `make check TESTS=`.
+suite unit-topology 60 tests/unit/test_topology
 suite unit-kernels 120 tests/unit/test_kernels
+suite unit-gen-colls 300 tests/unit/test_gen_colls
+suite unit-validate 60 tests/unit/test_validate
+suite unit-sched-io 60 tests/unit/test_sched_io
 suite unit-fuse 60 tests/unit/test_fuse
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable

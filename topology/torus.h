@@ -22,12 +22,17 @@ typedef struct {
   int host_bounds[TD_MAX_DIMS]; /* chips per host along each axis; all 0 = unknown */
 } tdTopo;
 
-/* One hop of a route: from rank along axis in direction dir (+1 / -1). */
+/* One hop of a route: from rank along axis in direction dir (+1 / -1), arriving at rank to.
+ * On a flat topology a hop is one direct link: axis -1, dir 0. */
 typedef struct {
   int from;
   int axis;
   int dir;
+  int to;
 } tdHop;
+
+/* Largest rank count a torus may have (products above it are rejected). */
+#define TD_TOPO_MAX_RANKS (1 << 24)
 
 /* Flat topology of nranks. */
 void topoInitFlat(tdTopo *t, int nranks);
@@ -35,7 +40,13 @@ void topoInitFlat(tdTopo *t, int nranks);
 tpudistResult_t topoInit(tdTopo *t, int ndims, const int *dims, const int *wrap, int twisted,
                          char *err);
 
-/* rank <-> coordinates (coords has TD_MAX_DIMS entries; unused axes 0). */
+/* Chips per host along each axis (ndims entries, each dividing its axis); NULL clears them. Once
+ * set, ranks are host-blocked: host h holds ranks h*P .. h*P+P-1 (P = chips per host), hosts are
+ * numbered x fastest over the host grid and each host's chips x fastest inside its block. */
+tpudistResult_t topoSetHostBounds(tdTopo *t, const int *bounds, char *err);
+
+/* rank <-> coordinates (coords has TD_MAX_DIMS entries; unused axes 0; a rank out of range gives
+ * -1 on every used axis; flat gives all 0). topoCoordsToRank returns -1 for coordinates outside. */
 void topoRankToCoords(const tdTopo *t, int rank, int *coords);
 int topoCoordsToRank(const tdTopo *t, const int *coords);
 
@@ -54,8 +65,9 @@ int topoHops(const tdTopo *t, int src, int dst);
 int topoHostOf(const tdTopo *t, int rank);
 int topoNumHosts(const tdTopo *t);
 
-/* Parses TPU_DIST_TOPOLOGY: AxB[xC[xD]] with optional ":wrap=1,1,0" and ":twist". Without a wrap
- * spec every axis of length >= 3 wraps. nranks > 0 must equal the product (the message says both
+/* Parses TPU_DIST_TOPOLOGY: AxB[xC[xD]] with optional ":wrap=1,1,0", ":twist" and ":hosts=2,2,1"
+ * (chips per host), or "flat" / "flat(N)". Without a wrap spec every axis of length >= 3 wraps
+ * (with :twist, x, y and z wrap). nranks > 0 must equal the product (the message says both
  * numbers); nranks <= 0 skips that check. */
 tpudistResult_t topoParse(const char *spec, int nranks, tdTopo *out, char *err);
 

@@ -1,0 +1,34 @@
+/*
+ * alltoallv_layout.h - the explicit INPUT/OUTPUT layouts of an all-to-all-v schedule (see
+ * docs/schedule-ir.md, "Explicit layouts"), shared by the all-to-all-v generators: INPUT block j
+ * is what this rank sends to j (sdispls[j], counts[rank][j]); OUTPUT block j is what it receives
+ * from j (rdispls[j], counts[j][rank]). One chunk per block; no scratch.
+ */
+#ifndef TD_ALLTOALLV_LAYOUT_H_
+#define TD_ALLTOALLV_LAYOUT_H_
+
+#include <stdlib.h>
+
+#include "algos.h"
+
+static inline tpudistResult_t alltoallvLayouts(const tdCollArgs *a, tdSched *s, char *err) {
+  int n = a->nranks, r = a->rank;
+  if (n < 1 || r < 0 || r >= n)
+    return tdErr(err, tpudistInvalidArgument, "alltoallv: rank %d of %d", r, n);
+  if (a->inplace) return tdErr(err, tpudistNotSupported, "alltoallv has no in-place form");
+  if (!a->v_counts || !a->v_sdispls || !a->v_rdispls)
+    return tdErr(err, tpudistInvalidArgument, "alltoallv: counts or displacements missing");
+  uint64_t *c = malloc(sizeof(uint64_t) * (size_t)n);
+  if (!c) return tdErr(err, tpudistNoMemory, "alltoallv: out of memory");
+  for (int j = 0; j < n; j++) c[j] = a->v_counts[(size_t)r * n + j];
+  tpudistResult_t res = schedSetLayoutExplicit(s, TD_BUF_INPUT, (uint32_t)n, 1, a->v_sdispls, c);
+  for (int j = 0; j < n; j++) c[j] = a->v_counts[(size_t)j * n + r];
+  if (res == tpudistSuccess)
+    res = schedSetLayoutExplicit(s, TD_BUF_OUTPUT, (uint32_t)n, 1, a->v_rdispls, c);
+  free(c);
+  if (res != tpudistSuccess) return tdErr(err, res, "alltoallv: out of memory");
+  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
+  return tpudistSuccess;
+}
+
+#endif /* TD_ALLTOALLV_LAYOUT_H_ */

@@ -1,0 +1,48 @@
+/*
+ * broadcast_tree.c - pipelined binary-tree broadcast.
+ *
+ * Algorithm: ranks are renumbered v = (rank - root) mod n and arranged as a binary heap rooted
+ * at v = 0: the children of v are 2v+1 and 2v+2 (when < n), its parent (v-1)/2. The message is
+ * split into k chunks (k = 8 when the tree has two or more levels below the root, else 1). The
+ * root sends chunk c to each child (from INPUT; out of place it also copies INPUT to OUTPUT);
+ * every other rank receives chunk c into OUTPUT from its parent, then forwards it to its
+ * children. Receives of later chunks may be posted while earlier chunks are being forwarded, so
+ * the levels of the tree pipeline.
+ *
+ * Cost: depth D = floor(log2 n); (D + k - 1) chunk steps, each sending a chunk to up to two
+ * children: about (D + k - 1)(alpha + 2 (M/k) beta), M = count * elem_size.
+ *
+ * Preconditions: any nranks >= 1, any root in [0, n), any count, in place (INPUT = OUTPUT) or out
+ * of place; INPUT is read on the root only. No reduction, no scratch. One stream.
+ */
+#include "algos.h"
+
+#define TD_BCAST_TREE_CHUNKS 8u
+
+static tpudistResult_t add(tdSched *s, tdStep st) {
+  return schedAppend(s, 0, &st, NULL);
+}
+
+tpudistResult_t genBroadcastTree(const tdCollArgs *a, tdSched *s, char *err) {
+  int n = a->nranks, r = a->rank, root = a->root;
+  if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
+    return tdErr(err, tpudistInvalidArgument, "broadcast tree: rank %d root %d of %d", r, root, n);
+  uint32_t k = n >= 4 ? TD_BCAST_TREE_CHUNKS : 1;
+  schedSetLayout(s, TD_BUF_INPUT, 1, k);
+  schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
+  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
+  int v = (r - root + n) % n, nkids = 0, kids[2];
+  for (int c = 2 * v + 1; c <= 2 * v + 2 && c < n; c++) kids[nkids++] = (c + root) % n;
+  int parent = v > 0 ? ((v - 1) / 2 + root) % n : -1;
+  tdBufKind from = TD_BUF_OUTPUT;
+  if (v == 0) {
+    from = TD_BUF_INPUT;
+    if (!a->inplace)
+      TD_CHECK(add(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
+  }
+  for (uint32_t c = 0; c < k; c++) {
+    if (parent >= 0) TD_CHECK(add(s, schedRecv(parent, schedRef(TD_BUF_OUTPUT, c, 1))));
+    for (int i = 0; i < nkids; i++) TD_CHECK(add(s, schedSend(kids[i], schedRef(from, c, 1))));
+  }
+  return tpudistSuccess;
+}
