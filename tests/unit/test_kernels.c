@@ -447,14 +447,22 @@ static void testAllOps(void) {
       }
 }
 
-/* One element through kernelReduce: a (+) b, raw bits in and out. */
+/* a (+) b through kernelReduce, raw bits in and out. The pair is repeated RED1_N times so that
+ * both the vector body and the scalar tail of the loops compute it; all copies must agree (else
+ * the result is reported as ~0, which no test expects). */
+#define RED1_N 77
 static uint64_t red1(tpudistDataType_t t, tpudistRedOp_t op, uint64_t a, uint64_t b) {
-  char x[8], y[8], d[8];
+  char x[8 * RED1_N], y[8 * RED1_N], d[8 * RED1_N];
   size_t es = kernelDtypeSize(t);
-  storeElem(x, 0, es, a);
-  storeElem(y, 0, es, b);
-  kernelReduce(d, x, y, 1, t, op);
-  return loadElem(d, 0, es);
+  for (size_t i = 0; i < RED1_N; i++) {
+    storeElem(x, i, es, a);
+    storeElem(y, i, es, b);
+  }
+  kernelReduce(d, x, y, RED1_N, t, op);
+  uint64_t r = loadElem(d, 0, es);
+  for (size_t i = 1; i < RED1_N; i++)
+    if (loadElem(d, i, es) != r) return ~0ull;
+  return r;
 }
 #define U(v) ((uint64_t)(v))
 
