@@ -17,7 +17,7 @@
 
 #pragma weak schedFuse
 
-static void schedDump(tdComm *comm, const tdSched *s) {
+static void dumpToDir(tdComm *comm, const tdSched *s) {
   const char *dir = comm->cfg->sched_dump_dir;
   if (!dir) return;
   char path[512];
@@ -29,7 +29,7 @@ static void schedDump(tdComm *comm, const tdSched *s) {
     return;
   }
 #ifdef TD_HAVE_SCHED_IO
-  schedDumpFile(s, f);
+  schedDump(s, f, NULL);
 #endif
   fclose(f);
 }
@@ -73,13 +73,35 @@ static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inpl
   e->gen_res = algoGenerate(&a, algo, &e->sched, err);
   if (e->gen_res == tpudistSuccess) {
     if (schedFuse) schedFuse(&e->sched);
-    schedDump(comm, &e->sched);
+    dumpToDir(comm, &e->sched);
     TD_INFO(TD_SUBSYS_COLL, "%s: generated %s/%s root %d inplace %d (%u streams)", comm->name,
             schedCollName(coll), algo, root, inplace, e->sched.nstreams);
   }
   p->cache[p->ncache++] = e;
   return e;
 }
+
+#ifdef TD_HAVE_SCHED_IO
+/* Every schedule in the file at path. */
+static tpudistResult_t loadFile(const char *path, tdSched **all, int *n, char *err) {
+  FILE *f = fopen(path, "rb");
+  if (!f) return tdErr(err, tpudistInvalidArgument, "TPU_DIST_SCHED_FILE: cannot open %s", path);
+  size_t cap = 1 << 16, len = 0;
+  char *text = malloc(cap);
+  while (text) {
+    len += fread(text + len, 1, cap - len, f);
+    if (len < cap) break;
+    char *bigger = realloc(text, cap *= 2);
+    if (!bigger) free(text);
+    text = bigger;
+  }
+  fclose(f);
+  if (!text) return tdErr(err, tpudistNoMemory, "TPU_DIST_SCHED_FILE: %s too large", path);
+  tpudistResult_t r = schedLoadAll(text, len, all, n, err);
+  free(text);
+  return r;
+}
+#endif
 
 /* TPU_DIST_SCHED_FILE: this rank's schedule from the file, if it is for coll. */
 static const tdSched *fileSched(tdComm *comm, tdColl coll, char *err) {
@@ -89,7 +111,7 @@ static const tdSched *fileSched(tdComm *comm, tdColl coll, char *err) {
     tdSched *all = NULL;
     int n = 0;
 #ifdef TD_HAVE_SCHED_IO
-    if (schedLoadPath(comm->cfg->sched_file, &all, &n, err) != tpudistSuccess) return NULL;
+    if (loadFile(comm->cfg->sched_file, &all, &n, err) != tpudistSuccess) return NULL;
 #else
     tdErr(err, tpudistNotSupported, "schedule files are not supported in this build");
     return NULL;
