@@ -24,23 +24,6 @@
 #include "net.h"
 #include "registry.h"
 
-/* Until the kernels land in this tree: float sum only (weak, so the real ones win when linked). */
-__attribute__((weak)) size_t kernelDtypeSize(tpudistDataType_t dtype) {
-  return dtype == tpudistFloat32 ? 4 : 0;
-}
-__attribute__((weak)) int kernelDtypeValid(int dtype) {
-  return dtype == tpudistFloat32;
-}
-__attribute__((weak)) int kernelOpValid(int op) {
-  return op == tpudistSum;
-}
-__attribute__((weak)) void kernelReduce(void *dst, const void *a, const void *b, size_t n,
-                                        tpudistDataType_t dtype, tpudistRedOp_t op) {
-  (void)dtype;
-  (void)op;
-  for (size_t i = 0; i < n; i++) ((float *)dst)[i] = ((const float *)a)[i] + ((const float *)b)[i];
-}
-
 #define CHILD_CHECK(c)                                                     \
   do {                                                                     \
     if (!(c)) {                                                            \
