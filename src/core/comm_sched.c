@@ -15,8 +15,6 @@
 #define TD_HAVE_SCHED_IO 1
 #endif
 
-#pragma weak schedFuse
-
 static void dumpToDir(tdComm *comm, const tdSched *s) {
   const char *dir = comm->cfg->sched_dump_dir;
   if (!dir) return;
@@ -72,7 +70,7 @@ static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inpl
   a.elem_size = esize;
   e->gen_res = algoGenerate(&a, algo, &e->sched, err);
   if (e->gen_res == tpudistSuccess) {
-    if (schedFuse) schedFuse(&e->sched);
+    schedFuse(&e->sched);
     dumpToDir(comm, &e->sched);
     TD_INFO(TD_SUBSYS_COLL, "%s: generated %s/%s root %d inplace %d (%u streams)", comm->name,
             schedCollName(coll), algo, root, inplace, e->sched.nstreams);
@@ -175,7 +173,7 @@ tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uin
   for (int i = 0; i < nc; i++) {
     r = algoGenerate(&a, names[i], s, err);
     if (r == tpudistSuccess) {
-      if (schedFuse) schedFuse(s);
+      schedFuse(s);
       const tdAlgo *al = algoFind(TD_COLL_ALLTOALLV, names[i]);
       comm->last_algo = al ? al->name : "unknown";
       return r;
