@@ -44,6 +44,12 @@ const tdAlgo tdAlgoTable[] = {
     {TD_COLL_ALLTOALLV, "pairwise", genAlltoallvPairwise},
     {TD_COLL_ALLTOALLV, "direct", genAlltoallvDirect},
     {TD_COLL_SENDRECV, "direct", genSendrecvDirect},
+    {TD_COLL_ALLREDUCE, "torus", genAllreduceTorus},
+    {TD_COLL_ALLGATHER, "torus", genAllgatherTorus},
+    {TD_COLL_REDUCESCATTER, "torus", genReducescatterTorus},
+    {TD_COLL_ALLTOALL, "torus", genAlltoallTorus},
+    {TD_COLL_ALLTOALLV, "torus", genAlltoallvTorus},
+    {TD_COLL_ALLTOALL, "bruck", genAlltoallBruck},
     {TD_NUM_COLLS, NULL, NULL},
 };
 

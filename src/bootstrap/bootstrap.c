@@ -92,7 +92,6 @@ struct tdBootstrap {
   int root_fd;      /* non-root: connection to rank 0 */
   int *peer_fds;    /* root: connections to ranks 1..n-1 */
   tdStash *stash;   /* hellos of later splits that arrived on listen_fd */
-  pthread_mutex_t lock;
 };
 
 _Static_assert(sizeof(tdIdBody) <= sizeof(tpudistUniqueId), "unique id too small");
@@ -104,6 +103,13 @@ static struct {
 } gPending[TD_MAX_PENDING_IDS];
 static int gNpending;
 static pthread_mutex_t gPendingLock = PTHREAD_MUTEX_INITIALIZER;
+
+/* The version this process presents (tests pretend to be another release). */
+static uint32_t gVersion = TPUDIST_VERSION_CODE;
+
+void bootstrapTestSetVersion(uint32_t version) {
+  gVersion = version;
+}
 
 static uint64_t mix64(uint64_t x) {
   x ^= x >> 30;
@@ -183,7 +189,6 @@ static tdBootstrap *bsAlloc(int rank, int nranks, int timeout_ms) {
   bs->nranks = nranks;
   bs->timeout_ms = timeout_ms > 0 ? timeout_ms : 300000;
   bs->listen_fd = bs->root_fd = -1;
-  pthread_mutex_init(&bs->lock, NULL);
   return bs;
 }
 
@@ -199,7 +204,6 @@ void bootstrapFree(tdBootstrap *bs) {
     close(s->fd);
     free(s);
   }
-  pthread_mutex_destroy(&bs->lock);
   free(bs->addrs);
   free(bs->peer_fds);
   free(bs);
@@ -253,9 +257,9 @@ static int admitHello(tdAdmit *ad, int fd, const tdHello *h, char *err) {
     close(fd);
     return 0;
   }
-  if (h->version != TPUDIST_VERSION_CODE) {
+  if (h->version != gVersion) {
     tdErr(err, tpudistInvalidUsage, "bootstrap: peer %d runs tpu_dist version %u, this rank %u",
-          h->rank, h->version, (unsigned)TPUDIST_VERSION_CODE);
+          h->rank, h->version, gVersion);
   } else if (h->nranks != bs->nranks) {
     tdErr(err, tpudistInvalidUsage, "bootstrap: rank %d was started with nranks %d, rank 0 with %d",
           h->rank, h->nranks, bs->nranks);
@@ -387,7 +391,7 @@ static tpudistResult_t clientJoin(tdBootstrap *bs, const tdNetAddr *root, uint64
   memset(&h, 0, sizeof(h));
   h.magic = TD_BOOT_MAGIC;
   h.secret = secret;
-  h.version = TPUDIST_VERSION_CODE;
+  h.version = gVersion;
   h.kind = kind;
   h.tag = tag;
   h.rank = bs->rank;

@@ -40,6 +40,9 @@ int bootstrapNranks(const tdBootstrap *bs);
 uint64_t bootstrapCommHash(const tdBootstrap *bs);
 uint64_t bootstrapSecret(const tdBootstrap *bs);
 
+/* Tests only: the library version this process presents in its hello. */
+void bootstrapTestSetVersion(uint32_t version);
+
 /* Host identity: hash of hostname, boot id and network namespace, or of hostid_override. */
 uint64_t bootstrapHostHash(const char *hostid_override);
 

@@ -9,6 +9,7 @@
  * status (the failing line number).
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <signal.h>
 #include <stdlib.h>
 #include <string.h>
@@ -20,6 +21,7 @@
 #include "bootstrap.h"
 #include "core/config.h"
 #include "kernels.h"
+#include "net.h"
 #include "registry.h"
 
 /* Until the kernels land in this tree: float sum only (weak, so the real ones win when linked). */
@@ -51,6 +53,8 @@ typedef int (*tdRankBody)(int rank, int n, const tpudistUniqueId *id, void *arg)
 
 static const char *gTransports; /* TPU_DIST_TRANSPORTS of the ranks */
 static int gCma = 1;
+static long gShmBytes;      /* TPU_DIST_SHM_BUF_BYTES (0: default) */
+static const char *gIfname; /* TPU_DIST_SOCKET_IFNAME */
 static tdConfig gCfg;
 
 /* Forks n ranks running body; returns the number of ranks that failed (or timed out). */
@@ -100,6 +104,8 @@ static tdComm *childComm(int rank, int n, const tpudistUniqueId *id) {
   gCfg = *configGet();
   gCfg.transports = gTransports;
   gCfg.shm_cma = gCma;
+  if (gShmBytes) gCfg.shm_buf_bytes = gShmBytes;
+  if (gIfname) gCfg.socket_ifname = gIfname;
   if (bootstrapInit(id, rank, n, 30000, &bs, err) != tpudistSuccess) {
     fprintf(stderr, "rank %d bootstrap: %s\n", rank, err);
     return NULL;
@@ -306,17 +312,17 @@ static void testSocket4(void) {
   gTransports = "socket";
   CU_ASSERT_EQUAL(runRanks(4, bodyExchange, NULL, 150), 0);
 }
-__attribute__((unused)) static void testShm2(void) {
+static void testShm2(void) {
   gTransports = "shm";
   gCma = 1;
   CU_ASSERT_EQUAL(runRanks(2, bodyExchange, NULL, 120), 0);
 }
-__attribute__((unused)) static void testShm4(void) {
+static void testShm4(void) {
   gTransports = "shm";
   gCma = 1;
   CU_ASSERT_EQUAL(runRanks(4, bodyExchange, NULL, 150), 0);
 }
-__attribute__((unused)) static void testShmNoCma(void) {
+static void testShmNoCma(void) {
   gTransports = "shm";
   gCma = 0;
   CU_ASSERT_EQUAL(runRanks(2, bodyExchange, NULL, 120), 0);
@@ -354,10 +360,8 @@ static int bodyAnySource(int rank, int n, const tpudistUniqueId *id, void *arg) 
 static void testAnySource(void) {
   gTransports = "socket";
   CU_ASSERT_EQUAL(runRanks(4, bodyAnySource, NULL, 60), 0);
-#ifdef TD_TEST_SHM
   gTransports = "shm";
   CU_ASSERT_EQUAL(runRanks(4, bodyAnySource, NULL, 60), 0);
-#endif
 }
 
 /* Rank 1 leaves after setup (optionally after one message); rank 0's receive must fail with
@@ -389,11 +393,7 @@ static int bodyDeadPeer(int rank, int n, const tpudistUniqueId *id, void *arg) {
 
 static void testDeadPeer(void) {
   const char *tps[] = {"socket", "shm"};
-#ifdef TD_TEST_SHM
   for (int t = 0; t < 2; t++) {
-#else
-  for (int t = 0; t < 1; t++) {
-#endif
     gTransports = tps[t];
     CU_ASSERT_EQUAL(runRanks(2, bodyDeadPeer, NULL, 40), 0);
     CU_ASSERT_EQUAL(runRanks(2, bodyDeadPeer, (void *)1, 40), 0);
@@ -470,6 +470,203 @@ static void testBootstrap(void) {
   CU_ASSERT_EQUAL(runRanks(1, bodyBootstrap, NULL, 60), 0);
 }
 
+/* Version mismatch: rank 1 presents another version; both ranks fail with a message naming both. */
+static int bodyVersion(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  char err[TD_ERRLEN] = "";
+  tdBootstrap *bs;
+  if (rank == 1) bootstrapTestSetVersion(TPUDIST_VERSION_CODE + 1);
+  tpudistResult_t r = bootstrapInit(id, rank, n, 10000, &bs, err);
+  char want[96];
+  snprintf(want, sizeof(want), "peer 1 runs tpu_dist version %u, this rank %u",
+           (unsigned)TPUDIST_VERSION_CODE + 1, (unsigned)TPUDIST_VERSION_CODE);
+  if (!strstr(err, want)) fprintf(stderr, "rank %d: '%s'\n", rank, err);
+  CHILD_CHECK(r == tpudistInvalidUsage && strstr(err, want));
+  return 0;
+}
+
+/* Two processes claim rank 1: the rendezvous fails for everyone with a clear message. */
+static int bodyDuplicate(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  (void)n;
+  char err[TD_ERRLEN] = "";
+  tdBootstrap *bs;
+  tpudistResult_t r = bootstrapInit(id, rank == 0 ? 0 : 1, 3, 10000, &bs, err);
+  if (rank == 0)
+    CHILD_CHECK(r == tpudistInvalidUsage && strstr(err, "two processes presented rank 1"));
+  if (rank != 0) CHILD_CHECK(r != tpudistSuccess); /* rejected, or told the rendezvous failed */
+  return 0;
+}
+
+static void testVersionAndDuplicate(void) {
+  CU_ASSERT_EQUAL(runRanks(2, bodyVersion, NULL, 30), 0);
+  CU_ASSERT_EQUAL(runRanks(3, bodyDuplicate, NULL, 30), 0);
+}
+
+/* A store kept in files under a directory (what torch's FileStore does). */
+static int fileSet(void *ctx, const char *key, const void *value, size_t len) {
+  char path[512], tmp[520];
+  snprintf(path, sizeof(path), "%s/%lx", (const char *)ctx,
+           (unsigned long)strlen(key) * 31 + (unsigned char)key[strlen(key) - 1]);
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return 1;
+  fwrite(value, 1, len, f);
+  fclose(f);
+  return rename(tmp, path);
+}
+
+static int fileGet(void *ctx, const char *key, void **value, size_t *len, int timeoutMs) {
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%lx", (const char *)ctx,
+           (unsigned long)strlen(key) * 31 + (unsigned char)key[strlen(key) - 1]);
+  for (int waited = 0; waited < timeoutMs; waited += 5) {
+    FILE *f = fopen(path, "r");
+    if (f) {
+      *value = malloc(4096);
+      *len = fread(*value, 1, 4096, f);
+      fclose(f);
+      return 0;
+    }
+    usleep(5000);
+  }
+  return 1;
+}
+
+static int bodyStore(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)id;
+  char err[TD_ERRLEN];
+  tpudistStore_t store = {arg, fileSet, fileGet};
+  tdBootstrap *bs;
+  CHILD_CHECK(bootstrapInitStore(&store, "pg0", rank, n, 20000, &bs, err) == tpudistSuccess);
+  int vals[4] = {0};
+  vals[rank] = 1000 + rank;
+  CHILD_CHECK(bootstrapAllGather(bs, vals, sizeof(int), err) == tpudistSuccess);
+  for (int r = 0; r < n; r++) CHILD_CHECK(vals[r] == 1000 + r);
+  bootstrapFree(bs);
+  return 0;
+}
+
+/* TPU_DIST_COMM_ID style: every rank builds the id from host:port itself. */
+static int bodyCommId(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)id;
+  char err[TD_ERRLEN];
+  tpudistUniqueId mine;
+  tdBootstrap *bs;
+  CHILD_CHECK(bootstrapGetUniqueId(&mine, (const char *)arg, err) == tpudistSuccess);
+  CHILD_CHECK(bootstrapInit(&mine, rank, n, 20000, &bs, err) == tpudistSuccess);
+  CHILD_CHECK(bootstrapBarrier(bs, err) == tpudistSuccess);
+  bootstrapFree(bs);
+  return 0;
+}
+
+static void testStoreAndCommId(void) {
+  char dir[] = "/tmp/td_store_XXXXXX";
+  CU_ASSERT_PTR_NOT_NULL_FATAL(mkdtemp(dir));
+  CU_ASSERT_EQUAL(runRanks(3, bodyStore, dir, 60), 0);
+  char cmd[64];
+  snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
+  CU_ASSERT_EQUAL(system(cmd), 0);
+  /* a free port: bind port 0 on loopback, note it, close */
+  tdNetAddr a, bound;
+  int fd;
+  char err[TD_ERRLEN], hp[64];
+  CU_ASSERT_EQUAL_FATAL(netParseHostPort("127.0.0.1:1", &a, err), tpudistSuccess);
+  a.port = 0;
+  CU_ASSERT_EQUAL_FATAL(netListen(&a, &fd, &bound, err), tpudistSuccess);
+  close(fd);
+  snprintf(hp, sizeof(hp), "127.0.0.1:%u", bound.port);
+  CU_ASSERT_EQUAL(runRanks(3, bodyCommId, hp, 60), 0);
+}
+
+/* bootstrapAbort from another thread unblocks rank 0 waiting for a rank that never comes. */
+static void *abortLater(void *bs) {
+  usleep(200000);
+  bootstrapAbort(bs);
+  return NULL;
+}
+
+static int bodyAbort(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  char err[TD_ERRLEN];
+  tdBootstrap *bs;
+  CHILD_CHECK(bootstrapInit(id, rank, n, 20000, &bs, err) == tpudistSuccess);
+  if (rank == 1) {
+    usleep(3000000); /* never joins the allgather in time */
+    bootstrapFree(bs);
+    return 0;
+  }
+  pthread_t t;
+  int v[2] = {1, 0};
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  pthread_create(&t, NULL, abortLater, bs);
+  tpudistResult_t r = bootstrapAllGather(bs, v, sizeof(int), err);
+  pthread_join(t, NULL);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  CHILD_CHECK(r == tpudistAborted);
+  CHILD_CHECK(t1.tv_sec - t0.tv_sec < 2);
+  bootstrapFree(bs);
+  return 0;
+}
+
+static void testAbort(void) {
+  CU_ASSERT_EQUAL(runRanks(2, bodyAbort, NULL, 30), 0);
+}
+
+/* A ring larger than /dev/shm's free space: a clear error, nothing left behind. */
+static int bodyShmFull(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  tdComm *comm = childComm(rank, n, id);
+  CHILD_CHECK(comm);
+  char err[TD_ERRLEN];
+  if (rank == 0) {
+    int v = 1;
+    tdXfer x = {.peer = 1, .key = {1, 0, 0, 0}, .buf = &v, .len = 4};
+    CHILD_CHECK(transportPostSend(comm, &x) == tpudistNoMemory);
+    CHILD_CHECK(x.done && x.result == tpudistNoMemory);
+    if (!strstr(comm->last_error, "bytes free")) fprintf(stderr, "%s\n", comm->last_error);
+    CHILD_CHECK(strstr(comm->last_error, "/dev/shm has") && strstr(comm->last_error, "bytes free"));
+  }
+  CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  CHILD_CHECK(shmLeft(comm->comm_hash) == 0);
+  transportTestCommFree(comm);
+  return 0;
+}
+
+static void testShmFull(void) {
+  gTransports = "shm";
+  gShmBytes = 1l << 46; /* 64 TiB */
+  CU_ASSERT_EQUAL(runRanks(2, bodyShmFull, NULL, 30), 0);
+  gShmBytes = 0;
+}
+
+/* Loopback interface chosen by name; a name that matches nothing is an error at setup. */
+static int bodyIfname(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  gIfname = arg;
+  tdComm *comm = childComm(rank, n, id);
+  if (!strcmp(gIfname, "^nosuchif0")) {
+    CHILD_CHECK(comm == NULL);
+    return 0;
+  }
+  CHILD_CHECK(comm);
+  tdNetAddr a;
+  memcpy(&a, comm->peers[rank].sock_addr, sizeof(a));
+  CHILD_CHECK(a.family == AF_INET ? a.addr[0] == 127 : a.addr[15] == 1);
+  int rc = exchange(comm, 1);
+  if (rc) return rc;
+  char err[TD_ERRLEN];
+  CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  transportTestCommFree(comm);
+  return 0;
+}
+
+static void testIfname(void) {
+  gTransports = "socket";
+  CU_ASSERT_EQUAL(runRanks(2, bodyIfname, "lo", 60), 0);
+  CU_ASSERT_EQUAL(runRanks(1, bodyIfname, "^nosuchif0", 60), 0);
+}
+
 static void testHostHashAndSetup(void) {
   CU_ASSERT_EQUAL(bootstrapHostHash(NULL), bootstrapHostHash(NULL));
   CU_ASSERT_NOT_EQUAL(bootstrapHostHash("a"), bootstrapHostHash("b"));
@@ -499,13 +696,16 @@ int main(void) {
       {"wrong secret rejected", testWrongSecret},
       {"socket 2 ranks", testSocket2},
       {"socket 4 ranks", testSocket4},
-#ifdef TD_TEST_SHM
       {"shm 2 ranks", testShm2},
       {"shm 4 ranks", testShm4},
       {"shm 2 ranks without CMA", testShmNoCma},
-#endif
       {"any-source receives", testAnySource},
       {"dead peer is an error", testDeadPeer},
+      {"version mismatch and duplicate rank", testVersionAndDuplicate},
+      {"store and TPU_DIST_COMM_ID rendezvous", testStoreAndCommId},
+      {"bootstrapAbort unblocks", testAbort},
+      {"shm: /dev/shm too small", testShmFull},
+      {"socket interface choice", testIfname},
       CU_TEST_INFO_NULL,
   };
   return tdCUnitMain("unit-transport", tests);

@@ -1,0 +1,367 @@
+/*
+ * validate_exec.c - the validator's lock-step execution of all ranks (docs/schedule-ir.md,
+ * "Ordering, dependencies and the match key"). Each round first issues every step that may
+ * issue (in order per stream; not while an earlier incomplete step of its stream conflicts with
+ * it; not before its cross-stream deps complete), then completes every issued local step and
+ * every message chain (send -> fused steps -> receive, rendezvous) whose steps are all issued,
+ * applying their effect on the symbolic values. Issuing is monotone, so if a round makes no
+ * progress no execution can: the wait-for cycle is reported. Two steps of one rank in flight
+ * together on different streams that write/write or read/write overlapping elements are a race.
+ * Cost: O(rounds x streams + steps x in-flight steps) plus the value updates.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "validate_int.h"
+
+static unsigned semFlags(const vStep *v) {
+  return tdStepSemTable[v->st->op].flags;
+}
+
+void validateStepName(const vCtx *c, const vStep *v, char *buf, size_t len) {
+  (void)c;
+  const tdStep *st = v->st;
+  int sp = schedSendPeer(st), rp = schedRecvPeer(st);
+  char peers[48] = "";
+  if (rp >= 0 && sp >= 0)
+    snprintf(peers, sizeof(peers), " from %d to %d", rp, sp);
+  else if (rp >= 0)
+    snprintf(peers, sizeof(peers), " from %d", rp);
+  else if (sp >= 0)
+    snprintf(peers, sizeof(peers), " to %d", sp);
+  snprintf(buf, len, "rank %d stream %u step %u (%s%s)", v->rank, v->stream, v->idx,
+           tdStepSemTable[st->op].name, peers);
+}
+
+static int rangesMeet(uint8_t ra, uint64_t ab, uint64_t ae, uint8_t rb, uint64_t bb, uint64_t be) {
+  return ra == rb && ab < ae && bb < be && ab < be && bb < ae;
+}
+
+/* 0 if u and w may be in flight together; else 1 = write/write, 2 = u reads what w writes,
+ * 3 = u writes what w reads. */
+static int stepConflict(const vStep *u, const vStep *w) {
+  unsigned fu = semFlags(u), fw = semFlags(w);
+  int uw = (fu & TD_SEM_WRITE_DST) != 0, ww = (fw & TD_SEM_WRITE_DST) != 0;
+  if (uw && ww && rangesMeet(u->dreg, u->db, u->de, w->dreg, w->db, w->de)) return 1;
+  if (ww) {
+    if ((fu & TD_SEM_READ_SRC) && rangesMeet(u->sreg, u->sb, u->se, w->dreg, w->db, w->de))
+      return 2;
+    if ((fu & TD_SEM_READ_DST) && rangesMeet(u->dreg, u->db, u->de, w->dreg, w->db, w->de))
+      return 2;
+  }
+  if (uw) {
+    if ((fw & TD_SEM_READ_SRC) && rangesMeet(u->dreg, u->db, u->de, w->sreg, w->sb, w->se))
+      return 3;
+    if ((fw & TD_SEM_READ_DST) && rangesMeet(u->dreg, u->db, u->de, w->dreg, w->db, w->de))
+      return 3;
+  }
+  return 0;
+}
+
+static vStreamState *streamOf(vCtx *c, int r, unsigned st) {
+  return &c->ss[(size_t)r * TD_MAX_STREAMS + st];
+}
+
+static uint64_t gidOf(const vCtx *c, int r, unsigned st, uint32_t i) {
+  return c->first[(size_t)r * TD_MAX_STREAMS + st] + i;
+}
+
+static void copyTrunc(char *dst, size_t len, const char *src) {
+  size_t n = strlen(src);
+  if (n >= len) n = len - 1;
+  memcpy(dst, src, n);
+  dst[n] = 0;
+}
+
+void validateEmit(vCtx *c, const char *msg) {
+  if (c->err) copyTrunc(c->err, TD_ERRLEN, msg);
+  if (c->report && c->report_len) copyTrunc(c->report, c->report_len, msg);
+}
+
+/* Whether stream st of rank r can issue its next step; else *blocker = what it waits for. */
+static int canIssue(vCtx *c, int r, unsigned st, uint64_t *blocker) {
+  vStreamState *ss = streamOf(c, r, st);
+  const vStep *v = &c->steps[gidOf(c, r, st, ss->next)];
+  for (uint32_t i = 0; i < ss->nfl; i++)
+    if (stepConflict(v, &c->steps[ss->fl[i]])) {
+      *blocker = ss->fl[i];
+      return 0;
+    }
+  for (int d = 0; d < 2; d++) {
+    const tdDep *dep = &v->st->deps[d];
+    if (dep->stream == TD_NO_DEP) continue;
+    uint64_t g = gidOf(c, r, dep->stream, dep->step);
+    if (!c->steps[g].done) {
+      *blocker = g;
+      return 0;
+    }
+  }
+  return 1;
+}
+
+static tpudistResult_t raceCheck(vCtx *c, const vStep *v) {
+  for (unsigned o = 0; o < c->s[v->rank]->nstreams; o++) {
+    if (o == v->stream) continue;
+    vStreamState *ss = streamOf(c, v->rank, o);
+    for (uint32_t i = 0; i < ss->nfl; i++) {
+      const vStep *w = &c->steps[ss->fl[i]];
+      int k = stepConflict(v, w);
+      if (!k) continue;
+      char a[96], b[96], msg[512];
+      validateStepName(c, v, a, sizeof(a));
+      validateStepName(c, w, b, sizeof(b));
+      /* the overlap: u's range (read or written) against w's */
+      uint8_t reg = k == 2 ? w->dreg : v->dreg;
+      uint64_t ub = k == 2 ? v->sb : v->db, ue = k == 2 ? v->se : v->de;
+      uint64_t wb = k == 3 ? w->sb : w->db, we = k == 3 ? w->se : w->de;
+      if (k == 2 && !rangesMeet(v->sreg, ub, ue, reg, wb, we)) ub = v->db, ue = v->de;
+      if (k == 3 && !rangesMeet(reg, ub, ue, w->sreg, wb, we)) wb = w->db, we = w->de;
+      char rg[64];
+      snprintf(rg, sizeof(rg), "%s elements [%llu,%llu)", schedBufName((tdBufKind)reg),
+               (unsigned long long)TD_MAX(ub, wb), (unsigned long long)TD_MIN(ue, we));
+      if (k == 1)
+        snprintf(msg, sizeof(msg), "data race: %s and %s both write %s concurrently", a, b, rg);
+      else
+        snprintf(msg, sizeof(msg), "data race: %s %s %s that %s %s concurrently", a,
+                 k == 2 ? "reads" : "writes", rg, b, k == 2 ? "writes" : "reads");
+      validateEmit(c, msg);
+      return tpudistInternalError;
+    }
+  }
+  return tpudistSuccess;
+}
+
+static tpudistResult_t issue(vCtx *c, int r, unsigned st) {
+  vStreamState *ss = streamOf(c, r, st);
+  uint64_t g = gidOf(c, r, st, ss->next);
+  vStep *v = &c->steps[g];
+  TD_CHECK(raceCheck(c, v));
+  if (ss->nfl == ss->cap) {
+    uint32_t cap = ss->cap ? ss->cap * 2 : 8;
+    uint64_t *n = realloc(ss->fl, sizeof(uint64_t) * cap);
+    if (!n) return tpudistNoMemory;
+    ss->fl = n;
+    ss->cap = cap;
+  }
+  ss->fl[ss->nfl++] = g;
+  ss->next++;
+  v->issued = 1;
+  return tpudistSuccess;
+}
+
+static vRegion *regionOf(vCtx *c, int r, uint8_t reg) {
+  return &c->reg[(size_t)r * VNREG + reg];
+}
+
+static tpudistResult_t dataError(vCtx *c, const vStep *v, const char *why, uint64_t at) {
+  char a[96], msg[512];
+  validateStepName(c, v, a, sizeof(a));
+  const vView *vw = &c->view[(size_t)v->rank * TD_NUM_BUFS + v->st->dst.buf];
+  snprintf(msg, sizeof(msg), "%s: at %s element %llu: %s", a, schedBufName(v->st->dst.buf),
+           (unsigned long long)(v->db - vw->base + at), why);
+  validateEmit(c, msg);
+  return tpudistInternalError;
+}
+
+/* dst <- a (+) b, or dst <- b when a is NULL; leaves the stored value in *res. */
+static tpudistResult_t applyDst(vCtx *c, const vStep *v, const vRuns *a, const vRuns *b,
+                                vRuns *res) {
+  if (a) {
+    char why[160];
+    uint64_t at = 0;
+    tpudistResult_t r = validateCombine(&c->sets, a, b, res, why, sizeof(why), &at);
+    if (r == tpudistInternalError) return dataError(c, v, why, at);
+    TD_CHECK(r);
+  } else {
+    res->n = 0;
+    for (uint32_t i = 0; i < b->n; i++)
+      TD_CHECK(validateRunsPush(res, b->r[i].b, b->r[i].e, b->r[i].idx, b->r[i].set));
+  }
+  return validateWrite(regionOf(c, v->rank, v->dreg), v->db, res);
+}
+
+typedef struct {
+  vRuns a, b, res;
+  uint64_t *list; /* steps (local) and messages (| 1 << 63) completing this round */
+  uint64_t n, cap;
+} vBufs;
+
+#define VMSG_BIT (1ull << 63)
+
+static tpudistResult_t completeLocal(vCtx *c, vStep *v, vBufs *t) {
+  if (v->st->op == TD_STEP_COPY) {
+    TD_CHECK(validateRead(regionOf(c, v->rank, v->sreg), v->sb, v->se, &t->b));
+    TD_CHECK(applyDst(c, v, NULL, &t->b, &t->res));
+  } else if (v->st->op == TD_STEP_REDUCE) {
+    TD_CHECK(validateRead(regionOf(c, v->rank, v->dreg), v->db, v->de, &t->a));
+    TD_CHECK(validateRead(regionOf(c, v->rank, v->sreg), v->sb, v->se, &t->b));
+    TD_CHECK(applyDst(c, v, &t->a, &t->b, &t->res));
+  }
+  v->done = 1;
+  return tpudistSuccess;
+}
+
+static void markDone(vCtx *c, vStep *v) {
+  if ((v->in < 0 || c->msg_done[v->in]) && (v->out < 0 || c->msg_done[v->out])) v->done = 1;
+}
+
+/* Message m: the sender's wire ref (src of a send, dst of a fused step) into the receiver. */
+static tpudistResult_t completeMsg(vCtx *c, uint64_t m, vBufs *t) {
+  vStep *s = &c->steps[c->msg_snd[m]], *v = &c->steps[c->msg_rcv[m]];
+  if (s->st->op == TD_STEP_SEND)
+    TD_CHECK(validateRead(regionOf(c, s->rank, s->sreg), s->sb, s->se, &t->b));
+  else
+    TD_CHECK(validateRead(regionOf(c, s->rank, s->dreg), s->db, s->de, &t->b));
+  if (semFlags(v) & TD_SEM_READ_SRC) {
+    TD_CHECK(validateRead(regionOf(c, v->rank, v->sreg), v->sb, v->se, &t->a));
+    TD_CHECK(applyDst(c, v, &t->a, &t->b, &t->res));
+  } else {
+    TD_CHECK(applyDst(c, v, NULL, &t->b, &t->res));
+  }
+  c->msg_done[m] = 1;
+  markDone(c, s);
+  markDone(c, v);
+  return tpudistSuccess;
+}
+
+static tpudistResult_t listPush(vBufs *t, uint64_t x) {
+  if (t->n == t->cap) {
+    uint64_t cap = t->cap ? t->cap * 2 : 64;
+    uint64_t *n = realloc(t->list, sizeof(uint64_t) * cap);
+    if (!n) return tpudistNoMemory;
+    t->list = n;
+    t->cap = cap;
+  }
+  t->list[t->n++] = x;
+  return tpudistSuccess;
+}
+
+/* A message completes when both ends are issued and, for a fused sender, what it forwards has
+ * arrived (a fused step's receive completes independently of its forward). */
+static int msgReady(const vCtx *c, const vStep *s) {
+  if (s->out < 0 || c->msg_done[s->out] || !c->steps[c->msg_rcv[s->out]].issued) return 0;
+  return s->in < 0 || c->msg_done[s->in];
+}
+
+static tpudistResult_t completePhase(vCtx *c, vBufs *t, int *progressed, uint64_t *ndone) {
+  t->n = 0;
+  for (int r = 0; r < c->nranks; r++)
+    for (unsigned st = 0; st < c->s[r]->nstreams; st++) {
+      vStreamState *ss = streamOf(c, r, st);
+      for (uint32_t i = 0; i < ss->nfl; i++) {
+        const vStep *v = &c->steps[ss->fl[i]];
+        if (v->in < 0 && v->out < 0) TD_CHECK(listPush(t, ss->fl[i]));
+        if (msgReady(c, v)) TD_CHECK(listPush(t, (uint64_t)v->out | VMSG_BIT));
+      }
+    }
+  for (uint64_t i = 0; i < t->n; i++) {
+    uint64_t x = t->list[i];
+    if (x & VMSG_BIT)
+      TD_CHECK(completeMsg(c, x & ~VMSG_BIT, t));
+    else
+      TD_CHECK(completeLocal(c, &c->steps[x], t));
+  }
+  if (t->n) *progressed = 1;
+  for (int r = 0; r < c->nranks; r++)
+    for (unsigned st = 0; st < c->s[r]->nstreams; st++) {
+      vStreamState *ss = streamOf(c, r, st);
+      uint32_t k = 0;
+      for (uint32_t i = 0; i < ss->nfl; i++) {
+        if (!c->steps[ss->fl[i]].done)
+          ss->fl[k++] = ss->fl[i];
+        else
+          (*ndone)++;
+      }
+      ss->nfl = k;
+    }
+  return tpudistSuccess;
+}
+
+/* What step g waits for (it is not done and nothing can progress). */
+static uint64_t waitsFor(vCtx *c, uint64_t g, const char **why) {
+  vStep *v = &c->steps[g];
+  if (v->issued) {
+    if (v->in >= 0 && !c->msg_done[v->in]) {
+      *why = "issued, waits for its sender";
+      return c->msg_snd[v->in];
+    }
+    *why = "issued, waits for its receiver";
+    return c->msg_rcv[v->out];
+  }
+  vStreamState *ss = streamOf(c, v->rank, v->stream);
+  if (ss->next != v->idx) {
+    *why = "not issued: behind earlier steps";
+    return gidOf(c, v->rank, v->stream, ss->next);
+  }
+  uint64_t b = g;
+  canIssue(c, v->rank, v->stream, &b);
+  *why = c->steps[b].stream == v->stream && c->steps[b].rank == v->rank
+             ? "not issued: conflicts with an earlier step"
+             : "not issued: waits for a dep";
+  return b;
+}
+
+static tpudistResult_t reportDeadlock(vCtx *c) {
+  uint64_t start = 0;
+  while (start < c->nsteps && c->steps[start].done) start++;
+  uint64_t *seen = calloc(c->nsteps, sizeof(uint64_t));
+  if (!seen) return tpudistNoMemory;
+  uint64_t g = start, k = 1;
+  const char *why;
+  while (!seen[g]) {
+    seen[g] = k++;
+    g = waitsFor(c, g, &why);
+  }
+  size_t len = 4096, o = 0;
+  char *msg = malloc(len);
+  if (!msg) {
+    free(seen);
+    return tpudistNoMemory;
+  }
+  o += (size_t)snprintf(msg, len, "deadlock: wait-for cycle: ");
+  uint64_t h = g;
+  int n = 0;
+  do {
+    char a[96];
+    validateStepName(c, &c->steps[h], a, sizeof(a));
+    uint64_t nx = waitsFor(c, h, &why);
+    if (o < len) o += (size_t)snprintf(msg + o, len - o, "%s%s [%s]", n++ ? " -> " : "", a, why);
+    h = nx;
+  } while (h != g);
+  validateEmit(c, msg);
+  free(msg);
+  free(seen);
+  return tpudistInternalError;
+}
+
+tpudistResult_t validateExecute(vCtx *c) {
+  vBufs t;
+  memset(&t, 0, sizeof(t));
+  tpudistResult_t res = tpudistSuccess;
+  uint64_t ndone = 0;
+  c->rounds = 0;
+  while (ndone < c->nsteps) {
+    int progressed = 0;
+    c->rounds++;
+    for (int r = 0; r < c->nranks; r++)
+      for (unsigned st = 0; st < c->s[r]->nstreams; st++) {
+        vStreamState *ss = streamOf(c, r, st);
+        uint64_t blocker;
+        while (ss->next < c->s[r]->streams[st].nsteps && canIssue(c, r, st, &blocker)) {
+          TD_CHECK_GOTO(issue(c, r, st), res, out);
+          progressed = 1;
+        }
+      }
+    TD_CHECK_GOTO(completePhase(c, &t, &progressed, &ndone), res, out);
+    if (!progressed) {
+      res = reportDeadlock(c);
+      break;
+    }
+  }
+out:
+  validateRunsFree(&t.a);
+  validateRunsFree(&t.b);
+  validateRunsFree(&t.res);
+  free(t.list);
+  return res;
+}

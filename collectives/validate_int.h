@@ -1,0 +1,118 @@
+/*
+ * validate_int.h - internals of the schedule validator (validate.c: structure, matching and the
+ * final check; validate_exec.c: lock-step execution, deadlock and race detection;
+ * validate_vals.c: symbolic values, i.e. runs of elements and interned rank sets).
+ */
+#ifndef TD_VALIDATE_INT_H_
+#define TD_VALIDATE_INT_H_
+
+#include "validate.h"
+
+/* A symbolic value of a run of elements [b, e): element x holds the sum of the contributions of
+ * the ranks in set `set` to logical element idx + (x - b). Reserved sets: */
+#define VSET_UNDEF 0u         /* uninitialised (scratch) */
+#define VSET_ORIG 0x80000000u /* | rank: the caller's prior contents; idx = its own position */
+
+typedef struct {
+  uint64_t b, e, idx;
+  uint32_t set;
+} vRun;
+
+typedef struct {
+  vRun *r;
+  uint32_t n, cap;
+} vRuns;
+
+/* Interned rank sets: id 1.. ; bits of set id at bits[id * words]. */
+typedef struct {
+  int nranks;
+  uint32_t words;
+  uint64_t *bits;
+  uint32_t nsets, cap;
+  uint32_t *table; /* open addressing, 0 = empty */
+  uint32_t tcap;
+} vSets;
+
+enum { VREG_IN = 0, VREG_OUT = 1, VREG_SCR = 2, VNREG = 3 };
+
+typedef struct {
+  uint64_t size, wlo, whi; /* writable elements [wlo, whi) */
+  vRuns runs;              /* sorted, disjoint, covering [0, size) */
+} vRegion;
+
+typedef struct {
+  uint8_t reg;
+  uint64_t base, limit; /* buffer element x lives at region element base + x, x < limit */
+} vView;
+
+typedef struct {
+  const tdStep *st;
+  int rank;
+  uint16_t stream;
+  uint32_t idx;
+  uint8_t sreg, dreg, issued, done;
+  uint64_t sb, se, db, de; /* physical ranges of the refs the op uses */
+  int64_t in, out;         /* the message it receives / sends (index), -1 if none */
+} vStep;
+
+typedef struct {
+  uint32_t next; /* first unissued step */
+  uint64_t *fl;  /* in-flight steps (gids) */
+  uint32_t nfl, cap;
+} vStreamState;
+
+typedef struct {
+  int nranks;
+  uint64_t count;
+  tdColl coll;
+  int root, inplace;
+  tdSched *const *s;
+  uint64_t *vc, *vsd, *vrd; /* alltoallv matrices (owned copies) */
+  vStep *steps;
+  uint64_t nsteps;
+  uint64_t *first; /* first[r * TD_MAX_STREAMS + stream] = gid of its step 0 */
+  vStreamState *ss;
+  vRegion *reg; /* nranks * VNREG */
+  vView *view;  /* nranks * TD_NUM_BUFS */
+  vSets sets;
+  uint64_t *msg_snd, *msg_rcv; /* sending / receiving step of each message */
+  uint8_t *msg_done;
+  uint64_t nmsgs;
+  uint64_t rounds;
+  char *err, *report;
+  size_t report_len;
+} vCtx;
+
+/* ---- validate_vals.c ---- */
+tpudistResult_t validateSetsInit(vSets *s, int nranks);
+void validateSetsFree(vSets *s);
+/* Id of the set {r} or of all ranks (r = -1); 0 on allocation failure. */
+uint32_t validateSetSingle(vSets *s, int r);
+/* Id of a | b; *dup = a rank in both (or -1). 0 on allocation failure. */
+uint32_t validateSetUnion(vSets *s, uint32_t a, uint32_t b, int *dup);
+/* Writes a short description of a set ("{0,2}", "all 8 ranks", "uninitialised data"). */
+void validateSetDescribe(const vSets *s, uint32_t id, char *buf, size_t len);
+/* First rank in a but not in b, or -1. */
+int validateSetMissing(const vSets *s, uint32_t a, uint32_t b);
+
+void validateRunsFree(vRuns *r);
+/* Values of region elements [b, e) as runs relative to b. */
+tpudistResult_t validateRead(const vRegion *g, uint64_t b, uint64_t e, vRuns *out);
+/* Stores runs (relative) into region elements [b, b + len). */
+tpudistResult_t validateWrite(vRegion *g, uint64_t b, const vRuns *in);
+/* out = a (+) b elementwise (both relative, same length). On a semantic error writes what went
+ * wrong (with "element" positions relative to the start) into why and returns InternalError. */
+tpudistResult_t validateCombine(vSets *s, const vRuns *a, const vRuns *b, vRuns *out, char *why,
+                                size_t whylen, uint64_t *at);
+tpudistResult_t validateRunsPush(vRuns *r, uint64_t b, uint64_t e, uint64_t idx, uint32_t set);
+
+/* Copies msg into c->err (TD_ERRLEN, truncated) and c->report. */
+void validateEmit(vCtx *c, const char *msg);
+
+/* ---- validate_exec.c ---- */
+/* Runs all ranks in lock step, applying data; reports deadlock / races / data errors. */
+tpudistResult_t validateExecute(vCtx *c);
+/* "rank R stream S step I (op to/from P)" for a step. */
+void validateStepName(const vCtx *c, const vStep *v, char *buf, size_t len);
+
+#endif /* TD_VALIDATE_INT_H_ */

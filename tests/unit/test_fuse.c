@@ -1,0 +1,300 @@
+/*
+ * test_fuse.c - the fusion pass on hand-built schedules: ring-like receive-then-send chains fuse
+ * into RECV_REDUCE_SEND / RECV_COPY_SEND with the right peers, refs and deps; deps from other
+ * streams on removed or later steps are renumbered; every pattern that must not fuse (an
+ * intervening writer, a different or partial ref, another stream, an intervening send to the same
+ * peer, send before receive, too many deps, in-place aliasing) leaves the schedule unchanged.
+ * Expected schedules are written out by hand.
+ */
+#include <string.h>
+
+#include "../cu_main.h"
+#include "sched_ir.h"
+
+#define IN(c) schedRef(TD_BUF_INPUT, (c), 1)
+#define OUT(c) schedRef(TD_BUF_OUTPUT, (c), 1)
+#define SCR(c) schedRef(TD_BUF_SCRATCH, (c), 1)
+
+static void initSched(tdSched *s, int inplace) {
+  tdCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.coll = TD_COLL_ALLREDUCE;
+  a.nranks = 4;
+  a.rank = 1;
+  a.inplace = inplace;
+  a.count = 1024;
+  schedInit(s, &a, "ring");
+  schedSetLayout(s, TD_BUF_INPUT, 1, 4);
+  schedSetLayout(s, TD_BUF_OUTPUT, 1, 4);
+  schedSetLayout(s, TD_BUF_SCRATCH, 1, 4);
+}
+
+static tdStep withDeps(tdStep st, int s0, uint32_t k0, int s1, uint32_t k1) {
+  st.deps[0].stream = s0 < 0 ? TD_NO_DEP : (uint16_t)s0;
+  st.deps[0].step = s0 < 0 ? 0 : k0;
+  st.deps[1].stream = s1 < 0 ? TD_NO_DEP : (uint16_t)s1;
+  st.deps[1].step = s1 < 0 ? 0 : k1;
+  return st;
+}
+
+static tdStep fused(tdStepOp op, int peer, int peer2, tdBufRef src, tdBufRef dst) {
+  tdStep st = op == TD_STEP_RECV_COPY_SEND ? schedRecv(peer, dst) : schedRecvReduce(peer, src, dst);
+  st.op = (uint8_t)op;
+  st.peer2 = peer2;
+  return st;
+}
+
+static void add(tdSched *s, uint32_t stream, tdStep st) {
+  CU_ASSERT_EQUAL_FATAL(schedAppend(s, stream, &st, NULL), tpudistSuccess);
+}
+
+static int refEq(tdBufRef a, tdBufRef b) {
+  return a.buf == b.buf && a.chunk == b.chunk && a.nchunks == b.nchunks;
+}
+
+static int stepEq(const tdStep *a, const tdStep *b) {
+  int uses_src = a->op != TD_STEP_RECV && a->op != TD_STEP_RECV_COPY_SEND;
+  int uses_dst = a->op != TD_STEP_SEND;
+  int ok = a->op == b->op && a->peer == b->peer && a->peer2 == b->peer2;
+  ok = ok && (!uses_src || refEq(a->src, b->src)) && (!uses_dst || refEq(a->dst, b->dst));
+  for (int d = 0; d < 2; d++) {
+    ok = ok && a->deps[d].stream == b->deps[d].stream;
+    ok = ok && (a->deps[d].stream == TD_NO_DEP || a->deps[d].step == b->deps[d].step);
+  }
+  return ok;
+}
+
+/* Asserts stream `stream` of s is exactly want[0..n). */
+static void expectStream(const tdSched *s, uint32_t stream, const tdStep *want, uint32_t n) {
+  const tdStream *st = &s->streams[stream];
+  CU_ASSERT_EQUAL_FATAL(st->nsteps, n);
+  for (uint32_t i = 0; i < n; i++) {
+    int eq = stepEq(&st->steps[i], &want[i]);
+    if (!eq)
+      fprintf(stderr, "stream %u step %u: op %d peer %d peer2 %d (want op %d peer %d peer2 %d)\n",
+              stream, i, st->steps[i].op, st->steps[i].peer, st->steps[i].peer2, want[i].op,
+              want[i].peer, want[i].peer2);
+    CU_ASSERT(eq);
+  }
+}
+
+/* Ring all-reduce on one stream, rank 1 of 4: prev = 0, next = 2. */
+static void testRingChain(void) {
+  tdSched s;
+  initSched(&s, 0);
+  add(&s, 0, schedSend(2, OUT(1)));
+  add(&s, 0, schedRecvReduce(0, IN(0), OUT(0)));
+  add(&s, 0, schedSend(2, OUT(0)));
+  add(&s, 0, schedRecvReduce(0, IN(3), OUT(3)));
+  add(&s, 0, schedSend(2, OUT(3)));
+  add(&s, 0, schedRecvReduce(0, IN(2), OUT(2)));
+  add(&s, 0, schedSend(2, OUT(2)));
+  add(&s, 0, schedRecv(0, OUT(1)));
+  add(&s, 0, schedSend(2, OUT(1)));
+  add(&s, 0, schedRecv(0, OUT(0)));
+  add(&s, 0, schedSend(2, OUT(0)));
+  add(&s, 0, schedRecv(0, OUT(3)));
+  schedFuse(&s);
+  tdStep want[] = {schedSend(2, OUT(1)),
+                   fused(TD_STEP_RECV_REDUCE_SEND, 0, 2, IN(0), OUT(0)),
+                   fused(TD_STEP_RECV_REDUCE_SEND, 0, 2, IN(3), OUT(3)),
+                   fused(TD_STEP_RECV_REDUCE_SEND, 0, 2, IN(2), OUT(2)),
+                   fused(TD_STEP_RECV_COPY_SEND, 0, 2, IN(0), OUT(1)),
+                   fused(TD_STEP_RECV_COPY_SEND, 0, 2, IN(0), OUT(0)),
+                   schedRecv(0, OUT(3))};
+  expectStream(&s, 0, want, 7);
+  CU_ASSERT_EQUAL(s.nstreams, 1);
+  schedFuse(&s); /* idempotent */
+  expectStream(&s, 0, want, 7);
+  schedFree(&s);
+}
+
+/* Stream 0 fuses (1,2) and (4,6); stream 1 depends on steps of stream 0 before, on and after
+ * the removed sends. Stream 0's fused step merges both original steps' deps. */
+static void testDepsRenumbered(void) {
+  tdSched s;
+  initSched(&s, 0);
+  add(&s, 0, schedSend(2, OUT(0)));                                     /* 0 -> 0 */
+  add(&s, 0, withDeps(schedRecvReduce(0, IN(1), OUT(1)), 1, 0, -1, 0)); /* 1 -> 1 */
+  add(&s, 0, withDeps(schedSend(2, OUT(1)), 1, 1, -1, 0));              /* 2 -> 1 (removed) */
+  add(&s, 0, schedCopy(IN(3), SCR(3)));                                 /* 3 -> 2 */
+  add(&s, 0, schedRecv(0, OUT(2)));                                     /* 4 -> 3 */
+  add(&s, 0, schedSend(3, SCR(3)));                                     /* 5 -> 4 */
+  add(&s, 0, schedSend(2, OUT(2)));                                     /* 6 -> 3 (removed) */
+  add(&s, 0, schedReduce(SCR(3), OUT(3)));                              /* 7 -> 5 */
+  add(&s, 1, schedRecv(3, SCR(0)));
+  add(&s, 1, schedRecv(3, SCR(1)));
+  add(&s, 1, withDeps(schedCopy(SCR(0), OUT(0)), 0, 2, 0, 0));
+  add(&s, 1, withDeps(schedCopy(SCR(1), IN(1)), 0, 6, 0, 7));
+  add(&s, 1, withDeps(schedSend(3, OUT(3)), 0, 5, 0, 3));
+  add(&s, 1, withDeps(schedSend(3, OUT(2)), 0, 4, -1, 0));
+  schedFuse(&s);
+  tdStep want0[] = {schedSend(2, OUT(0)),
+                    withDeps(fused(TD_STEP_RECV_REDUCE_SEND, 0, 2, IN(1), OUT(1)), 1, 0, 1, 1),
+                    schedCopy(IN(3), SCR(3)),
+                    fused(TD_STEP_RECV_COPY_SEND, 0, 2, IN(0), OUT(2)),
+                    schedSend(3, SCR(3)),
+                    schedReduce(SCR(3), OUT(3))};
+  expectStream(&s, 0, want0, 6);
+  tdStep want1[] = {schedRecv(3, SCR(0)),
+                    schedRecv(3, SCR(1)),
+                    withDeps(schedCopy(SCR(0), OUT(0)), 0, 1, 0, 0),
+                    withDeps(schedCopy(SCR(1), IN(1)), 0, 3, 0, 5),
+                    withDeps(schedSend(3, OUT(3)), 0, 4, 0, 2),
+                    withDeps(schedSend(3, OUT(2)), 0, 3, -1, 0)};
+  expectStream(&s, 1, want1, 6);
+  schedFree(&s);
+}
+
+/* Fusions in one stream shift deps that point into another stream that also fuses. */
+static void testTwoStreamsBothFuse(void) {
+  tdSched s;
+  initSched(&s, 0);
+  add(&s, 0, schedRecv(0, OUT(0)));
+  add(&s, 0, schedSend(2, OUT(0)));
+  add(&s, 0, withDeps(schedCopy(OUT(0), SCR(0)), 1, 2, -1, 0));
+  add(&s, 1, schedRecv(2, OUT(2)));
+  add(&s, 1, withDeps(schedSend(0, OUT(2)), 0, 1, -1, 0));
+  add(&s, 1, withDeps(schedCopy(OUT(2), SCR(2)), 0, 2, -1, 0));
+  schedFuse(&s);
+  tdStep want0[] = {fused(TD_STEP_RECV_COPY_SEND, 0, 2, IN(0), OUT(0)),
+                    withDeps(schedCopy(OUT(0), SCR(0)), 1, 1, -1, 0)};
+  tdStep want1[] = {withDeps(fused(TD_STEP_RECV_COPY_SEND, 2, 0, IN(0), OUT(2)), 0, 0, -1, 0),
+                    withDeps(schedCopy(OUT(2), SCR(2)), 0, 1, -1, 0)};
+  expectStream(&s, 0, want0, 2);
+  expectStream(&s, 1, want1, 2);
+  schedFree(&s);
+}
+
+/* Sends moved into earlier receives keep their order to the peer, so both pairs fuse; a second
+ * send of the same chunk (tree broadcast to two children) stays a plain send. */
+static void testOrderKept(void) {
+  tdSched s;
+  initSched(&s, 0);
+  add(&s, 0, schedRecv(0, OUT(0)));
+  add(&s, 0, schedRecv(0, OUT(1)));
+  add(&s, 0, schedSend(2, OUT(0)));
+  add(&s, 0, schedSend(2, OUT(1)));
+  add(&s, 0, schedSend(3, OUT(1)));
+  add(&s, 0, schedRecvReduce(3, SCR(2), OUT(2)));
+  add(&s, 0, schedSend(0, OUT(3))); /* a send to another peer in between is fine */
+  add(&s, 0, schedSend(2, OUT(2)));
+  schedFuse(&s);
+  tdStep want[] = {fused(TD_STEP_RECV_COPY_SEND, 0, 2, IN(0), OUT(0)),
+                   fused(TD_STEP_RECV_COPY_SEND, 0, 2, IN(0), OUT(1)), schedSend(3, OUT(1)),
+                   fused(TD_STEP_RECV_REDUCE_SEND, 3, 2, SCR(2), OUT(2)), schedSend(0, OUT(3))};
+  expectStream(&s, 0, want, 5);
+  schedFree(&s);
+}
+
+/* Of two receives into the same chunk, only the later one (whose data is sent) fuses. */
+static void testLaterWriterFuses(void) {
+  tdSched s;
+  initSched(&s, 0);
+  add(&s, 0, schedRecv(0, OUT(0)));
+  add(&s, 0, schedRecvReduce(3, OUT(0), OUT(0)));
+  add(&s, 0, schedSend(2, OUT(0)));
+  schedFuse(&s);
+  tdStep want[] = {schedRecv(0, OUT(0)), fused(TD_STEP_RECV_REDUCE_SEND, 3, 2, OUT(0), OUT(0))};
+  expectStream(&s, 0, want, 2);
+  schedFree(&s);
+}
+
+/* Builds one non-fusable pattern into s; returns the number of streams used. */
+static uint32_t buildUnfusable(tdSched *s, int which) {
+  switch (which) {
+    case 0: /* intervening writer of the chunk */
+      add(s, 0, schedRecv(0, OUT(0)));
+      add(s, 0, schedCopy(IN(0), OUT(0)));
+      add(s, 0, schedSend(2, OUT(0)));
+      return 1;
+    case 1: /* partial overlap: send covers two chunks */
+      add(s, 0, schedRecv(0, OUT(0)));
+      add(s, 0, schedSend(2, schedRef(TD_BUF_OUTPUT, 0, 2)));
+      return 1;
+    case 2: /* same chunk index, other buffer */
+      add(s, 0, schedRecvReduce(0, IN(1), SCR(1)));
+      add(s, 0, schedSend(2, OUT(1)));
+      return 1;
+    case 3: /* receive and send in different streams */
+      add(s, 0, schedRecv(0, OUT(0)));
+      add(s, 1, withDeps(schedSend(2, OUT(0)), 0, 0, -1, 0));
+      return 2;
+    case 4: /* an intervening send to the same peer would be overtaken */
+      add(s, 0, schedRecv(0, OUT(0)));
+      add(s, 0, schedSend(2, OUT(3)));
+      add(s, 0, schedSend(2, OUT(0)));
+      return 1;
+    case 5: /* send before receive */
+      add(s, 0, schedSend(2, OUT(0)));
+      add(s, 0, schedRecv(0, OUT(0)));
+      return 1;
+    case 6: /* three distinct deps do not fit two slots */
+      add(s, 1, schedRecv(3, SCR(0)));
+      add(s, 1, schedRecv(3, SCR(1)));
+      add(s, 1, schedRecv(3, SCR(2)));
+      add(s, 0, withDeps(schedRecv(0, OUT(0)), 1, 0, 1, 1));
+      add(s, 0, withDeps(schedSend(2, OUT(0)), 1, 2, -1, 0));
+      return 2;
+    case 7: /* in place: a write to INPUT may alias the OUTPUT chunk */
+      add(s, 0, schedRecv(0, OUT(0)));
+      add(s, 0, schedRecv(3, IN(2)));
+      add(s, 0, schedSend(2, OUT(0)));
+      return 1;
+    default: /* an intervening receive that overwrites part of the chunk */
+      add(s, 0, schedRecv(0, schedRef(TD_BUF_OUTPUT, 0, 2)));
+      add(s, 0, schedRecv(3, OUT(1)));
+      add(s, 0, schedSend(2, schedRef(TD_BUF_OUTPUT, 0, 2)));
+      return 1;
+  }
+}
+
+static void testUnfusableUntouched(void) {
+  for (int which = 0; which < 9; which++) {
+    tdSched s, copy;
+    initSched(&s, which == 7);
+    initSched(&copy, which == 7);
+    uint32_t ns = buildUnfusable(&s, which);
+    buildUnfusable(&copy, which);
+    schedFuse(&s);
+    CU_ASSERT_EQUAL(s.nstreams, ns);
+    for (uint32_t t = 0; t < ns; t++) {
+      if (s.streams[t].nsteps != copy.streams[t].nsteps) fprintf(stderr, "pattern %d\n", which);
+      expectStream(&s, t, copy.streams[t].steps, copy.streams[t].nsteps);
+    }
+    schedFree(&s);
+    schedFree(&copy);
+  }
+  /* the in-place pattern fuses when the schedule is not in place */
+  tdSched s;
+  initSched(&s, 0);
+  buildUnfusable(&s, 7);
+  schedFuse(&s);
+  tdStep want[] = {fused(TD_STEP_RECV_COPY_SEND, 0, 2, IN(0), OUT(0)), schedRecv(3, IN(2))};
+  expectStream(&s, 0, want, 2);
+  schedFree(&s);
+}
+
+static void testEmpty(void) {
+  tdSched s;
+  initSched(&s, 0);
+  schedFuse(&s);
+  CU_ASSERT_EQUAL(s.nstreams, 0);
+  add(&s, 0, schedRecv(0, OUT(0)));
+  schedFuse(&s);
+  CU_ASSERT_EQUAL(s.streams[0].nsteps, 1);
+  CU_ASSERT_EQUAL(s.streams[0].steps[0].op, TD_STEP_RECV);
+  schedFree(&s);
+}
+
+int main(void) {
+  CU_TestInfo tests[] = {{"ring chain fuses", testRingChain},
+                         {"deps renumbered", testDepsRenumbered},
+                         {"two streams both fuse", testTwoStreamsBothFuse},
+                         {"message order kept", testOrderKept},
+                         {"later writer fuses", testLaterWriterFuses},
+                         {"unfusable untouched", testUnfusableUntouched},
+                         {"empty and single", testEmpty},
+                         CU_TEST_INFO_NULL};
+  return tdCUnitMain("fuse", tests);
+}
