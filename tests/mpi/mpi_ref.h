@@ -17,7 +17,8 @@
 #include "tpu_dist.h"
 
 static inline uint64_t refHash(uint64_t seed, int rank, size_t i) {
-  uint64_t z = seed ^ ((uint64_t)(rank + 1) * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)i * 0xbf58476d1ce4e5b9ull);
+  uint64_t z =
+      seed ^ ((uint64_t)(rank + 1) * 0x9e3779b97f4a7c15ull) ^ ((uint64_t)i * 0xbf58476d1ce4e5b9ull);
   z = (z ^ (z >> 30)) * 0xbf58476d1ce4e5b9ull;
   z = (z ^ (z >> 27)) * 0x94d049bb133111ebull;
   return z ^ (z >> 31);
@@ -28,7 +29,8 @@ static inline size_t refSize(int dt) {
   return s[dt];
 }
 static inline int refIsFloat(int dt) {
-  return dt == tpudistFloat16 || dt == tpudistFloat32 || dt == tpudistFloat64 || dt == tpudistBfloat16;
+  return dt == tpudistFloat16 || dt == tpudistFloat32 || dt == tpudistFloat64 ||
+         dt == tpudistBfloat16;
 }
 static inline int refIsSigned(int dt) {
   return dt == tpudistInt8 || dt == tpudistInt32 || dt == tpudistInt64;
@@ -37,7 +39,9 @@ static inline int refIsSigned(int dt) {
 /* float16 <-> float for exactly representable values (inputs are chosen so). */
 static inline float refHalfToFloat(uint16_t h) {
   int s = h >> 15, e = (h >> 10) & 31, m = h & 1023;
-  float v = e == 0 ? ldexpf((float)m, -24) : e == 31 ? (m ? NAN : INFINITY) : ldexpf((float)(m | 1024), e - 25);
+  float v = e == 0    ? ldexpf((float)m, -24)
+            : e == 31 ? (m ? NAN : INFINITY)
+                      : ldexpf((float)(m | 1024), e - 25);
   return s ? -v : v;
 }
 static inline uint16_t refFloatToHalf(float f) {
@@ -67,25 +71,42 @@ static inline uint16_t refFloatToBf16(float f) { /* exact values only: truncatio
 static inline void refStore(void *buf, size_t i, int dt, uint64_t iv, double fv) {
   char *p = (char *)buf + i * refSize(dt);
   switch (dt) {
-    case tpudistFloat16: { uint16_t h = refFloatToHalf((float)fv); memcpy(p, &h, 2); return; }
-    case tpudistBfloat16: { uint16_t h = refFloatToBf16((float)fv); memcpy(p, &h, 2); return; }
-    case tpudistFloat32: { float f = (float)fv; memcpy(p, &f, 4); return; }
-    case tpudistFloat64: memcpy(p, &fv, 8); return;
-    default: memcpy(p, &iv, refSize(dt)); return; /* little endian: low bytes */
+    case tpudistFloat16: {
+      uint16_t h = refFloatToHalf((float)fv);
+      memcpy(p, &h, 2);
+      return;
+    }
+    case tpudistBfloat16: {
+      uint16_t h = refFloatToBf16((float)fv);
+      memcpy(p, &h, 2);
+      return;
+    }
+    case tpudistFloat32: {
+      float f = (float)fv;
+      memcpy(p, &f, 4);
+      return;
+    }
+    case tpudistFloat64:
+      memcpy(p, &fv, 8);
+      return;
+    default:
+      memcpy(p, &iv, refSize(dt));
+      return; /* little endian: low bytes */
   }
 }
 
 /* Integer value of rank r's element i (sign-extended for signed types). */
 static inline int64_t refSext(uint64_t v, int dt) {
   int bits = (int)refSize(dt) * 8;
-  if (bits == 64 || !refIsSigned(dt)) return bits == 64 ? (int64_t)v : (int64_t)(v & ((1ull << bits) - 1));
+  if (bits == 64 || !refIsSigned(dt))
+    return bits == 64 ? (int64_t)v : (int64_t)(v & ((1ull << bits) - 1));
   uint64_t m = 1ull << (bits - 1), x = v & ((1ull << bits) - 1);
   return (int64_t)((x ^ m) - m);
 }
 
 /* Input element of rank r: integer bits (iv) or float value (fv), for op. */
-static inline void refInput(uint64_t seed, int r, size_t i, int dt, int op, int nranks, uint64_t *iv,
-                            double *fv) {
+static inline void refInput(uint64_t seed, int r, size_t i, int dt, int op, int nranks,
+                            uint64_t *iv, double *fv) {
   uint64_t h = refHash(seed, r, i);
   *iv = h;
   *fv = 0;
@@ -95,18 +116,28 @@ static inline void refInput(uint64_t seed, int r, size_t i, int dt, int op, int 
   }
   int small = dt == tpudistFloat16 || dt == tpudistBfloat16;
   switch (op) {
-    case tpudistSum: *fv = (double)((int64_t)(h % 33) - 16); return;
-    case tpudistProd: { static const double v[] = {1, -1, 2, 0.5}; *fv = v[h % 4]; return; }
+    case tpudistSum:
+      *fv = (double)((int64_t)(h % 33) - 16);
+      return;
+    case tpudistProd: {
+      static const double v[] = {1, -1, 2, 0.5};
+      *fv = v[h % 4];
+      return;
+    }
     case tpudistAvg: {
       /* partial sums stay within +-256 (exact in bfloat16) */
-      if (r < nranks - 1) { *fv = (double)((int64_t)(h % 17) - 8); return; }
+      if (r < nranks - 1) {
+        *fv = (double)((int64_t)(h % 17) - 8);
+        return;
+      }
       double target = (double)((int64_t)(refHash(seed, -1, i) % 17) - 8), s = 0;
       for (int q = 0; q < nranks - 1; q++) s += (double)((int64_t)(refHash(seed, q, i) % 17) - 8);
       *fv = target * nranks - s;
       return;
     }
     default:
-      *fv = small ? (double)((int64_t)(h % 201) - 100) : (double)((int64_t)(h % 2000001) - 1000000) / 16.0;
+      *fv = small ? (double)((int64_t)(h % 201) - 100)
+                  : (double)((int64_t)(h % 2000001) - 1000000) / 16.0;
       return;
   }
 }
@@ -119,23 +150,40 @@ static inline void refReduce(void *out, size_t i, uint64_t seed, int dt, int op,
   for (int r = 0; r < n; r++) {
     refInput(seed, r, i, dt, op, n, &iv, &fv);
     if (refIsFloat(dt)) {
-      if (r == 0) facc = fv;
-      else if (op == tpudistSum || op == tpudistAvg) facc += fv;
-      else if (op == tpudistProd) facc *= fv;
-      else if (op == tpudistMax) facc = fv > facc ? fv : facc;
-      else facc = fv < facc ? fv : facc;
+      if (r == 0)
+        facc = fv;
+      else if (op == tpudistSum || op == tpudistAvg)
+        facc += fv;
+      else if (op == tpudistProd)
+        facc *= fv;
+      else if (op == tpudistMax)
+        facc = fv > facc ? fv : facc;
+      else
+        facc = fv < facc ? fv : facc;
       continue;
     }
     int64_t sv = refSext(iv, dt);
     uint64_t uv = (uint64_t)sv;
-    if (r == 0) { acc = uv; sacc = sv; continue; }
-    if (op == tpudistSum || op == tpudistAvg) acc += uv;
-    else if (op == tpudistProd) acc *= uv;
+    if (r == 0) {
+      acc = uv;
+      sacc = sv;
+      continue;
+    }
+    if (op == tpudistSum || op == tpudistAvg)
+      acc += uv;
+    else if (op == tpudistProd)
+      acc *= uv;
     else if (op == tpudistMax) {
-      if (refIsSigned(dt) ? sv > sacc : uv > acc) { acc = uv; sacc = sv; }
+      if (refIsSigned(dt) ? sv > sacc : uv > acc) {
+        acc = uv;
+        sacc = sv;
+      }
       continue;
     } else if (op == tpudistMin) {
-      if (refIsSigned(dt) ? sv < sacc : uv < acc) { acc = uv; sacc = sv; }
+      if (refIsSigned(dt) ? sv < sacc : uv < acc) {
+        acc = uv;
+        sacc = sv;
+      }
       continue;
     }
     sacc = (int64_t)acc;

@@ -33,7 +33,7 @@ static uint64_t gSeed = 12345;
 static const char *gExpectColl, *gExpectAlgo;
 
 static const char *dtName(int dt) {
-  static const char *n[] = {"int8", "uint8", "int32", "uint32", "int64",
+  static const char *n[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
                             "uint64", "float16", "float32", "float64", "bfloat16"};
   return n[dt];
 }
@@ -96,11 +96,13 @@ static void tAllreduce(const Ctx *c, int dt, int op, size_t count, int inplace) 
   char what[128];
   size_t es = refSize(dt);
   uint64_t seed = ++gSeed;
-  snprintf(what, sizeof(what), "allreduce %s %s n=%zu%s", dtName(dt), opName(op), count, inplace ? " inplace" : "");
+  snprintf(what, sizeof(what), "allreduce %s %s n=%zu%s", dtName(dt), opName(op), count,
+           inplace ? " inplace" : "");
   char *in = inplace ? gR : gS;
   for (size_t i = 0; i < count; i++) refFill(in, i, seed, c->rank, dt, op, c->n);
   for (size_t i = 0; i < count; i++) refReduce(gE, i, seed, dt, op, c->n);
-  if (ok(c, tpudistAllReduce(in, gR, count, dt, op, c->comm, NULL), what)) compare(c, what, gR, gE, count, es);
+  if (ok(c, tpudistAllReduce(in, gR, count, dt, op, c->comm, NULL), what))
+    compare(c, what, gR, gE, count, es);
   checkAlgo(c, "allreduce", count * es);
 }
 
@@ -147,21 +149,24 @@ static void tBroadcast(const Ctx *c, int dt, size_t count, int root, int inplace
   char what[128];
   size_t es = refSize(dt);
   uint64_t seed = ++gSeed;
-  snprintf(what, sizeof(what), "broadcast %s n=%zu root %d%s", dtName(dt), count, root, inplace ? " inplace" : "");
+  snprintf(what, sizeof(what), "broadcast %s n=%zu root %d%s", dtName(dt), count, root,
+           inplace ? " inplace" : "");
   char *in = inplace ? gR : gS;
   if (c->rank == root)
     for (size_t i = 0; i < count; i++) raw(in, i, es, seed, root, i);
   for (size_t i = 0; i < count; i++) raw(gE, i, es, seed, root, i);
   if (c->rank != root) memset(gR, 0xee, count * es);
   const void *send = c->rank == root || inplace ? in : NULL;
-  if (ok(c, tpudistBroadcast(send, gR, count, dt, root, c->comm, NULL), what)) compare(c, what, gR, gE, count, es);
+  if (ok(c, tpudistBroadcast(send, gR, count, dt, root, c->comm, NULL), what))
+    compare(c, what, gR, gE, count, es);
 }
 
 static void tAllgather(const Ctx *c, int dt, size_t count, int inplace) {
   char what[128];
   size_t es = refSize(dt);
   uint64_t seed = ++gSeed;
-  snprintf(what, sizeof(what), "allgather %s n=%zu%s", dtName(dt), count, inplace ? " inplace" : "");
+  snprintf(what, sizeof(what), "allgather %s n=%zu%s", dtName(dt), count,
+           inplace ? " inplace" : "");
   char *in = inplace ? gR + (size_t)c->rank * count * es : gS;
   for (size_t i = 0; i < count; i++) raw(in, i, es, seed, c->rank, i);
   for (int r = 0; r < c->n; r++)
@@ -178,7 +183,8 @@ static void tAlltoall(const Ctx *c, int dt, size_t count) {
   snprintf(what, sizeof(what), "alltoall %s n=%zu", dtName(dt), count);
   for (size_t i = 0; i < count * (size_t)c->n; i++) raw(gS, i, es, seed, c->rank, i);
   for (int p = 0; p < c->n; p++)
-    for (size_t j = 0; j < count; j++) raw(gE, (size_t)p * count + j, es, seed, p, (size_t)c->rank * count + j);
+    for (size_t j = 0; j < count; j++)
+      raw(gE, (size_t)p * count + j, es, seed, p, (size_t)c->rank * count + j);
   if (ok(c, tpudistAllToAll(gS, gR, count, dt, c->comm, NULL), what))
     compare(c, what, gR, gE, count * (size_t)c->n, es);
 }
@@ -264,8 +270,11 @@ static void tRequests(const Ctx *c) {
   int dt = tpudistInt32, op = tpudistSum;
   for (int k = 0; k < K; k++) {
     seed[k] = ++gSeed;
-    for (size_t i = 0; i < CNT; i++) refFill(gS + (size_t)k * CNT * 4, i, seed[k], c->rank, dt, op, c->n);
-    if (!ok(c, tpudistAllReduce(gS + (size_t)k * CNT * 4, gR + (size_t)k * CNT * 4, CNT, dt, op, c->comm, &req[k]),
+    for (size_t i = 0; i < CNT; i++)
+      refFill(gS + (size_t)k * CNT * 4, i, seed[k], c->rank, dt, op, c->n);
+    if (!ok(c,
+            tpudistAllReduce(gS + (size_t)k * CNT * 4, gR + (size_t)k * CNT * 4, CNT, dt, op,
+                             c->comm, &req[k]),
             "nonblocking allreduce"))
       return;
   }
@@ -273,7 +282,8 @@ static void tRequests(const Ctx *c) {
     int done = 0;
     if (k % 2) {
       while (!done)
-        if (tpudistTest(req[k], &done) != tpudistSuccess && !ok(c, tpudistInternalError, "test")) return;
+        if (tpudistTest(req[k], &done) != tpudistSuccess && !ok(c, tpudistInternalError, "test"))
+          return;
     } else if (!ok(c, tpudistWait(req[k]), "wait")) {
       return;
     }
@@ -292,7 +302,8 @@ static void tFloatIdentical(const Ctx *c, size_t count) {
     uint64_t x = refHash(seed, c->rank, i);
     in[i] = (float)((double)(x >> 11) / 9007199254740992.0 * 2.0 - 1.0) * 1000.0f;
   }
-  if (!ok(c, tpudistAllReduce(in, gR, count, tpudistFloat32, tpudistSum, c->comm, NULL), "float hash"))
+  if (!ok(c, tpudistAllReduce(in, gR, count, tpudistFloat32, tpudistSum, c->comm, NULL),
+          "float hash"))
     return;
   for (size_t i = 0; i < count * 4; i++) h = (h ^ (unsigned char)gR[i]) * 1099511628211ull;
   uint64_t all[256];
@@ -303,7 +314,8 @@ static void tFloatIdentical(const Ctx *c, size_t count) {
   for (int r = 1; r < n; r++)
     if (all[r] != all[0]) {
       gFail++;
-      fprintf(stderr, "[%d] float all-reduce results differ between ranks 0 and %d\n", gWorldRank, r);
+      fprintf(stderr, "[%d] float all-reduce results differ between ranks 0 and %d\n", gWorldRank,
+              r);
       return;
     }
 }
@@ -317,13 +329,20 @@ static void expectErr(const Ctx *c, tpudistResult_t got, tpudistResult_t want, c
 
 static void tErrors(const Ctx *c) {
   tpudistComm_t cm = c->comm;
-  expectErr(c, tpudistAllReduce(NULL, gR, 4, tpudistInt32, tpudistSum, cm, NULL), tpudistInvalidArgument, "null send");
-  expectErr(c, tpudistAllReduce(gS, gR, 4, (tpudistDataType_t)42, tpudistSum, cm, NULL), tpudistInvalidArgument, "bad dtype");
-  expectErr(c, tpudistAllReduce(gS, gR, 4, tpudistInt32, (tpudistRedOp_t)9, cm, NULL), tpudistInvalidArgument, "bad op");
-  expectErr(c, tpudistAllReduce(gS, gR, SIZE_MAX / 2, tpudistInt32, tpudistSum, cm, NULL), tpudistInvalidArgument, "overflow");
-  expectErr(c, tpudistBroadcast(gS, gR, 4, tpudistInt32, c->n, cm, NULL), tpudistInvalidArgument, "root range");
-  expectErr(c, tpudistSend(gS, 4, tpudistInt32, -3, cm, NULL), tpudistInvalidArgument, "peer range");
-  expectErr(c, tpudistAllReduce(gS, gS + 4, 4, tpudistInt32, tpudistSum, cm, NULL), tpudistInvalidArgument, "overlap");
+  expectErr(c, tpudistAllReduce(NULL, gR, 4, tpudistInt32, tpudistSum, cm, NULL),
+            tpudistInvalidArgument, "null send");
+  expectErr(c, tpudistAllReduce(gS, gR, 4, (tpudistDataType_t)42, tpudistSum, cm, NULL),
+            tpudistInvalidArgument, "bad dtype");
+  expectErr(c, tpudistAllReduce(gS, gR, 4, tpudistInt32, (tpudistRedOp_t)9, cm, NULL),
+            tpudistInvalidArgument, "bad op");
+  expectErr(c, tpudistAllReduce(gS, gR, SIZE_MAX / 2, tpudistInt32, tpudistSum, cm, NULL),
+            tpudistInvalidArgument, "overflow");
+  expectErr(c, tpudistBroadcast(gS, gR, 4, tpudistInt32, c->n, cm, NULL), tpudistInvalidArgument,
+            "root range");
+  expectErr(c, tpudistSend(gS, 4, tpudistInt32, -3, cm, NULL), tpudistInvalidArgument,
+            "peer range");
+  expectErr(c, tpudistAllReduce(gS, gS + 4, 4, tpudistInt32, tpudistSum, cm, NULL),
+            tpudistInvalidArgument, "overlap");
   expectErr(c, tpudistWait(NULL), tpudistInvalidArgument, "wait null");
   gChecks++;
   if (tpudistGroupEnd() != tpudistInvalidUsage) {
@@ -345,7 +364,8 @@ static void tErrors(const Ctx *c) {
 
 static void smallCross(const Ctx *c, int full) {
   static const size_t counts[] = {0, 1, 7, 1000};
-  int dts_all[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9}, dts_few[] = {tpudistInt32, tpudistFloat32, tpudistBfloat16};
+  int dts_all[] = {0, 1, 2, 3, 4, 5, 6, 7, 8, 9},
+      dts_few[] = {tpudistInt32, tpudistFloat32, tpudistBfloat16};
   int ops_all[] = {0, 1, 2, 3, 4}, ops_few[] = {tpudistSum, tpudistMax, tpudistAvg};
   int *dts = full ? dts_all : dts_few, ndt = full ? 10 : 3;
   int *ops = full ? ops_all : ops_few, nop = full ? 5 : 3;
