@@ -536,10 +536,16 @@ static int bodyCommId(int rank, int n, const tpudistUniqueId *id, void *arg) {
   char err[TD_ERRLEN];
   tpudistUniqueId mine;
   tdBootstrap *bs;
+  uint64_t hashes[2][4];
   CHILD_CHECK(bootstrapGetUniqueId(&mine, (const char *)arg, err) == tpudistSuccess);
-  CHILD_CHECK(bootstrapInit(&mine, rank, n, 20000, &bs, err) == tpudistSuccess);
-  CHILD_CHECK(bootstrapBarrier(bs, err) == tpudistSuccess);
-  bootstrapFree(bs);
+  for (int round = 0; round < 2; round++) { /* the same id twice: two distinct communicators */
+    CHILD_CHECK(bootstrapInit(&mine, rank, n, 20000, &bs, err) == tpudistSuccess);
+    hashes[round][rank] = bootstrapCommHash(bs);
+    CHILD_CHECK(bootstrapAllGather(bs, hashes[round], sizeof(uint64_t), err) == tpudistSuccess);
+    for (int r = 0; r < n; r++) CHILD_CHECK(hashes[round][r] == hashes[round][0]);
+    bootstrapFree(bs);
+  }
+  CHILD_CHECK(hashes[0][0] != hashes[1][0]);
   return 0;
 }
 
