@@ -89,6 +89,7 @@ typedef struct {
   tdSockPeer *peers;
   int *active; /* peers with a connection (or an attempt), in first-use order */
   int nactive;
+  int64_t next_listen_ms;
   tdSockAccept *accepting;
   tdXferQueue posted;
   tdSockMsg *unexp_head, *unexp_tail;
@@ -557,6 +558,11 @@ static tpudistResult_t sockProgress(tdComm *comm, int *progressed) {
   tpudistResult_t first = tpudistSuccess;
   int n = 0, moved = 0;
   *progressed = 0;
+  if (c->nactive == 0 && !c->accepting) { /* idle: look at the listener once per millisecond */
+    int64_t now = netNowMs();
+    if (now < c->next_listen_ms) return tpudistSuccess;
+    c->next_listen_ms = now + 1;
+  }
   c->pfd[n] = (struct pollfd){c->lfd, POLLIN, 0};
   c->pfd_peer[n++] = -1;
   for (int i = 0; i < c->nactive; i++) {
