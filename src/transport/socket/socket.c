@@ -89,6 +89,7 @@ typedef struct {
   tdSockPeer *peers;
   int *active; /* peers with a connection (or an attempt), in first-use order */
   int nactive;
+  int64_t next_listen_ms;
   tdSockAccept *accepting;
   tdXferQueue posted;
   tdSockMsg *unexp_head, *unexp_tail;
@@ -332,6 +333,8 @@ static tpudistResult_t peerHandshake(tdComm *comm, tdSockCtx *c, int p, short re
     return tpudistSuccess;
   }
   if (n == 1 && v == 2 && comm->rank > p) { /* the lower rank's own connection wins */
+    TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
+             comm->name, comm->rank, p);
     close(pe->fd);
     pe->fd = -1;
     pe->state = SK_WAITPEER;
@@ -360,7 +363,11 @@ static void acceptHello(tdComm *comm, tdSockCtx *c, tdSockAccept *a) {
     verdict = 2;
   if (verdict == 1 && send(a->fd, &verdict, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) {
     markActive(c, p);
-    if (pe->fd >= 0) close(pe->fd); /* our own attempt (we are the higher rank) loses */
+    if (pe->fd >= 0) { /* our own attempt (we are the higher rank) loses */
+      TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
+               comm->name, comm->rank, p);
+      close(pe->fd);
+    }
     pe->fd = a->fd;
     pe->state = SK_READY;
     TD_INFO(TD_SUBSYS_SOCK, "%s rank %d accepted rank %d", comm->name, comm->rank, p);
@@ -557,6 +564,11 @@ static tpudistResult_t sockProgress(tdComm *comm, int *progressed) {
   tpudistResult_t first = tpudistSuccess;
   int n = 0, moved = 0;
   *progressed = 0;
+  if (c->nactive == 0 && !c->accepting) { /* idle: look at the listener once per millisecond */
+    int64_t now = netNowMs();
+    if (now < c->next_listen_ms) return tpudistSuccess;
+    c->next_listen_ms = now + 1;
+  }
   c->pfd[n] = (struct pollfd){c->lfd, POLLIN, 0};
   c->pfd_peer[n++] = -1;
   for (int i = 0; i < c->nactive; i++) {
