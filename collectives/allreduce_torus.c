@@ -24,6 +24,8 @@
 /* One flow: reduce-scatter down the levels, all-gather back up. */
 static tpudistResult_t arFlow(const tdTopo *t, tdtCtx *c, const int *order, int nax, int dir,
                               uint32_t start, uint32_t len, char *err) {
+  tdtLevel lv[TD_MAX_DIMS];
+  torusFlowLevels(t, order, nax, lv);
   tdtGroup g;
   uint32_t st[TD_MAX_DIMS], ln[TD_MAX_DIMS];
   tdtRange items[TDT_MAX_LINE];
@@ -32,7 +34,7 @@ static tpudistResult_t arFlow(const tdTopo *t, tdtCtx *c, const int *order, int 
   for (int pass = 0; pass < 2; pass++) {
     for (int s = 0; s < nax; s++) {
       int l = pass == 0 ? s : nax - 1 - s;
-      TD_CHECK(torusGroup(t, c->rank, order[l], &g, err));
+      TD_CHECK(torusGroupAt(t, c->rank, &lv[l], &g, err));
       if (pass == 0) {
         st[l] = start;
         ln[l] = len;
