@@ -5,9 +5,10 @@
  * All axes busy at once: the buffer is split into F flows, one per axis (two per axis when some
  * axis is a ring: one per ring direction); flow f takes the axes in the order rotated by f, and
  * runs on its own stream. A ring axis (wrap link present, length >= 3) runs a unidirectional ring
- * in the flow's direction; an axis without wrap (or whose wrap is twisted onto another plane, or
- * of length 2) runs as a line with partial sums flowing from both ends. Every message goes to a
- * torus neighbour.
+ * in the flow's direction; an axis without wrap (or of length 2) runs as a line with partial sums
+ * flowing from both ends. On a twisted torus a flow starting on a short axis uses that axis'
+ * twisted cycle (2n ranks) as its first ring, then the long axes as half-lines / shifted rings
+ * (torus_rings.h, tdtLevel). Every message goes to a torus neighbour.
  *
  * Cost (V bytes, D axes of length n_d, W1 bytes/s per link direction, alpha per hop): about
  * 2 * V * (n-1)/n / (2 D W1) for equal ring axes (each link direction carries one flow's first

@@ -7,7 +7,8 @@
  * All axes busy at once: each block is split into F chunks (flows), one per axis (two per axis
  * when some axis is a ring, one per ring direction); flow f takes the axes rotated by f on its
  * own stream. Rings run one direction per flow; axes without a usable wrap run as lines
- * (partial sums from both ends). Every message goes to a torus neighbour.
+ * (partial sums from both ends); twisted tori use the twisted cycles (torus_rings.h, tdtLevel).
+ * Every message goes to a torus neighbour.
  *
  * Cost (V = nranks * recvcount bytes in, D equal ring axes of length n, W1 per link direction):
  * about V * (n-1)/n / (2 D W1) for bandwidth, sum_d (n_d - 1) hops of latency; lines double

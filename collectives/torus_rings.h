@@ -19,7 +19,7 @@
 typedef struct {
   int n;                   /* positions */
   int pos;                 /* this rank's position */
-  int ring;                /* 1: ranks[n-1] -> ranks[0] is a link (wrap, not twisted away) */
+  int ring;                /* 1: ranks[n-1] -> ranks[0] is a link */
   int ranks[TDT_MAX_LINE]; /* rank at each position */
 } tdtGroup;
 
