@@ -13,3 +13,5 @@ suite unit-fuse 60 tests/unit/test_fuse
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-transport 180 tests/unit/test_transport
 suite sched 600 tests/sched/test_sched
+suite torch 900 tests/torch/run.sh
+suite bench-smoke 600 tests/bench/smoke.sh
