@@ -68,6 +68,7 @@ typedef struct {
   uint64_t magic;
   int32_t status;
   int32_t nranks;
+  uint64_t nonce; /* drawn by the root: makes the hash unique even when an id is reused */
   char msg[200];
 } tdReply;
 
@@ -340,6 +341,12 @@ static tpudistResult_t admitAll(tdAdmit *ad, int lfd, tdBootstrap *owner, int64_
 /* Root: tells every admitted rank the result and, on success, the address table. */
 static tpudistResult_t rootFinish(tdBootstrap *bs, tpudistResult_t res, const char *msg,
                                   int64_t deadline, char *err) {
+  uint64_t nonce = 0;
+  if (res == tpudistSuccess) {
+    if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
+      nonce = mix64((uint64_t)netNowMs() ^ ((uint64_t)getpid() << 32));
+    bs->hash = mix64(bs->hash ^ nonce);
+  }
   for (int r = 1; r < bs->nranks; r++) {
     if (bs->peer_fds[r] < 0) continue;
     tdReply rep;
@@ -347,6 +354,7 @@ static tpudistResult_t rootFinish(tdBootstrap *bs, tpudistResult_t res, const ch
     rep.magic = TD_BOOT_MAGIC;
     rep.status = res;
     rep.nranks = bs->nranks;
+    rep.nonce = nonce;
     snprintf(rep.msg, sizeof(rep.msg), "%s", res == tpudistSuccess ? "" : msg);
     char what[32];
     snprintf(what, sizeof(what), "rank %d", r);
@@ -408,6 +416,7 @@ static tpudistResult_t clientJoin(tdBootstrap *bs, const tdNetAddr *root, uint64
                  rep.msg);
   if (rep.nranks != bs->nranks)
     return tdErr(err, tpudistRemoteError, "bootstrap: bad table length %d from %s", rep.nranks, rs);
+  bs->hash = mix64(bs->hash ^ rep.nonce);
   tdNetAddr mine = bs->addrs[bs->rank];
   TD_CHECK(netRecvAll(bs->root_fd, bs->addrs, sizeof(tdNetAddr) * (size_t)bs->nranks, deadline,
                       &bs->aborted, rs, err));

@@ -36,7 +36,6 @@ struct tdCommPriv {
   int *ord_send, *ord_recv; /* nranks counters used while binding */
   /* selection */
   tdSelectTable *select;
-  const char *fallback_algo[TD_NUM_COLLS];
   /* schedule cache */
   tdSchedEntry **cache;
   int ncache, cache_cap;

@@ -10,14 +10,9 @@
 #include "algos.h"
 #include "comm_priv.h"
 #include "log.h"
-#if __has_include("sched_io.h")
 #include "sched_io.h"
-#define TD_HAVE_SCHED_IO 1
-#endif
 
-#pragma weak schedFuse
-
-static void schedDump(tdComm *comm, const tdSched *s) {
+static void commDumpSched(tdComm *comm, const tdSched *s) {
   const char *dir = comm->cfg->sched_dump_dir;
   if (!dir) return;
   char path[512];
@@ -28,9 +23,9 @@ static void schedDump(tdComm *comm, const tdSched *s) {
     TD_WARN(TD_SUBSYS_COLL, "cannot write schedule dump %s", path);
     return;
   }
-#ifdef TD_HAVE_SCHED_IO
-  schedDumpFile(s, f);
-#endif
+  char err[TD_ERRLEN] = "";
+  if (schedDump(s, f, err) != tpudistSuccess)
+    TD_WARN(TD_SUBSYS_COLL, "schedule dump %s: %s", path, err);
   fclose(f);
 }
 
@@ -72,8 +67,8 @@ static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inpl
   a.elem_size = esize;
   e->gen_res = algoGenerate(&a, algo, &e->sched, err);
   if (e->gen_res == tpudistSuccess) {
-    if (schedFuse) schedFuse(&e->sched);
-    schedDump(comm, &e->sched);
+    schedFuse(&e->sched);
+    commDumpSched(comm, &e->sched);
     TD_INFO(TD_SUBSYS_COLL, "%s: generated %s/%s root %d inplace %d (%u streams)", comm->name,
             schedCollName(coll), algo, root, inplace, e->sched.nstreams);
   }
@@ -81,33 +76,54 @@ static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inpl
   return e;
 }
 
-/* TPU_DIST_SCHED_FILE: this rank's schedule from the file, if it is for coll. */
-static const tdSched *fileSched(tdComm *comm, tdColl coll, char *err) {
+static tpudistResult_t loadFile(const char *path, tdSched **all, int *n, char *err) {
+  FILE *f = fopen(path, "r");
+  if (!f) return tdErr(err, tpudistInvalidArgument, "TPU_DIST_SCHED_FILE %s: cannot open", path);
+  char *text = NULL;
+  size_t len = 0, cap = 0, got;
+  do {
+    if (len + 4096 > cap) {
+      char *t = realloc(text, cap = 2 * cap + 4096);
+      if (!t) break;
+      text = t;
+    }
+    got = fread(text + len, 1, cap - len, f);
+    len += got;
+  } while (got > 0);
+  fclose(f);
+  if (!text) return tdErr(err, tpudistNoMemory, "TPU_DIST_SCHED_FILE: out of memory");
+  tpudistResult_t r = schedLoadAll(text, len, all, n, err);
+  free(text);
+  return r;
+}
+
+/* TPU_DIST_SCHED_FILE: this rank's schedule from the file for (coll, root, inplace), if any. */
+static tpudistResult_t fileSched(tdComm *comm, tdColl coll, int root, int inplace,
+                                 const tdSched **out, char *err) {
   struct tdCommPriv *p = comm->priv;
-  if (!comm->cfg->sched_file) return NULL;
+  *out = NULL;
+  if (!comm->cfg->sched_file) return tpudistSuccess;
   if (!p->file_scheds) {
     tdSched *all = NULL;
     int n = 0;
-#ifdef TD_HAVE_SCHED_IO
-    if (schedLoadPath(comm->cfg->sched_file, &all, &n, err) != tpudistSuccess) return NULL;
-#else
-    tdErr(err, tpudistNotSupported, "schedule files are not supported in this build");
-    return NULL;
-#endif
+    TD_CHECK(loadFile(comm->cfg->sched_file, &all, &n, err));
     p->file_scheds = all;
     p->nfile_scheds = n;
   }
   for (int i = 0; i < p->nfile_scheds; i++) {
     const tdSched *s = &p->file_scheds[i];
-    if (s->coll == coll && s->rank == comm->rank && s->nranks == comm->nranks) return s;
+    if (s->coll == coll && s->rank == comm->rank && s->nranks == comm->nranks &&
+        s->root == root && s->inplace == inplace)
+      *out = s;
   }
-  return NULL;
+  return tpudistSuccess;
 }
 
 tpudistResult_t commGetSched(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
                              uint64_t bytes, uint32_t esize, const tdSched **out, char *err) {
   struct tdCommPriv *p = comm->priv;
-  const tdSched *fs = fileSched(comm, coll, err);
+  const tdSched *fs = NULL;
+  TD_CHECK(fileSched(comm, coll, root, inplace, &fs, err));
   if (fs) {
     *out = fs;
     comm->last_algo = "file";
@@ -153,7 +169,7 @@ tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uin
   for (int i = 0; i < nc; i++) {
     r = algoGenerate(&a, names[i], s, err);
     if (r == tpudistSuccess) {
-      if (schedFuse) schedFuse(s);
+      schedFuse(s);
       const tdAlgo *al = algoFind(TD_COLL_ALLTOALLV, names[i]);
       comm->last_algo = al ? al->name : "unknown";
       return r;

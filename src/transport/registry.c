@@ -98,9 +98,9 @@ tpudistResult_t transportInitAll(tdComm *comm, tdPeerInfo *info) {
   info->version = TPUDIST_VERSION_CODE;
   if (!st) return transportError(comm, tpudistInternalError, "transportInitAll before Setup");
   for (int i = 0; i < comm->ntransports; i++) {
+    st->inited = i + 1; /* commFini also releases a partial commInit */
     tpudistResult_t res = comm->transports[i]->commInit(comm, info);
     if (res != tpudistSuccess) return res;
-    st->inited = i + 1;
   }
   return tpudistSuccess;
 }

@@ -15,6 +15,13 @@
  * transport takes it with transportTakeAnySource when a message without a peer-specific receive
  * arrives. A peer-specific receive is preferred over an any-source one. tdXfer.tp_priv[3] is the
  * registry's: transports use tp_priv[0..2] only.
+ *
+ * Calls on one communicator (posts, progress, fini) must not run concurrently: the caller
+ * serialises them (e.g. one lock shared by the user thread and the progress thread). A transport
+ * never touches a tdXfer after setting done. Completion of a send means its buffer may be reused;
+ * for shm single-copy (CMA) messages that happens once the receiver has read them, so such a send
+ * completes only after the matching receive is posted. commFini must also release a commInit that
+ * failed half-way.
  */
 #ifndef TD_REGISTRY_H_
 #define TD_REGISTRY_H_

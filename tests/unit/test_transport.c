@@ -24,23 +24,6 @@
 #include "net.h"
 #include "registry.h"
 
-/* Until the kernels land in this tree: float sum only (weak, so the real ones win when linked). */
-__attribute__((weak)) size_t kernelDtypeSize(tpudistDataType_t dtype) {
-  return dtype == tpudistFloat32 ? 4 : 0;
-}
-__attribute__((weak)) int kernelDtypeValid(int dtype) {
-  return dtype == tpudistFloat32;
-}
-__attribute__((weak)) int kernelOpValid(int op) {
-  return op == tpudistSum;
-}
-__attribute__((weak)) void kernelReduce(void *dst, const void *a, const void *b, size_t n,
-                                        tpudistDataType_t dtype, tpudistRedOp_t op) {
-  (void)dtype;
-  (void)op;
-  for (size_t i = 0; i < n; i++) ((float *)dst)[i] = ((const float *)a)[i] + ((const float *)b)[i];
-}
-
 #define CHILD_CHECK(c)                                                     \
   do {                                                                     \
     if (!(c)) {                                                            \
@@ -55,6 +38,7 @@ static const char *gTransports; /* TPU_DIST_TRANSPORTS of the ranks */
 static int gCma = 1;
 static long gShmBytes;      /* TPU_DIST_SHM_BUF_BYTES (0: default) */
 static const char *gIfname; /* TPU_DIST_SOCKET_IFNAME */
+static const char *gHostId; /* TPU_DIST_HOSTID */
 static tdConfig gCfg;
 
 /* Forks n ranks running body; returns the number of ranks that failed (or timed out). */
@@ -106,6 +90,7 @@ static tdComm *childComm(int rank, int n, const tpudistUniqueId *id) {
   gCfg.shm_cma = gCma;
   if (gShmBytes) gCfg.shm_buf_bytes = gShmBytes;
   if (gIfname) gCfg.socket_ifname = gIfname;
+  if (gHostId) gCfg.hostid = gHostId;
   if (bootstrapInit(id, rank, n, 30000, &bs, err) != tpudistSuccess) {
     fprintf(stderr, "rank %d bootstrap: %s\n", rank, err);
     return NULL;
@@ -330,11 +315,8 @@ static void testShmNoCma(void) {
 }
 
 /* Any-source receive (p2p): rank 0 receives one message from each other rank. */
-static int bodyAnySource(int rank, int n, const tpudistUniqueId *id, void *arg) {
-  (void)arg;
-  tdComm *comm = childComm(rank, n, id);
-  CHILD_CHECK(comm);
-  int seen = 0;
+static int bodyAnyInner(tdComm *comm) {
+  int rank = comm->rank, n = comm->nranks, seen = 0;
   if (rank == 0) {
     for (int i = 1; i < n; i++) {
       int v = -1;
@@ -353,6 +335,15 @@ static int bodyAnySource(int rank, int n, const tpudistUniqueId *id, void *arg) 
   }
   char err[TD_ERRLEN];
   CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  return 0;
+}
+
+static int bodyAnySource(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  tdComm *comm = childComm(rank, n, id);
+  CHILD_CHECK(comm);
+  int rc = bodyAnyInner(comm);
+  if (rc) return rc;
   transportTestCommFree(comm);
   return 0;
 }
@@ -553,10 +544,16 @@ static int bodyCommId(int rank, int n, const tpudistUniqueId *id, void *arg) {
   char err[TD_ERRLEN];
   tpudistUniqueId mine;
   tdBootstrap *bs;
+  uint64_t hashes[2][4];
   CHILD_CHECK(bootstrapGetUniqueId(&mine, (const char *)arg, err) == tpudistSuccess);
-  CHILD_CHECK(bootstrapInit(&mine, rank, n, 20000, &bs, err) == tpudistSuccess);
-  CHILD_CHECK(bootstrapBarrier(bs, err) == tpudistSuccess);
-  bootstrapFree(bs);
+  for (int round = 0; round < 2; round++) { /* the same id twice: two distinct communicators */
+    CHILD_CHECK(bootstrapInit(&mine, rank, n, 20000, &bs, err) == tpudistSuccess);
+    hashes[round][rank] = bootstrapCommHash(bs);
+    CHILD_CHECK(bootstrapAllGather(bs, hashes[round], sizeof(uint64_t), err) == tpudistSuccess);
+    for (int r = 0; r < n; r++) CHILD_CHECK(hashes[round][r] == hashes[round][0]);
+    bootstrapFree(bs);
+  }
+  CHILD_CHECK(hashes[0][0] != hashes[1][0]);
   return 0;
 }
 
@@ -667,6 +664,64 @@ static void testIfname(void) {
   CU_ASSERT_EQUAL(runRanks(1, bodyIfname, "^nosuchif0", 60), 0);
 }
 
+/* Two "hosts" on this machine (TPU_DIST_HOSTID per rank pair): the default order picks shm within
+ * a host and socket across; exchanges and any-source receives span both transports. */
+static int bodyTwoHosts(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  gHostId = rank < n / 2 ? "hostA" : "hostB";
+  tdComm *comm = childComm(rank, n, id);
+  CHILD_CHECK(comm);
+  for (int p = 0; p < n; p++) {
+    const tdTransport *want = p == rank                       ? &tdTransportSelf
+                              : (p < n / 2) == (rank < n / 2) ? &tdTransportShm
+                                                              : &tdTransportSocket;
+    CHILD_CHECK(transportForPeer(comm, p) == want);
+  }
+  int rc = exchange(comm, 1);
+  if (rc) return rc;
+  rc = bodyAnyInner(comm);
+  if (rc) return rc;
+  transportTestCommFree(comm);
+  return 0;
+}
+
+static void testTwoHosts(void) {
+  gTransports = NULL;
+  CU_ASSERT_EQUAL(runRanks(4, bodyTwoHosts, NULL, 120), 0);
+}
+
+/* Both ranks open their connection at the same moment (posts before a barrier, progress after):
+ * exactly one connection survives and traffic flows both ways, repeatedly. */
+static int bodySimultaneous(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  char err[TD_ERRLEN];
+  tdComm *comm = childComm(rank, n, id);
+  CHILD_CHECK(comm);
+  int v[8], w[8];
+  tdXfer x[16];
+  memset(x, 0, sizeof(x));
+  for (int i = 0; i < 8; i++) {
+    v[i] = rank * 100 + i;
+    w[i] = -1;
+    x[2 * i] = (tdXfer){.peer = 1 - rank, .key = {5, 0, (uint32_t)i, 0}, .buf = &v[i], .len = 4};
+    x[2 * i + 1] =
+        (tdXfer){.peer = 1 - rank, .key = {5, 0, (uint32_t)i, 0}, .buf = &w[i], .len = 4};
+    CHILD_CHECK(transportPostSend(comm, &x[2 * i]) == tpudistSuccess);
+    CHILD_CHECK(transportPostRecv(comm, &x[2 * i + 1]) == tpudistSuccess);
+  }
+  CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  CHILD_CHECK(waitAll(comm, x, 16, 20000) == 0);
+  for (int i = 0; i < 8; i++) CHILD_CHECK(w[i] == (1 - rank) * 100 + i);
+  CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  transportTestCommFree(comm);
+  return 0;
+}
+
+static void testSimultaneous(void) {
+  gTransports = "socket";
+  for (int i = 0; i < 3; i++) CU_ASSERT_EQUAL(runRanks(2, bodySimultaneous, NULL, 60), 0);
+}
+
 static void testHostHashAndSetup(void) {
   CU_ASSERT_EQUAL(bootstrapHostHash(NULL), bootstrapHostHash(NULL));
   CU_ASSERT_NOT_EQUAL(bootstrapHostHash("a"), bootstrapHostHash("b"));
@@ -706,6 +761,8 @@ int main(void) {
       {"bootstrapAbort unblocks", testAbort},
       {"shm: /dev/shm too small", testShmFull},
       {"socket interface choice", testIfname},
+      {"two hosts: shm within, socket across", testTwoHosts},
+      {"socket: simultaneous connects", testSimultaneous},
       CU_TEST_INFO_NULL,
   };
   return tdCUnitMain("unit-transport", tests);

@@ -50,8 +50,9 @@ static tpudistResult_t shmCommInit(tdComm *comm, tdPeerInfo *info) {
   if (!c) return transportError(comm, tpudistNoMemory, "shm transport: out of memory");
   comm->tp_ctx[i] = c;
   c->peers = calloc((size_t)comm->nranks, sizeof(tdShmPeer));
+  c->active = calloc((size_t)comm->nranks, sizeof(int));
   c->stage = malloc(TD_SHM_STAGE);
-  if (!c->peers || !c->stage)
+  if (!c->peers || !c->active || !c->stage)
     return transportError(comm, tpudistNoMemory, "shm transport: out of memory");
   memset(c->stage, 0, TD_SHM_STAGE); /* touched now, never faulted on the hot path */
   for (int p = 0; p < comm->nranks; p++) c->peers[p].pidfd = -1;
@@ -82,7 +83,7 @@ static void shmCommFini(tdComm *comm) {
   int i = commTransportIndex(comm, &tdTransportShm);
   tdShmCtx *c = comm->tp_ctx[i];
   if (!c) return;
-  for (int p = 0; c->peers && p < comm->nranks; p++) shmDisconnect(c, p);
+  for (int i = 0; c->peers && i < c->nactive; i++) shmDisconnect(c, c->active[i]);
   freeUnexpList(c);
   while (c->reads) {
     tdShmCmaRead *r = c->reads;
@@ -90,6 +91,7 @@ static void shmCommFini(tdComm *comm) {
     free(r);
   }
   free(c->peers);
+  free(c->active);
   free(c->stage);
   free(c);
   comm->tp_ctx[i] = NULL;
@@ -495,9 +497,10 @@ static tpudistResult_t checkLiveness(tdComm *comm, tdShmCtx *c) {
   int64_t now = shmNowMs();
   if (now < c->next_live_ms) return tpudistSuccess;
   c->next_live_ms = now + 100;
-  for (int p = 0; p < comm->nranks; p++) {
+  for (int i = 0; i < c->nactive; i++) {
+    int p = c->active[i];
     tdShmPeer *pe = &c->peers[p];
-    if (pe->state == SHM_NONE || pe->state == SHM_FAILED || !peerBusy(c, p)) continue;
+    if (pe->state == SHM_FAILED || !peerBusy(c, p)) continue;
     if (!shmPeerDead(comm, pe, p)) continue;
     char why[96];
     snprintf(why, sizeof(why), "process %d exited", comm->peers[p].pid);
@@ -511,7 +514,8 @@ static tpudistResult_t shmProgress(tdComm *comm, int *progressed) {
   tdShmCtx *c = shmCtx(comm);
   tpudistResult_t first = tpudistSuccess;
   int moved = 0;
-  for (int p = 0; p < comm->nranks; p++) {
+  for (int i = 0; i < c->nactive; i++) {
+    int p = c->active[i];
     tdShmPeer *pe = &c->peers[p];
     if (pe->state == SHM_OPENING) {
       tpudistResult_t res = shmConnect(comm, c, p);

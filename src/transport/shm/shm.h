@@ -103,6 +103,8 @@ typedef struct {
 
 typedef struct {
   tdShmPeer *peers;
+  int *active; /* peers whose segment exists or is being opened, in first-use order */
+  int nactive;
   tdXferQueue posted;
   tdShmUnexp *unexp_head, *unexp_tail;
   tdShmCmaRead *reads;

@@ -133,6 +133,7 @@ tpudistResult_t shmConnect(tdComm *comm, tdShmCtx *c, int p) {
     snprintf(pe->name, sizeof(pe->name), "/tdshm-%016llx-%d-%d",
              (unsigned long long)comm->comm_hash, TD_MIN(comm->rank, p), TD_MAX(comm->rank, p));
     pe->state = SHM_OPENING;
+    c->active[c->nactive++] = p;
     int fd = shm_open(pe->name, O_RDWR | O_CREAT | O_EXCL, 0600);
     if (fd >= 0) {
       tpudistResult_t res = segCreate(comm, c, pe, fd, p);

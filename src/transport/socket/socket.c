@@ -87,6 +87,9 @@ typedef struct {
   int lfd;
   uint64_t secret;
   tdSockPeer *peers;
+  int *active; /* peers with a connection (or an attempt), in first-use order */
+  int nactive;
+  int64_t next_listen_ms;
   tdSockAccept *accepting;
   tdXferQueue posted;
   tdSockMsg *unexp_head, *unexp_tail;
@@ -121,8 +124,9 @@ static tpudistResult_t sockCommInit(tdComm *comm, tdPeerInfo *info) {
   c->peers = calloc((size_t)comm->nranks, sizeof(tdSockPeer));
   c->pfd = calloc((size_t)comm->nranks + 1, sizeof(struct pollfd));
   c->pfd_peer = calloc((size_t)comm->nranks + 1, sizeof(int));
+  c->active = calloc((size_t)comm->nranks, sizeof(int));
   c->stage = malloc(TD_SOCK_STAGE);
-  if (!c->peers || !c->pfd || !c->pfd_peer || !c->stage)
+  if (!c->peers || !c->pfd || !c->pfd_peer || !c->active || !c->stage)
     return transportError(comm, tpudistNoMemory, "socket transport: out of memory");
   memset(c->stage, 0, TD_SOCK_STAGE); /* touched at setup, never faulted on the hot path */
   for (int p = 0; p < comm->nranks; p++) c->peers[p].fd = -1;
@@ -141,8 +145,8 @@ static void sockCommFini(tdComm *comm) {
   tdSockCtx *c = comm->tp_ctx[i];
   if (!c) return;
   if (c->lfd >= 0) close(c->lfd);
-  for (int p = 0; c->peers && p < comm->nranks; p++)
-    if (c->peers[p].fd >= 0) close(c->peers[p].fd);
+  for (int i = 0; c->peers && i < c->nactive; i++)
+    if (c->peers[c->active[i]].fd >= 0) close(c->peers[c->active[i]].fd);
   while (c->accepting) {
     tdSockAccept *a = c->accepting;
     c->accepting = a->next;
@@ -157,6 +161,7 @@ static void sockCommFini(tdComm *comm) {
   free(c->peers);
   free(c->pfd);
   free(c->pfd_peer);
+  free(c->active);
   free(c->stage);
   free(c);
   comm->tp_ctx[i] = NULL;
@@ -201,8 +206,13 @@ static tpudistResult_t peerFail(tdComm *comm, tdSockCtx *c, int p, int state, co
   return transportError(comm, tpudistRemoteError, "socket: connection with rank %d: %s", p, why);
 }
 
+static void markActive(tdSockCtx *c, int p) {
+  if (c->peers[p].state == SK_NONE) c->active[c->nactive++] = p;
+}
+
 static tpudistResult_t peerStartConnect(tdComm *comm, tdSockCtx *c, int p) {
   tdSockPeer *pe = &c->peers[p];
+  markActive(c, p);
   tdNetAddr a;
   char err[TD_ERRLEN];
   memcpy(&a, comm->peers[p].sock_addr, sizeof(a));
@@ -323,6 +333,8 @@ static tpudistResult_t peerHandshake(tdComm *comm, tdSockCtx *c, int p, short re
     return tpudistSuccess;
   }
   if (n == 1 && v == 2 && comm->rank > p) { /* the lower rank's own connection wins */
+    TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
+             comm->name, comm->rank, p);
     close(pe->fd);
     pe->fd = -1;
     pe->state = SK_WAITPEER;
@@ -350,7 +362,12 @@ static void acceptHello(tdComm *comm, tdSockCtx *c, tdSockAccept *a) {
       ((pe->state == SK_CONNECTING || pe->state == SK_HELLO) && comm->rank < p))
     verdict = 2;
   if (verdict == 1 && send(a->fd, &verdict, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) {
-    if (pe->fd >= 0) close(pe->fd); /* our own attempt (we are the higher rank) loses */
+    markActive(c, p);
+    if (pe->fd >= 0) { /* our own attempt (we are the higher rank) loses */
+      TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
+               comm->name, comm->rank, p);
+      close(pe->fd);
+    }
     pe->fd = a->fd;
     pe->state = SK_READY;
     TD_INFO(TD_SUBSYS_SOCK, "%s rank %d accepted rank %d", comm->name, comm->rank, p);
@@ -547,9 +564,15 @@ static tpudistResult_t sockProgress(tdComm *comm, int *progressed) {
   tpudistResult_t first = tpudistSuccess;
   int n = 0, moved = 0;
   *progressed = 0;
+  if (c->nactive == 0 && !c->accepting) { /* idle: look at the listener once per millisecond */
+    int64_t now = netNowMs();
+    if (now < c->next_listen_ms) return tpudistSuccess;
+    c->next_listen_ms = now + 1;
+  }
   c->pfd[n] = (struct pollfd){c->lfd, POLLIN, 0};
   c->pfd_peer[n++] = -1;
-  for (int p = 0; p < comm->nranks; p++) {
+  for (int i = 0; i < c->nactive; i++) {
+    int p = c->active[i];
     tdSockPeer *pe = &c->peers[p];
     if (pe->fd < 0) continue;
     short ev = POLLIN;
