@@ -7,4 +7,5 @@ suite unit-validate 60 tests/unit/test_validate
 suite unit-sched-io 60 tests/unit/test_sched_io
 suite unit-fuse 60 tests/unit/test_fuse
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
+suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
