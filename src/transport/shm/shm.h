@@ -89,7 +89,7 @@ typedef struct {
   tdShmRingCtl *ctl_out, *ctl_in;
   char *data_out, *data_in;
   uint64_t ring_bytes, frag_max;
-  int pidfd; /* peer liveness (-1: not open / not available) */
+  int pidfd; /* peer liveness (-1: not open yet, -2: no pidfd here, use /proc) */
   /* sending */
   tdXferQueue sendq;    /* head is being written */
   tdXferQueue cma_wait; /* CMA sends waiting for their acknowledgement */
