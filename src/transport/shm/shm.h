@@ -24,7 +24,7 @@
 #define TD_SHM_HDR_BYTES 4096
 #define TD_SHM_CTL_BYTES 4096
 #define TD_SHM_REC 64
-#define TD_SHM_STAGE (1u << 20)
+#define TD_SHM_STAGE (128u << 10) /* CMA reduce staging: read a chunk, reduce it while in cache */
 #define TD_SHM_CMA_CHUNK (4u << 20)
 
 enum { TD_REC_PAD = 1, TD_REC_FRAG = 2, TD_REC_CMA = 3 };
