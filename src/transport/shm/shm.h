@@ -56,6 +56,7 @@ typedef struct {
   volatile uint64_t base[2]; /* each side's mapping address (CMA probe target) */
   volatile int32_t mapped[2];
   volatile int32_t cma_ok[2]; /* per ring (direction), set by its receiver */
+  volatile int32_t closed[2]; /* side released the communicator (destroyed or aborted) */
 } tdShmSegHdr;
 
 /* An unexpected message: bytes copied out of the ring, or a CMA descriptor. */

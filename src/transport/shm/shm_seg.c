@@ -156,6 +156,7 @@ void shmDisconnect(tdShmCtx *c, int p) {
   tdShmPeer *pe = &c->peers[p];
   (void)c;
   if (pe->map) {
+    __atomic_store_n(&pe->hdr->closed[pe->side], 1, __ATOMIC_RELEASE);
     if (pe->creator && !__atomic_load_n(&pe->hdr->mapped[1 - pe->side], __ATOMIC_ACQUIRE))
       shm_unlink(pe->name); /* the peer never mapped it */
     munmap(pe->map, pe->map_bytes);
