@@ -12,9 +12,11 @@
  *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus]
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mpi_ref.h"
 #include "tpu_dist.h"
@@ -360,6 +362,56 @@ static void tErrors(const Ctx *c) {
   }
 }
 
+/* A receive nobody sends on a one-rank communicator: times out, naming op, sequence, peer. */
+static void tTimeout(const Ctx *c) {
+  tpudistComm_t self = NULL;
+  tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
+  cfg.timeoutMs = 300;
+  if (!ok(c, tpudistCommSplit(c->comm, c->rank, 0, &self, &cfg), "split self")) return;
+  tpudistResult_t r = tpudistRecv(gR, 4, tpudistInt32, 0, self, NULL), a = tpudistSuccess;
+  const char *msg = tpudistGetLastError(self);
+  gChecks++;
+  if (r != tpudistTimeout || !strstr(msg, "recv") || !strstr(msg, "rank 0") ||
+      tpudistCommGetAsyncError(self, &a) != tpudistSuccess || a != tpudistTimeout) {
+    gFail++;
+    fprintf(stderr, "[%d] timeout: got %d '%s' (async %d)\n", gWorldRank, r, msg, a);
+  }
+  /* a broken communicator fails later calls at once and still destroys */
+  gChecks++;
+  if (tpudistAllReduce(gS, gR, 4, tpudistInt32, tpudistSum, self, NULL) == tpudistSuccess) {
+    gFail++;
+    fprintf(stderr, "[%d] call on a timed-out communicator succeeded\n", gWorldRank);
+  }
+  ok(c, tpudistCommDestroy(self), "destroy after timeout");
+}
+
+static void *abortLater(void *arg) {
+  struct timespec ts = {0, 200 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  tpudistCommAbort((tpudistComm_t)arg);
+  return NULL;
+}
+
+/* CommAbort from another thread releases a blocked receive with tpudistAborted. */
+static void tAbort(const Ctx *c) {
+  tpudistComm_t self = NULL;
+  pthread_t th;
+  if (!ok(c, tpudistCommSplit(c->comm, c->rank, 0, &self, NULL), "split self")) return;
+  pthread_create(&th, NULL, abortLater, self);
+  tpudistResult_t r = tpudistRecv(gR, 4, tpudistInt32, 0, self, NULL);
+  pthread_join(th, NULL);
+  gChecks++;
+  if (r != tpudistAborted) {
+    gFail++;
+    fprintf(stderr, "[%d] abort: blocked receive returned %d\n", gWorldRank, r);
+  }
+  gChecks++;
+  if (tpudistAllReduce(gS, gR, 4, tpudistInt32, tpudistSum, self, NULL) != tpudistInvalidUsage) {
+    gFail++;
+    fprintf(stderr, "[%d] call after abort not rejected\n", gWorldRank);
+  }
+}
+
 /* ---- suites ------------------------------------------------------------------------------ */
 
 static void smallCross(const Ctx *c, int full) {
@@ -463,6 +515,8 @@ int main(int argc, char **argv) {
   }
   if (!only || strcmp(only, "small")) large(&w, gFull);
   tErrors(&w);
+  tTimeout(&w);
+  tAbort(&w);
   for (int s = 0; s < 3; s++)
     if (subs[s].comm) ok(&subs[s], tpudistCommDestroy(subs[s].comm), "destroy split");
   ok(&w, tpudistCommDestroy(w.comm), "destroy");
