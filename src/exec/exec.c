@@ -69,6 +69,7 @@ tdOp *execOpAlloc(tdComm *comm) {
   op->avg = 0;
   op->avg_count = 0;
   op->vphase = 0;
+  op->chk_phase = 0;
   op->nxfers = 0;
   op->inflight = 0;
   memset(op->bufs, 0, sizeof(op->bufs));
@@ -96,6 +97,7 @@ static void opFreeMem(tdOp *op) {
   free(op->xfers);
   free(op->scratch);
   free(op->vbuf);
+  free(op->chk_buf);
   free(op);
 }
 

@@ -385,6 +385,24 @@ static void tTimeout(const Ctx *c) {
   ok(c, tpudistCommDestroy(self), "destroy after timeout");
 }
 
+/* TPU_DIST_CHECK=1: ranks calling different collectives get tpudistInvalidUsage, no deadlock. */
+static void tMismatch(const Ctx *c) {
+  const char *chk = getenv("TPU_DIST_CHECK");
+  if (!chk || atoi(chk) != 1 || c->n < 2) return;
+  tpudistComm_t sub = NULL;
+  if (!ok(c, tpudistCommSplit(c->comm, 0, c->rank, &sub, NULL), "split for mismatch")) return;
+  tpudistResult_t r = c->rank == 0
+                          ? tpudistAllReduce(gS, gR, 5, tpudistInt32, tpudistSum, sub, NULL)
+                          : tpudistAllReduce(gS, gR, 6, tpudistFloat32, tpudistMax, sub, NULL);
+  gChecks++;
+  if (r != tpudistInvalidUsage || !strstr(tpudistGetLastError(sub), "mismatch")) {
+    gFail++;
+    fprintf(stderr, "[%d] mismatch not detected: %d '%s'\n", gWorldRank, r,
+            tpudistGetLastError(sub));
+  }
+  ok(c, tpudistCommDestroy(sub), "destroy after mismatch");
+}
+
 static void *abortLater(void *arg) {
   struct timespec ts = {0, 200 * 1000 * 1000};
   nanosleep(&ts, NULL);
@@ -517,6 +535,7 @@ int main(int argc, char **argv) {
   tErrors(&w);
   tTimeout(&w);
   tAbort(&w);
+  tMismatch(&w);
   for (int s = 0; s < 3; s++)
     if (subs[s].comm) ok(&subs[s], tpudistCommDestroy(subs[s].comm), "destroy split");
   ok(&w, tpudistCommDestroy(w.comm), "destroy");
