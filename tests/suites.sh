@@ -11,6 +11,7 @@ suite unit-cost 120 tests/unit/test_cost
 suite unit-select 120 tests/unit/test_select
 suite unit-fuse 60 tests/unit/test_fuse
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
+suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
 suite sched 600 tests/sched/test_sched
 # runtime (tests/mpi): every collective checked exactly under mpirun, then jobs without mpirun

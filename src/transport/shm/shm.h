@@ -67,6 +67,7 @@ typedef struct tdShmUnexp {
   uint64_t addr, cma_id;
   tdXfer *waiter; /* receive matched while the bytes are still arriving */
   struct tdShmUnexp *next;
+  int64_t since_ms; /* CMA: arrival time (pulled into memory when unmatched for long) */
   char data[];
 } tdShmUnexp;
 
@@ -108,7 +109,11 @@ typedef struct {
   tdXferQueue posted;
   tdShmUnexp *unexp_head, *unexp_tail;
   tdShmCmaRead *reads;
-  char *stage; /* CMA reduce staging, touched at commInit */
+  int unexp_cma; /* unexpected CMA descriptors in the list */
+  int pull_ms;   /* TPU_DIST_SHM_CMA_PULL_MS: an unmatched CMA message is copied out and
+                    acknowledged after this long, so a rank that waits for its send before posting
+                    its receive cannot deadlock with a peer doing the same */
+  char *stage;   /* CMA reduce staging, touched at commInit */
   int64_t next_live_ms;
   int use_cma;
   size_t cma_min;

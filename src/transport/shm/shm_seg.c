@@ -70,7 +70,8 @@ static tpudistResult_t segCreate(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int f
                           avail, TD_MIN(comm->rank, p), TD_MAX(comm->rank, p), bytes);
   }
   int e = ftruncate(fd, (off_t)bytes) != 0 ? errno : posix_fallocate(fd, 0, (off_t)bytes);
-  void *m = e ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *m =
+      e ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (!e && m == MAP_FAILED) e = errno;
   close(fd);
   if (e) {
@@ -104,7 +105,8 @@ static tpudistResult_t segOpen(tdComm *comm, tdShmCtx *c, tdShmPeer *pe) {
     close(fd);
     return tpudistSuccess; /* still being sized */
   }
-  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *m =
+      mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   close(fd);
   if (m == MAP_FAILED)
     return transportError(comm, tpudistSystemError, "shm: map %s: %s", pe->name, strerror(errno));
