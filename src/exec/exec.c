@@ -141,7 +141,7 @@ static void commFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
   pthread_cond_broadcast(&p->cond);
 }
 
-void execEnqueue(tdComm *comm, tdOp **ops, int n) {
+void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait) {
   struct tdCommPriv *p = comm->priv;
   pthread_mutex_lock(&p->lock);
   uint64_t batch = ++p->batch_seq;
@@ -161,7 +161,7 @@ void execEnqueue(tdComm *comm, tdOp **ops, int n) {
       p->head = op;
     p->tail = op;
   }
-  if (p->waiters == 0) pthread_cond_signal(&p->cond);
+  if (p->waiters == 0 && !will_wait) pthread_cond_signal(&p->cond);
   pthread_mutex_unlock(&p->lock);
 }
 

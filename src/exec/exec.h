@@ -99,8 +99,9 @@ void execCommFree(tdComm *comm);
 tdOp *execOpAlloc(tdComm *comm);
 /* Returns op to the free list (or keeps it aside while transfers still reference it). */
 void execOpRelease(tdOp *op);
-/* Queues ops (one batch, in order) and wakes the progress thread. */
-void execEnqueue(tdComm *comm, tdOp **ops, int n);
+/* Queues ops (one batch, in order). The progress thread is woken unless the caller is about to
+ * wait for them (will_wait): then the caller progresses them inline, with no hand-off. */
+void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait);
 /* Completes op (bounded), progressing inline; returns its result. op is not released. */
 tpudistResult_t execWait(tdOp *op);
 /* One progress pass; *done = op->done. */
