@@ -28,3 +28,4 @@ suite shm-clean 120 tests/mpi/shm_clean.sh
 suite valgrind 300 tests/mpi/valgrind.sh
 suite main-job 180 scripts/main-job
 suite mpi-check 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 mpirun -np 3 tests/mpi/test_mpi
+suite sched-file 60 tests/mpi/sched_file.sh
