@@ -483,11 +483,7 @@ static void large(const Ctx *c, int full) {
   tFloatIdentical(c, (1u << 20) + 3);
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int n;
-  MPI_Comm_rank(MPI_COMM_WORLD, &gWorldRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
+static void parseArgs(int argc, char **argv) {
   const char *full = getenv("TD_FULL");
   gFull = full && atoi(full) > 0;
   for (int i = 1; i + 1 < argc; i++)
@@ -501,10 +497,37 @@ int main(int argc, char **argv) {
         gExpectAlgo = eq + 1;
       }
     }
+}
+
+/* Halves, reversed order, odd/even; each new rank is checked against the split rule. */
+static void makeSubs(const Ctx *w, Ctx *subs) {
+  int r = w->rank, n = w->n, half = n / 2;
+  int colors[3] = {r < half ? 0 : 1, 0, r % 2}, keys[3] = {r, -r, r};
+  int want[3] = {r < half ? r : r - half, n - 1 - r, r / 2};
+  for (int s = 0; s < 3; s++) {
+    if (!ok(w, tpudistCommSplit(w->comm, colors[s], keys[s], &subs[s].comm, NULL), "split"))
+      continue;
+    tpudistCommCount(subs[s].comm, &subs[s].n);
+    tpudistCommUserRank(subs[s].comm, &subs[s].rank);
+    gChecks++;
+    if (subs[s].rank != want[s]) {
+      gFail++;
+      fprintf(stderr, "[%d] split %s: rank %d, expected %d\n", gWorldRank, subs[s].name,
+              subs[s].rank, want[s]);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &gWorldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  parseArgs(argc, argv);
   gCap = (size_t)n * ((1u << 20) + 64) + (17u << 20);
-  gS = malloc(gCap);
-  gR = malloc(gCap);
-  gE = malloc(2 * gCap);
+  gS = calloc(1, gCap); /* calloc + touch: every page faulted once, here */
+  gR = calloc(1, gCap);
+  gE = calloc(2, gCap);
   memset(gS, 0, gCap);
   memset(gR, 0, gCap);
   memset(gE, 0, 2 * gCap);
@@ -517,14 +540,7 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   Ctx subs[3] = {{NULL, 0, 0, "halves"}, {NULL, 0, 0, "reversed"}, {NULL, 0, 0, "odd-even"}};
-  int colors[3] = {gWorldRank < n / 2 ? 0 : 1, 0, gWorldRank % 2};
-  int keys[3] = {gWorldRank, -gWorldRank, gWorldRank};
-  for (int s = 0; s < 3; s++) {
-    if (ok(&w, tpudistCommSplit(w.comm, colors[s], keys[s], &subs[s].comm, NULL), "split")) {
-      tpudistCommCount(subs[s].comm, &subs[s].n);
-      tpudistCommUserRank(subs[s].comm, &subs[s].rank);
-    }
-  }
+  makeSubs(&w, subs);
   const char *only = getenv("TD_MPI_ONLY"); /* "small" or "large": one part, for debugging */
   if (!only || strcmp(only, "large")) {
     smallCross(&w, 1);
