@@ -135,6 +135,16 @@ static tpudistResult_t setupRank(vCtx *c, int r) {
   uint64_t scr = schedBufElems(c->s[r], TD_BUF_SCRATCH, n);
   g[VREG_SCR] = (vRegion){scr, 0, scr, {0}};
   v[TD_BUF_SCRATCH] = (vView){VREG_SCR, 0, scr};
+  return tpudistSuccess;
+}
+
+/* Initial contents of rank r: its input in the INPUT view, the caller's prior contents elsewhere
+ * in its buffers, uninitialised scratch. */
+static tpudistResult_t initContents(vCtx *c, int r) {
+  vRegion *g = &c->reg[(size_t)r * VNREG];
+  const vView *v = &c->view[(size_t)r * TD_NUM_BUFS];
+  uint64_t scr = g[VREG_SCR].size;
+  for (int k = 0; k < VNREG; k++) g[k].runs.n = 0;
   TD_CHECK(validateRunsPush(&g[VREG_IN].runs, 0, g[VREG_IN].size, 0, VSET_ORIG | (uint32_t)r));
   TD_CHECK(validateRunsPush(&g[VREG_OUT].runs, 0, g[VREG_OUT].size, 0, VSET_ORIG | (uint32_t)r));
   TD_CHECK(validateRunsPush(&g[VREG_SCR].runs, 0, scr, 0, VSET_UNDEF));
@@ -486,6 +496,21 @@ static void ctxFree(vCtx *c) {
   validateSetsFree(&c->sets);
 }
 
+static void resetExecution(vCtx *c) {
+  for (uint64_t g = 0; g < c->nsteps; g++) c->steps[g].issued = c->steps[g].done = 0;
+  memset(c->msg_done, 0, c->nmsgs);
+  for (size_t i = 0; i < (size_t)c->nranks * TD_MAX_STREAMS; i++) c->ss[i].next = c->ss[i].nfl = 0;
+}
+
+static void appendErr(vCtx *c, const char *tail) {
+  if (c->err) {
+    size_t n = strlen(c->err), t = strlen(tail);
+    if (n + t >= TD_ERRLEN) n = TD_ERRLEN - 1 - t;
+    memcpy(c->err + n, tail, t + 1);
+  }
+  if (c->report && c->report_len > strlen(c->report) + strlen(tail)) strcat(c->report, tail);
+}
+
 static tpudistResult_t run(vCtx *c, const tdValidateOpts *opts) {
   TD_CHECK(checkMeta(c));
   if (c->coll == TD_COLL_ALLTOALLV) TD_CHECK(setupV(c, opts));
@@ -498,11 +523,24 @@ static tpudistResult_t run(vCtx *c, const tdValidateOpts *opts) {
   TD_CHECK(validateSetsInit(&c->sets, c->nranks));
   for (int r = 0; r < c->nranks; r++) TD_CHECK(setupRank(c, r));
   TD_CHECK(buildSteps(c));
-  uint64_t nmsg = 0;
+  uint64_t nmsg = 0, rounds = 0;
   TD_CHECK(matchMessages(c, &nmsg));
-  TD_CHECK(validateExecute(c));
-  TD_CHECK(finalCheck(c));
-  if (opts && opts->out_rounds) *opts->out_rounds = c->rounds;
+  uint32_t runs = 1 + (opts ? opts->random_runs : 0);
+  for (uint32_t k = 0; k < runs; k++) {
+    if (k) resetExecution(c);
+    c->rng = k ? (opts->seed ^ 0x9e3779b97f4a7c15ull) * (k + 1) | 1 : 0;
+    for (int r = 0; r < c->nranks; r++) TD_CHECK(initContents(c, r));
+    tpudistResult_t res = validateExecute(c);
+    if (res == tpudistSuccess) res = finalCheck(c);
+    if (res == tpudistInternalError && k) {
+      char tail[64];
+      snprintf(tail, sizeof(tail), " [in randomised completion order %u]", k);
+      appendErr(c, tail);
+    }
+    TD_CHECK(res);
+    if (k == 0) rounds = c->rounds;
+  }
+  if (opts && opts->out_rounds) *opts->out_rounds = rounds;
   if (opts && opts->out_messages) *opts->out_messages = nmsg;
   return tpudistSuccess;
 }

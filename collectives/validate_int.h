@@ -79,6 +79,7 @@ typedef struct {
   uint8_t *msg_done;
   uint64_t nmsgs;
   uint64_t rounds;
+  uint64_t rng; /* 0: complete everything ready each round; else xorshift state for delays */
   char *err, *report;
   size_t report_len;
 } vCtx;
