@@ -420,7 +420,7 @@ static tpudistResult_t mismatch(vCtx *c, int r, int reg, uint64_t x, const vRun 
   uint64_t ia = a->set == VSET_UNDEF ? 0 : a->idx + (x - a->b), ie = e->idx + (x - e->b);
   int miss = validateSetMissing(&c->sets, e->set, a->set);
   int more = validateSetMissing(&c->sets, a->set, e->set);
-  if (a->set == e->set)
+  if (validateSetBits(&c->sets, a->set) == validateSetBits(&c->sets, e->set))
     snprintf(extra, sizeof(extra), ": wrong element");
   else if (miss >= 0)
     snprintf(extra, sizeof(extra), ": missing rank %d's contribution", miss);
@@ -440,11 +440,38 @@ static tpudistResult_t compareRegion(vCtx *c, int r, int reg, const vRegion *eg)
     uint64_t p = TD_MAX(a->b, e->b);
     if (p < TD_MIN(a->e, e->e)) {
       uint64_t ia = a->idx + (p - a->b), ie = e->idx + (p - e->b);
-      if (a->set != e->set || (a->set != VSET_UNDEF && ia != ie))
+      if (validateSetBits(&c->sets, a->set) != validateSetBits(&c->sets, e->set) ||
+          (a->set != VSET_UNDEF && ia != ie))
         return mismatch(c, r, reg, p, a, e);
     }
     if (a->e <= e->e) i++;
     if (e->e <= a->e) j++;
+  }
+  return tpudistSuccess;
+}
+
+/* All-reduce: every rank must reduce each element in the same order (floating-point sums are
+ * commutative but not associative), so that all ranks hold the same bits. */
+static tpudistResult_t sameOrder(vCtx *c) {
+  const vRuns *A = &c->reg[VREG_OUT].runs;
+  for (int r = 1; r < c->nranks; r++) {
+    const vRuns *B = &c->reg[(size_t)r * VNREG + VREG_OUT].runs;
+    uint32_t i = 0, j = 0;
+    while (i < A->n && j < B->n) {
+      const vRun *a = &A->r[i], *b = &B->r[j];
+      uint64_t p = TD_MAX(a->b, b->b);
+      if (p < TD_MIN(a->e, b->e) && a->set != b->set) {
+        char ta[96], tb[96];
+        validateTreeDescribe(&c->sets, a->set, ta, sizeof(ta));
+        validateTreeDescribe(&c->sets, b->set, tb, sizeof(tb));
+        return fail(c,
+                    "reduction order differs: rank 0 output element %llu is %s but rank %d's is "
+                    "%s (floating-point results would differ between ranks)",
+                    (unsigned long long)p, ta, r, tb);
+      }
+      if (a->e <= b->e) i++;
+      if (b->e <= a->e) j++;
+    }
   }
   return tpudistSuccess;
 }
@@ -473,6 +500,7 @@ static tpudistResult_t finalCheck(vCtx *c) {
     validateRunsFree(&eg[VREG_IN].runs);
     validateRunsFree(&eg[VREG_OUT].runs);
   }
+  if (res == tpudistSuccess && c->coll == TD_COLL_ALLREDUCE) res = sameOrder(c);
   return res;
 }
 

@@ -375,6 +375,40 @@ static void testRandomRace(void) {
   for (int r = 0; r < 2; r++) schedFree(&g_s[r]);
 }
 
+/* Direct all-reduce where each rank adds the others' inputs in rank order: every rank gets every
+ * contribution once, but rank 2 sums ((2+0)+1) where ranks 0 and 1 sum ((0+1)+2). */
+static void testReductionOrder(void) {
+  enum { N = 3 };
+  for (int fixed = 0; fixed < 2; fixed++) {
+    for (int r = 0; r < N; r++) {
+      tdSched *s = mk(TD_COLL_ALLREDUCE, N, r, 0, 0, "direct");
+      schedSetLayout(s, TD_BUF_INPUT, 1, 1);
+      schedSetLayout(s, TD_BUF_OUTPUT, 1, 1);
+      schedSetLayout(s, TD_BUF_SCRATCH, N, 1);
+      tdBufRef in = schedRef(TD_BUF_INPUT, 0, 1), o = schedRef(TD_BUF_OUTPUT, 0, 1);
+      for (int p = 0; p < N; p++) {
+        if (p == r) continue;
+        add(s, 0, schedSend(p, in));
+        add(s, 0, schedRecv(p, schedRef(TD_BUF_SCRATCH, (uint32_t)p, 1)));
+      }
+      /* fixed: everybody sums 0, 1, 2 in rank order (own input in its place) */
+      add(s, 0, schedCopy(fixed && r != 0 ? schedRef(TD_BUF_SCRATCH, 0, 1) : in, o));
+      for (int p = fixed ? 1 : 0; p < N; p++)
+        if (p != (fixed ? -1 : r))
+          add(s, 0, schedReduce(p == r ? in : schedRef(TD_BUF_SCRATCH, (uint32_t)p, 1), o));
+    }
+    tpudistResult_t res = validateSchedules(g_p, N, 5, g_err);
+    CU_ASSERT_EQUAL(res, fixed ? tpudistSuccess : tpudistInternalError);
+    if (!fixed) {
+      CU_ASSERT_PTR_NOT_NULL(strstr(g_err,
+                                    "reduction order differs: rank 0 output element 0 is "
+                                    "((0+1)+2) but rank 2's is ((0+2)+1)"));
+    }
+    if (res != (fixed ? tpudistSuccess : tpudistInternalError)) printf("\n  %s\n", g_err);
+    for (int r = 0; r < N; r++) schedFree(&g_s[r]);
+  }
+}
+
 static void testMeta(void) {
   for (int r = 0; r < 2; r++) {
     ringAR(&g_s[r], 2, r, 0, V_OK);
@@ -404,6 +438,7 @@ int main(void) {
       {"alltoallv explicit layouts", testAlltoallv},
       {"reducescatter in place", testReduceScatterInplace},
       {"metadata", testMeta},
+      {"reduction order across ranks", testReductionOrder},
       {"race found by random completion order", testRandomRace},
       CU_TEST_INFO_NULL,
   };
