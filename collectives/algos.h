@@ -39,5 +39,13 @@ tpudistResult_t genAlltoallDirect(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAlltoallvPairwise(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAlltoallvDirect(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genSendrecvDirect(const tdCollArgs *a, tdSched *s, char *err);
+/* Torus generators (allreduce_torus.c, allgather_torus.c, reducescatter_torus.c,
+ * alltoall_torus.c) and Bruck all-to-all (alltoall_bruck.c). */
+tpudistResult_t genAllreduceTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllgatherTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genReducescatterTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallvTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallBruck(const tdCollArgs *a, tdSched *s, char *err);
 
 #endif /* TD_ALGOS_H_ */

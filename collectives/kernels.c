@@ -274,15 +274,22 @@ static void avgU64(void *buf, size_t n, int nr) {
   uint64_t *p = buf;
   for (size_t i = 0; i < n; i++) p[i] = p[i] / (uint64_t)nr;
 }
+/* Blocked like the reduce loops so that they vectorise at -O2 too. */
 static void avgF32(void *buf, size_t n, int nr) {
   float *p = buf;
   float d = (float)nr;
-  for (size_t i = 0; i < n; i++) p[i] = p[i] / d;
+  size_t i = 0;
+  for (; i + TD_KERNEL_BLOCK <= n; i += TD_KERNEL_BLOCK)
+    for (size_t j = i; j < i + TD_KERNEL_BLOCK; j++) p[j] = p[j] / d;
+  for (; i < n; i++) p[i] = p[i] / d;
 }
 static void avgF64(void *buf, size_t n, int nr) {
   double *p = buf;
   double d = (double)nr;
-  for (size_t i = 0; i < n; i++) p[i] = p[i] / d;
+  size_t i = 0;
+  for (; i + TD_KERNEL_BLOCK <= n; i += TD_KERNEL_BLOCK)
+    for (size_t j = i; j < i + TD_KERNEL_BLOCK; j++) p[j] = p[j] / d;
+  for (; i < n; i++) p[i] = p[i] / d;
 }
 
 static const tdAvgLoop avgLoops[tpudistNumTypes] = {[tpudistInt8] = avgI8,

@@ -151,12 +151,97 @@ TD_KERNEL_LOOPS(uint16_t, bf16Mul, bf16MulLoop, bf16MulLoopA, bf16MulLoopB)
 TD_KERNEL_LOOPS(uint16_t, bf16Max, bf16MaxLoop, bf16MaxLoopA, bf16MaxLoopB)
 TD_KERNEL_LOOPS(uint16_t, bf16Min, bf16MinLoop, bf16MinLoopA, bf16MinLoopB)
 
+/*
+ * float16 sum/prod/avg with the F16C conversion instructions where the CPU has them (checked once
+ * per call): vcvtph2ps is exact and vcvtps2ph with round-to-nearest-even gives the same bits as
+ * floatToHalf, NaN included (quiet, payload truncated), so results do not depend on the path.
+ * These loops load a block before storing it, so exact aliasing needs no separate form.
+ */
+#if defined(__x86_64__) && defined(__GNUC__) && !defined(TD_KERNELS_PORTABLE)
+#include <immintrin.h>
+#define TD_HAVE_F16C_PATH 1
+
+static int f16cUsable(void) {
+  return __builtin_cpu_supports("avx2") && __builtin_cpu_supports("f16c");
+}
+
+__attribute__((target("avx2,f16c"))) static inline __m256 halfLoad8(const uint16_t *p) {
+  return _mm256_cvtph_ps(_mm_loadu_si128((const __m128i *)p));
+}
+__attribute__((target("avx2,f16c"))) static inline void halfStore8(uint16_t *p, __m256 v) {
+  _mm_storeu_si128((__m128i *)p, _mm256_cvtps_ph(v, _MM_FROUND_TO_NEAREST_INT));
+}
+
+__attribute__((target("avx2,f16c"))) static void halfAddF16c(void *dv, const void *av,
+                                                             const void *bv, size_t n) {
+  uint16_t *d = dv;
+  const uint16_t *a = av, *b = bv;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) halfStore8(d + i, _mm256_add_ps(halfLoad8(a + i), halfLoad8(b + i)));
+  for (; i < n; i++) d[i] = halfAdd(a[i], b[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void halfMulF16c(void *dv, const void *av,
+                                                             const void *bv, size_t n) {
+  uint16_t *d = dv;
+  const uint16_t *a = av, *b = bv;
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) halfStore8(d + i, _mm256_mul_ps(halfLoad8(a + i), halfLoad8(b + i)));
+  for (; i < n; i++) d[i] = halfMul(a[i], b[i]);
+}
+
+__attribute__((target("avx2,f16c"))) static void halfAvgF16c(uint16_t *p, size_t n, float div) {
+  __m256 vdiv = _mm256_set1_ps(div);
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) halfStore8(p + i, _mm256_div_ps(halfLoad8(p + i), vdiv));
+  for (; i < n; i++) p[i] = floatToHalf(halfToFloat(p[i]) / div);
+}
+#endif
+
+/* The float16 sum/prod entries: the F16C loop if usable, else the portable loop. */
+static void halfAddAny(void *restrict d, const void *restrict a, const void *restrict b, size_t n) {
+#ifdef TD_HAVE_F16C_PATH
+  if (f16cUsable()) return halfAddF16c(d, a, b, n);
+#endif
+  halfAddLoop(d, a, b, n);
+}
+static void halfAddAnyA(void *restrict d, const void *restrict b, size_t n) {
+#ifdef TD_HAVE_F16C_PATH
+  if (f16cUsable()) return halfAddF16c(d, d, b, n);
+#endif
+  halfAddLoopA(d, b, n);
+}
+static void halfAddAnyB(void *restrict d, const void *restrict a, size_t n) {
+#ifdef TD_HAVE_F16C_PATH
+  if (f16cUsable()) return halfAddF16c(d, a, d, n);
+#endif
+  halfAddLoopB(d, a, n);
+}
+static void halfMulAny(void *restrict d, const void *restrict a, const void *restrict b, size_t n) {
+#ifdef TD_HAVE_F16C_PATH
+  if (f16cUsable()) return halfMulF16c(d, a, b, n);
+#endif
+  halfMulLoop(d, a, b, n);
+}
+static void halfMulAnyA(void *restrict d, const void *restrict b, size_t n) {
+#ifdef TD_HAVE_F16C_PATH
+  if (f16cUsable()) return halfMulF16c(d, d, b, n);
+#endif
+  halfMulLoopA(d, b, n);
+}
+static void halfMulAnyB(void *restrict d, const void *restrict a, size_t n) {
+#ifdef TD_HAVE_F16C_PATH
+  if (f16cUsable()) return halfMulF16c(d, a, d, n);
+#endif
+  halfMulLoopB(d, a, n);
+}
+
 const tdKernelLoops kernelHalfLoops[tpudistNumOps] = {
-    [tpudistSum] = {halfAddLoop, halfAddLoopA, halfAddLoopB},
-    [tpudistProd] = {halfMulLoop, halfMulLoopA, halfMulLoopB},
+    [tpudistSum] = {halfAddAny, halfAddAnyA, halfAddAnyB},
+    [tpudistProd] = {halfMulAny, halfMulAnyA, halfMulAnyB},
     [tpudistMax] = {halfMaxLoop, halfMaxLoopA, halfMaxLoopB},
     [tpudistMin] = {halfMinLoop, halfMinLoopA, halfMinLoopB},
-    [tpudistAvg] = {halfAddLoop, halfAddLoopA, halfAddLoopB}};
+    [tpudistAvg] = {halfAddAny, halfAddAnyA, halfAddAnyB}};
 const tdKernelLoops kernelBf16Loops[tpudistNumOps] = {
     [tpudistSum] = {bf16AddLoop, bf16AddLoopA, bf16AddLoopB},
     [tpudistProd] = {bf16MulLoop, bf16MulLoopA, bf16MulLoopB},
@@ -164,14 +249,24 @@ const tdKernelLoops kernelBf16Loops[tpudistNumOps] = {
     [tpudistMin] = {bf16MinLoop, bf16MinLoopA, bf16MinLoopB},
     [tpudistAvg] = {bf16AddLoop, bf16AddLoopA, bf16AddLoopB}};
 
+/* Avg's last pass, blocked like the reduce loops so that it vectorises at -O2 too. */
 void kernelFinishAvgHalf(void *buf, size_t n, int nranks) {
   uint16_t *p = buf;
-  float d = (float)nranks;
-  for (size_t i = 0; i < n; i++) p[i] = floatToHalf(halfToFloat(p[i]) / d);
+  float div = (float)nranks;
+#ifdef TD_HAVE_F16C_PATH
+  if (f16cUsable()) return halfAvgF16c(p, n, div);
+#endif
+  size_t i = 0;
+  for (; i + TD_KERNEL_BLOCK <= n; i += TD_KERNEL_BLOCK)
+    for (size_t j = i; j < i + TD_KERNEL_BLOCK; j++) p[j] = floatToHalf(halfToFloat(p[j]) / div);
+  for (; i < n; i++) p[i] = floatToHalf(halfToFloat(p[i]) / div);
 }
 
 void kernelFinishAvgBf16(void *buf, size_t n, int nranks) {
   uint16_t *p = buf;
-  float d = (float)nranks;
-  for (size_t i = 0; i < n; i++) p[i] = floatToBf16(bf16ToFloat(p[i]) / d);
+  float div = (float)nranks;
+  size_t i = 0;
+  for (; i + TD_KERNEL_BLOCK <= n; i += TD_KERNEL_BLOCK)
+    for (size_t j = i; j < i + TD_KERNEL_BLOCK; j++) p[j] = floatToBf16(bf16ToFloat(p[j]) / div);
+  for (; i < n; i++) p[i] = floatToBf16(bf16ToFloat(p[i]) / div);
 }

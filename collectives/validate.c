@@ -11,8 +11,6 @@
 #include "algos.h"
 #include "validate_int.h"
 
-#pragma weak schedFuse
-
 static tpudistResult_t fail(vCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static tpudistResult_t fail(vCtx *c, const char *fmt, ...) {
   char msg[1024];
@@ -627,7 +625,7 @@ tpudistResult_t validateAlgo(const tdCollArgs *args, const char *algo, int fuse,
     s[made] = &store[made];
     res = algoGenerate(&a, algo, s[made], err);
     if (res != tpudistSuccess) goto out;
-    if (fuse && schedFuse) schedFuse(s[made]);
+    if (fuse) schedFuse(s[made]);
   }
   tdValidateOpts o;
   memset(&o, 0, sizeof(o));

@@ -13,7 +13,7 @@
  * sets generated for two counts differ, each is also validated at the other counts. A generator may
  * refuse a shape (tpudistNotSupported); the coverage report at the end lists, per collective and
  * rank count, the algorithms that accepted it, and the test fails if some shape has no accepting
- * generator (collectives whose generators are all not built yet are reported as pending).
+ * generator.
  * TD_FULL=1 adds rank counts 48, 96, 255, 256 and counts {2, n, n+1, 7n-1}.
  */
 #include <stdlib.h>
@@ -24,7 +24,6 @@
 #include "sched_io.h"
 #include "validate.h"
 
-#pragma weak schedFuse
 
 #define MAXALGO 16
 #define MAXCOUNTS 12
@@ -38,7 +37,6 @@ static int g_validated, g_cross;
 
 /* Coverage: per collective and rank-count case, a bitmask of algorithms that accepted a shape. */
 static unsigned g_accepted[TD_NUM_COLLS][MAXRANKCASES];
-static int g_pending[TD_NUM_COLLS];
 static int g_ranks[MAXRANKCASES], g_nranks_cases;
 
 static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
@@ -147,7 +145,6 @@ static int ioRoundTrip(Set *x, const char *what) {
 }
 
 static void checkFused(const Shape *sh, Set *x, const char *what) {
-  if (!schedFuse) return;
   for (int r = 0; r < x->n; r++) schedFuse(&x->s[r]);
   char err[TD_ERRLEN] = "";
   g_fused_runs++;
@@ -160,7 +157,7 @@ static void checkFused(const Shape *sh, Set *x, const char *what) {
   x->text = t;
 }
 
-/* Generates and checks one shape with one algorithm: 1 accepted, 0 refused, -1 pending. */
+/* Generates and checks one shape with one algorithm: 1 accepted, 0 refused. */
 static int runShape(const Shape *sh, const char *algo, Set *keep, char *why) {
   char name[160], err[TD_ERRLEN] = "";
   shapeName(sh, algo, name, sizeof(name));
@@ -170,7 +167,7 @@ static int runShape(const Shape *sh, const char *algo, Set *keep, char *why) {
   if (res == tpudistNotSupported) {
     snprintf(why, TD_ERRLEN, "%s", err);
     setFree(&x);
-    return strstr(err, "not built") ? -1 : 0;
+    return 0;
   }
   if (res != tpudistSuccess) {
     failf("FAIL %s: generator error %d: %s", name, res, err);
@@ -242,23 +239,18 @@ static int hasInplace(tdColl c) {
 typedef struct {
   const char *name[MAXALGO];
   int n;
-  int all_not_built;
 } AlgoList;
 
 static void algosOf(tdColl c, AlgoList *l) {
   l->n = 0;
-  l->all_not_built = 1;
   for (const tdAlgo *a = tdAlgoTable; a->name; a++)
-    if (a->coll == c && l->n < MAXALGO) {
-      l->name[l->n++] = a->name;
-      if (a->gen) l->all_not_built = 0;
-    }
+    if (a->coll == c && l->n < MAXALGO) l->name[l->n++] = a->name;
 }
 
 /* Runs one shape over all algorithms; records coverage. */
 static void runAllAlgos(const Shape *sh, const AlgoList *al, int rc, Set *keep) {
   char why[MAXALGO][TD_ERRLEN];
-  int any = 0, pending = 0;
+  int any = 0;
   for (int i = 0; i < al->n; i++) {
     why[i][0] = 0;
     int r = runShape(sh, al->name[i], keep ? &keep[i] : NULL, why[i]);
@@ -266,13 +258,8 @@ static void runAllAlgos(const Shape *sh, const AlgoList *al, int rc, Set *keep) 
       any = 1;
       g_accepted[sh->a.coll][rc] |= 1u << i;
     }
-    pending += r < 0;
   }
   if (any) return;
-  if (al->all_not_built) {
-    g_pending[sh->a.coll] = 1;
-    return;
-  }
   g_uncovered++;
   char name[160];
   shapeName(sh, "*", name, sizeof(name));
@@ -480,15 +467,10 @@ static void testMutants(void) {
 }
 
 static void testCoverage(void) {
-  printf("\n\ncoverage: algorithms that accepted each (collective, nranks)%s\n",
-         schedFuse ? "" : "  [schedFuse not linked: fused sets not checked]");
+  printf("\n\ncoverage: algorithms that accepted each (collective, nranks)\n");
   for (int c = 0; c < TD_NUM_COLLS; c++) {
     AlgoList al;
     algosOf((tdColl)c, &al);
-    if (al.all_not_built || g_pending[c]) {
-      printf("  %-13s pending: no generator built yet\n", schedCollName((tdColl)c));
-      continue;
-    }
     for (int rc = 0; rc < g_nranks_cases; rc++) {
       printf("  %-13s n=%-4d", schedCollName((tdColl)c), g_ranks[rc]);
       for (int i = 0; i < al.n; i++)

@@ -1,0 +1,340 @@
+/*
+ * cost.c - the cost model (cost.h): discrete-event execution of all ranks' schedules under a
+ * link model. Preparation (count-independent) flattens the steps of every rank and stream into
+ * one array, computes for each step the earlier steps of its stream it conflicts with (per chunk:
+ * the last writer, and for a write also the readers since) plus its cross-stream deps, and the
+ * match key of each message end. Evaluation for one count runs events in time order: a step
+ * issues when its predecessor in the stream has issued and its conflicts/deps are complete; a
+ * transfer starts when both ends are issued and reserves the links of its route.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "cost_int.h"
+
+void costModelDefault(const tdTopo *t, tdCostModel *m) {
+  if (t && t->ndims > 0) {
+    m->hop_latency = 1e-6;
+    m->link_bw = 45e9;
+    m->copy_bw = 45e9;
+    m->mem_bw = 1e12;
+    m->msg_overhead = 1e-7;
+  } else {
+    m->hop_latency = 1e-6;
+    m->link_bw = 10e9;
+    m->copy_bw = 10e9;
+    m->mem_bw = 10e9;
+    m->msg_overhead = 5e-7;
+  }
+}
+
+/* ---- preparation ---- */
+
+typedef struct {
+  int32_t *last_writer[TD_NUM_BUFS];
+  int32_t *reader_head[TD_NUM_BUFS];
+  uint32_t nchunks[TD_NUM_BUFS];
+  int32_t *pool_step, *pool_next;
+  size_t npool, cappool;
+  uint32_t *mark; /* per step of the stream: last step index that added it as a pred */
+} cpConf;
+
+static tpudistResult_t predPush(tdCostPlan *p, size_t *cap, uint32_t g) {
+  if (p->npreds == *cap) {
+    size_t c = *cap ? *cap * 2 : 1024;
+    uint32_t *n = realloc(p->preds, sizeof(uint32_t) * c);
+    if (!n) return tpudistNoMemory;
+    p->preds = n;
+    *cap = c;
+  }
+  p->preds[p->npreds++] = g;
+  return tpudistSuccess;
+}
+
+static tpudistResult_t addPred(tdCostPlan *p, size_t *cap, cpConf *c, uint32_t base, int32_t j,
+                               uint32_t i) {
+  if (j < 0 || (uint32_t)j == i || c->mark[j] == i + 1) return tpudistSuccess;
+  c->mark[j] = i + 1;
+  return predPush(p, cap, base + (uint32_t)j);
+}
+
+static tpudistResult_t poolPush(cpConf *c, int32_t step, int32_t next, int32_t *head) {
+  if (c->npool == c->cappool) {
+    size_t n = c->cappool ? c->cappool * 2 : 1024;
+    int32_t *a = realloc(c->pool_step, sizeof(int32_t) * n);
+    if (!a) return tpudistNoMemory;
+    c->pool_step = a;
+    int32_t *b = realloc(c->pool_next, sizeof(int32_t) * n);
+    if (!b) return tpudistNoMemory;
+    c->pool_next = b;
+    c->cappool = n;
+  }
+  c->pool_step[c->npool] = step;
+  c->pool_next[c->npool] = next;
+  *head = (int32_t)c->npool++;
+  return tpudistSuccess;
+}
+
+/* Conflict preds of step i (index in its stream) for one ref it reads or writes. */
+static tpudistResult_t refPreds(tdCostPlan *p, size_t *cap, cpConf *c, uint32_t base, uint32_t i,
+                                tdBufRef r, int write) {
+  if (r.buf >= TD_NUM_BUFS) return tpudistSuccess;
+  uint32_t end = TD_MIN(r.chunk + r.nchunks, c->nchunks[r.buf]);
+  for (uint32_t ch = r.chunk; ch < end; ch++) {
+    TD_CHECK(addPred(p, cap, c, base, c->last_writer[r.buf][ch], i));
+    if (!write) {
+      TD_CHECK(poolPush(c, (int32_t)i, c->reader_head[r.buf][ch], &c->reader_head[r.buf][ch]));
+      continue;
+    }
+    for (int32_t n = c->reader_head[r.buf][ch]; n >= 0; n = c->pool_next[n])
+      TD_CHECK(addPred(p, cap, c, base, c->pool_step[n], i));
+    c->reader_head[r.buf][ch] = -1;
+    c->last_writer[r.buf][ch] = (int32_t)i;
+  }
+  return tpudistSuccess;
+}
+
+static tpudistResult_t confInit(cpConf *c, const tdSched *s, uint32_t nsteps) {
+  memset(c->last_writer, 0, sizeof(c->last_writer));
+  memset(c->reader_head, 0, sizeof(c->reader_head));
+  c->mark = calloc(nsteps ? nsteps : 1, sizeof(uint32_t));
+  if (!c->mark) return tpudistNoMemory;
+  for (int b = 0; b < TD_NUM_BUFS; b++) {
+    uint32_t n = s->layout[b].nblocks * s->layout[b].chunks_per_block;
+    c->nchunks[b] = n;
+    c->last_writer[b] = malloc(sizeof(int32_t) * (n ? n : 1));
+    c->reader_head[b] = malloc(sizeof(int32_t) * (n ? n : 1));
+    if (!c->last_writer[b] || !c->reader_head[b]) return tpudistNoMemory;
+    for (uint32_t i = 0; i < n; i++) c->last_writer[b][i] = c->reader_head[b][i] = -1;
+  }
+  c->npool = 0;
+  return tpudistSuccess;
+}
+
+static void confFree(cpConf *c) {
+  for (int b = 0; b < TD_NUM_BUFS; b++) {
+    free(c->last_writer[b]);
+    free(c->reader_head[b]);
+  }
+  free(c->mark);
+}
+
+/* Global index of step (stream, step) of rank r, or -1. */
+static int64_t globalStep(const tdCostPlan *p, int r, uint32_t stream, uint32_t step) {
+  uint32_t sid = p->rank_streams[r] + stream;
+  if (sid >= p->rank_streams[r + 1] || step >= p->streams[sid].n) return -1;
+  return (int64_t)p->streams[sid].first + step;
+}
+
+static tpudistResult_t streamPreds(tdCostPlan *p, size_t *cap, int r, uint32_t st) {
+  const tdSched *s = &p->scheds[r];
+  const tdStream *ss = &s->streams[st];
+  uint32_t base = p->streams[p->rank_streams[r] + st].first;
+  cpConf c;
+  memset(&c, 0, sizeof(c));
+  c.pool_step = c.pool_next = NULL;
+  c.cappool = 0;
+  tpudistResult_t res = confInit(&c, s, ss->nsteps);
+  for (uint32_t i = 0; i < ss->nsteps && res == tpudistSuccess; i++) {
+    const tdStep *step = &ss->steps[i];
+    unsigned f = tdStepSemTable[step->op].flags;
+    p->steps[base + i].pred_first = (uint32_t)p->npreds;
+    if (f & TD_SEM_READ_SRC) res = refPreds(p, cap, &c, base, i, step->src, 0);
+    if (res == tpudistSuccess && (f & TD_SEM_READ_DST) && !(f & TD_SEM_WRITE_DST))
+      res = refPreds(p, cap, &c, base, i, step->dst, 0);
+    if (res == tpudistSuccess && (f & TD_SEM_WRITE_DST))
+      res = refPreds(p, cap, &c, base, i, step->dst, 1);
+    for (int d = 0; d < 2 && res == tpudistSuccess; d++) {
+      if (step->deps[d].stream == TD_NO_DEP) continue;
+      int64_t g = globalStep(p, r, step->deps[d].stream, step->deps[d].step);
+      if (g < 0)
+        res = tpudistInternalError;
+      else
+        res = predPush(p, cap, (uint32_t)g);
+      p->has_deps = 1;
+    }
+    p->steps[base + i].npred = (uint32_t)p->npreds - p->steps[base + i].pred_first;
+  }
+  confFree(&c);
+  free(c.pool_step);
+  free(c.pool_next);
+  return res;
+}
+
+static uint64_t makeKey(int src, int dst, uint32_t stream, uint32_t ord) {
+  return ((uint64_t)(uint32_t)src << 44) | ((uint64_t)(uint32_t)dst << 24) |
+         ((uint64_t)stream << 20) | ord;
+}
+
+typedef struct {
+  uint64_t key;
+  uint32_t g;
+  uint32_t side; /* 0 send end, 1 receive end */
+} cpEnd;
+
+static int endCmp(const void *x, const void *y) {
+  const cpEnd *a = x, *b = y;
+  if (a->key != b->key) return a->key < b->key ? -1 : 1;
+  return (int)a->side - (int)b->side;
+}
+
+/* Message ends of rank r: key = (src, dst, stream, ordinal among that stream and pair). */
+static void rankEnds(tdCostPlan *p, int r, uint32_t *scnt, uint32_t *rcnt, cpEnd *ends, size_t *n) {
+  const tdSched *s = &p->scheds[r];
+  for (uint32_t st = 0; st < s->nstreams; st++) {
+    memset(scnt, 0, sizeof(uint32_t) * (size_t)p->nranks);
+    memset(rcnt, 0, sizeof(uint32_t) * (size_t)p->nranks);
+    uint32_t base = p->streams[p->rank_streams[r] + st].first;
+    for (uint32_t i = 0; i < s->streams[st].nsteps; i++) {
+      const tdStep *step = &s->streams[st].steps[i];
+      int sp = schedSendPeer(step), rp = schedRecvPeer(step);
+      p->steps[base + i].smatch = p->steps[base + i].rmatch = TD_COST_NONE;
+      if (sp >= 0 && sp < p->nranks)
+        ends[(*n)++] = (cpEnd){makeKey(r, sp, st, scnt[sp]++), base + i, 0};
+      if (rp >= 0 && rp < p->nranks)
+        ends[(*n)++] = (cpEnd){makeKey(rp, r, st, rcnt[rp]++), base + i, 1};
+    }
+  }
+}
+
+/* Pairs every send end with its receive end (count-independent). */
+static tpudistResult_t planMatch(tdCostPlan *p, char *err) {
+  cpEnd *ends = malloc(sizeof(cpEnd) * ((size_t)p->nsteps * 2 + 1));
+  uint32_t *cnt = malloc(sizeof(uint32_t) * (size_t)p->nranks * 2);
+  if (!ends || !cnt) {
+    free(ends);
+    free(cnt);
+    return tpudistNoMemory;
+  }
+  size_t n = 0;
+  for (int r = 0; r < p->nranks; r++) rankEnds(p, r, cnt, cnt + p->nranks, ends, &n);
+  qsort(ends, n, sizeof(cpEnd), endCmp);
+  tpudistResult_t res = tpudistSuccess;
+  for (size_t i = 0; i < n && res == tpudistSuccess; i += 2) {
+    if (i + 1 >= n || ends[i].key != ends[i + 1].key || ends[i].side != 0 || ends[i + 1].side != 1)
+      res = tdErr(err, tpudistInternalError, "cost: rank %d has an unmatched message",
+                  p->steps[ends[i].g].rank);
+    else {
+      p->steps[ends[i].g].smatch = ends[i + 1].g;
+      p->steps[ends[i + 1].g].rmatch = ends[i].g;
+    }
+  }
+  free(ends);
+  free(cnt);
+  return res;
+}
+
+static tpudistResult_t planIndex(tdCostPlan *p) {
+  p->rank_streams = malloc(sizeof(uint32_t) * ((size_t)p->nranks + 1));
+  if (!p->rank_streams) return tpudistNoMemory;
+  p->nstreams = p->nsteps = 0;
+  for (int r = 0; r < p->nranks; r++) {
+    p->rank_streams[r] = p->nstreams;
+    p->nstreams += p->scheds[r].nstreams;
+    for (uint32_t st = 0; st < p->scheds[r].nstreams; st++)
+      p->nsteps += p->scheds[r].streams[st].nsteps;
+  }
+  p->rank_streams[p->nranks] = p->nstreams;
+  p->streams = calloc(p->nstreams ? p->nstreams : 1, sizeof(cpStream));
+  p->steps = calloc(p->nsteps ? p->nsteps : 1, sizeof(cpStep));
+  if (!p->streams || !p->steps) return tpudistNoMemory;
+  uint32_t g = 0, sid = 0;
+  for (int r = 0; r < p->nranks; r++)
+    for (uint32_t st = 0; st < p->scheds[r].nstreams; st++, sid++) {
+      p->streams[sid].first = g;
+      p->streams[sid].n = p->scheds[r].streams[st].nsteps;
+      p->streams[sid].rank = r;
+      for (uint32_t i = 0; i < p->streams[sid].n; i++, g++) {
+        p->steps[g].rank = r;
+        p->steps[g].stream = (uint16_t)st;
+        p->steps[g].idx = i;
+        p->steps[g].op = p->scheds[r].streams[st].steps[i].op;
+      }
+    }
+  return tpudistSuccess;
+}
+
+static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
+  TD_CHECK(planIndex(p));
+  size_t cap = 0;
+  TD_CHECK(planMatch(p, err));
+  tpudistResult_t r = tpudistSuccess;
+  for (int rk = 0; rk < p->nranks && r == tpudistSuccess; rk++)
+    for (uint32_t st = 0; st < p->scheds[rk].nstreams && r == tpudistSuccess; st++)
+      r = streamPreds(p, &cap, rk, st);
+  if (r != tpudistSuccess) return tdErr(err, r, "cost: cannot prepare the schedules");
+  for (size_t i = 0; i < p->npreds; i++) p->steps[p->preds[i]].needed = 1;
+  /* links: torus (rank, axis, direction), then one issue port per rank; flat: out, in ports */
+  size_t nl = p->topo && p->topo->ndims > 0
+                  ? (size_t)p->nranks * (size_t)p->topo->ndims * 2 + (size_t)p->nranks
+                  : (size_t)p->nranks * 2;
+  p->nlinks = nl;
+  p->done = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1));
+  p->busy = malloc(sizeof(double) * (nl ? nl : 1));
+  p->next = malloc(sizeof(uint32_t) * (p->nstreams ? p->nstreams : 1) * 2);
+  p->cursor = p->next ? p->next + (p->nstreams ? p->nstreams : 1) : NULL;
+  p->posted_s = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1) * 2);
+  p->posted_r = p->posted_s ? p->posted_s + (p->nsteps ? p->nsteps : 1) : NULL;
+  p->hops = malloc(sizeof(tdHop) * TD_COST_MAX_HOPS);
+  p->tmp_links = malloc(sizeof(uint32_t) * TD_COST_MAX_HOPS);
+  if (!p->done || !p->busy || !p->next || !p->posted_s || !p->hops || !p->tmp_links)
+    return tpudistNoMemory;
+  if (p->topo && p->topo->ndims > 0 && p->nranks <= TD_COST_ROUTE_CACHE_RANKS) {
+    size_t n2 = (size_t)p->nranks * (size_t)p->nranks;
+    p->route_first = malloc(sizeof(uint32_t) * n2);
+    p->route_len = malloc(sizeof(uint16_t) * n2);
+    if (!p->route_first || !p->route_len) return tpudistNoMemory;
+    for (size_t i = 0; i < n2; i++) p->route_first[i] = TD_COST_NONE;
+  }
+  return tpudistSuccess;
+}
+
+tpudistResult_t costPlanCreate(const tdTopo *topo, tdSched *scheds, int nranks, tdCostPlan **out,
+                               char *err) {
+  tdCostPlan *p = calloc(1, sizeof(*p));
+  if (!p) {
+    for (int r = 0; r < nranks; r++) schedFree(&scheds[r]);
+    free(scheds);
+    return tpudistNoMemory;
+  }
+  p->topo = topo;
+  p->nranks = nranks;
+  p->scheds = scheds;
+  tpudistResult_t r = planPrepare(p, err);
+  if (r != tpudistSuccess) {
+    costPlanFree(p);
+    return r;
+  }
+  *out = p;
+  return tpudistSuccess;
+}
+
+void costPlanFree(tdCostPlan *p) {
+  if (!p) return;
+  for (int r = 0; r < p->nranks && p->scheds; r++) schedFree(&p->scheds[r]);
+  free(p->scheds);
+  free(p->steps);
+  free(p->preds);
+  free(p->streams);
+  free(p->rank_streams);
+  free(p->done);
+  free(p->busy);
+  free(p->next);
+  free(p->heap);
+  free(p->posted_s);
+  free(p->hops);
+  free(p->tmp_links);
+  free(p->route_first);
+  free(p->route_len);
+  free(p->route_links);
+  free(p);
+}
+
+uint64_t costPlanSteps(const tdCostPlan *p) {
+  return p->nsteps;
+}
+
+void costPlanStats(const tdCostPlan *p, uint64_t *messages, double *link_bytes) {
+  if (messages) *messages = p->messages;
+  if (link_bytes) *link_bytes = p->link_bytes;
+}

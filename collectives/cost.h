@@ -1,0 +1,60 @@
+/*
+ * cost.h - the cost model: evaluates the schedules of all ranks of one collective under a link
+ * model, by discrete-event execution of the steps (no per-algorithm formulas).
+ *
+ * Torus: every directed link (rank, axis, direction) has bandwidth link_bw; a message follows
+ * the torus model's dimension-ordered route, pays hop_latency per hop, and reserves each link
+ * of its route in arrival order (two flows on a link share it: together they take twice as
+ * long); a sender issues its messages one after another, msg_overhead each. Flat (ndims == 0):
+ * every pair is linked; each rank copies at copy_bw, one port out and one in (each busy for
+ * msg_overhead + bytes / copy_bw per message), and a message pays hop_latency once. Local
+ * copy/reduce steps (and the reduction of a received message) run at mem_bw.
+ *
+ * Execution follows the IR's issue rules: steps of a stream issue in order; a step waits for the
+ * earlier steps of its stream it conflicts with (by chunk, read/write sets of tdStepSemTable) and
+ * for its cross-stream deps; a transfer starts when both its send and its receive are issued.
+ */
+#ifndef TD_COST_H_
+#define TD_COST_H_
+
+#include "sched_ir.h"
+
+typedef struct {
+  double hop_latency;  /* seconds per hop (torus) or per message (flat) */
+  double link_bw;      /* torus: bytes/s per link and direction */
+  double copy_bw;      /* flat: bytes/s each rank moves in and out */
+  double mem_bw;       /* local copy / reduce, bytes/s */
+  double msg_overhead; /* seconds of issue cost per message at its sender (DMA descriptor,
+                          software); flat: also at its receiver */
+} tdCostModel;
+
+/* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us
+ * issue cost per message; flat (shared memory) 1 us per message, 10 GB/s per rank copy,
+ * 10 GB/s local, 0.5 us issue cost per message. */
+void costModelDefault(const tdTopo *t, tdCostModel *m);
+
+/* All ranks' schedules of one collective, prepared for evaluation (count-independent). */
+typedef struct tdCostPlan tdCostPlan;
+
+/* Takes ownership of scheds (malloc'ed array of nranks schedules, freed by costPlanFree, also on
+ * failure). topo must outlive the plan. */
+tpudistResult_t costPlanCreate(const tdTopo *topo, tdSched *scheds, int nranks, tdCostPlan **out,
+                               char *err);
+/* Generates every rank's schedule for args (args->rank ignored) with algorithm algo. For
+ * alltoallv args->v_counts is required; displacements are taken as packed. */
+tpudistResult_t costPlanGenerate(const tdCollArgs *args, const char *algo, tdCostPlan **out,
+                                 char *err);
+/* Time in seconds of the plan bound to block count `count` (ignored for explicit layouts). */
+tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count,
+                             uint32_t elem_size, double *seconds, char *err);
+/* Messages and bytes on the wire of the last evaluation (totals over ranks), for tests. */
+void costPlanStats(const tdCostPlan *p, uint64_t *messages, double *link_bytes);
+/* Steps over all ranks (the work of one evaluation is proportional to it). */
+uint64_t costPlanSteps(const tdCostPlan *p);
+void costPlanFree(tdCostPlan *p);
+
+/* costPlanGenerate + costPlanEval + costPlanFree. */
+tpudistResult_t costEstimate(const tdCollArgs *args, const char *algo, const tdCostModel *m,
+                             double *seconds, char *err);
+
+#endif /* TD_COST_H_ */

@@ -1,0 +1,299 @@
+/*
+ * cost_eval.c - evaluating a prepared cost plan (cost.h) for one count: events in time order,
+ * steps issued under the IR's rules, messages matched by key, transfers reserving the links of
+ * their route. Also generating all ranks' schedules for a plan.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algos.h"
+#include "cost_int.h"
+
+static const tdStep *stepOf(const tdCostPlan *p, uint32_t g) {
+  const cpStep *c = &p->steps[g];
+  return &p->scheds[c->rank].streams[c->stream].steps[c->idx];
+}
+
+static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
+  return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
+}
+
+static uint64_t refBytes(const tdCostPlan *p, int rank, tdBufRef r) {
+  const tdSched *s = &p->scheds[rank];
+  const tdLayout *l = r.buf < TD_NUM_BUFS ? &s->layout[r.buf] : NULL;
+  uint32_t k = l ? l->chunks_per_block : 0;
+  if (l && !l->offsets && k && r.nchunks && r.chunk / k == (r.chunk + r.nchunks - 1) / k &&
+      r.chunk / k < l->nblocks) { /* uniform, within one block: closed form */
+    uint32_t s0 = r.chunk % k;
+    return (subStart(p->count, k, s0 + r.nchunks) - subStart(p->count, k, s0)) * p->es;
+  }
+  uint64_t b, e;
+  if (schedRefRange(s, r, p->count, &b, &e) != tpudistSuccess) return 0;
+  return (e - b) * p->es;
+}
+
+static int evLess(const cpEvent *a, const cpEvent *b) {
+  if (a->t != b->t) return a->t < b->t;
+  if (a->g != b->g) return a->g < b->g;
+  return a->kind < b->kind;
+}
+
+static tpudistResult_t heapPush(tdCostPlan *p, double t, uint32_t g, uint32_t kind) {
+  if (kind == 0 && !p->steps[g].needed) { /* nothing waits for it: complete it now */
+    p->done[g] = t;
+    p->end = TD_MAX(p->end, t);
+    return tpudistSuccess;
+  }
+  if (p->nheap == p->capheap) {
+    size_t c = p->capheap ? p->capheap * 2 : 1024;
+    cpEvent *n = realloc(p->heap, sizeof(cpEvent) * c);
+    if (!n) return tpudistNoMemory;
+    p->heap = n;
+    p->capheap = c;
+  }
+  size_t i = p->nheap++;
+  p->heap[i] = (cpEvent){t, g, kind};
+  cpEvent ev = p->heap[i];
+  while (i > 0 && evLess(&ev, &p->heap[(i - 1) / 4])) { /* 4-ary heap */
+    p->heap[i] = p->heap[(i - 1) / 4];
+    i = (i - 1) / 4;
+  }
+  p->heap[i] = ev;
+  return tpudistSuccess;
+}
+
+static cpEvent heapPop(tdCostPlan *p) {
+  cpEvent top = p->heap[0], last = p->heap[--p->nheap];
+  size_t i = 0, n = p->nheap;
+  for (;;) {
+    size_t c = 4 * i + 1, m = c;
+    if (c >= n) break;
+    for (size_t j = c + 1; j < c + 4 && j < n; j++)
+      if (evLess(&p->heap[j], &p->heap[m])) m = j;
+    if (!evLess(&p->heap[m], &last)) break;
+    p->heap[i] = p->heap[m];
+    i = m;
+  }
+  if (n > 0) p->heap[i] = last;
+  return top;
+}
+
+/* Links (indices into busy[]) of the torus route src -> dst, cached per pair when possible. */
+static int routeLinks(tdCostPlan *p, int src, int dst, const uint32_t **links) {
+  size_t pair = (size_t)src * (size_t)p->nranks + (size_t)dst;
+  if (p->route_first && p->route_first[pair] != TD_COST_NONE) {
+    *links = p->route_links + p->route_first[pair];
+    return p->route_len[pair];
+  }
+  int nh = topoRoute(p->topo, src, dst, p->hops, TD_COST_MAX_HOPS);
+  if (nh < 0 || nh > TD_COST_MAX_HOPS) nh = 0;
+  for (int h = 0; h < nh; h++) {
+    const tdHop *hp = &p->hops[h];
+    p->tmp_links[h] =
+        (uint32_t)(((size_t)hp->from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 +
+                   (hp->dir > 0));
+  }
+  *links = p->tmp_links;
+  if (!p->route_first || nh > UINT16_MAX) return nh;
+  if (p->nroute_links + (size_t)nh > p->caproute_links) {
+    size_t cap = TD_MAX(p->caproute_links * 2, p->nroute_links + (size_t)nh + 1024);
+    uint32_t *n = realloc(p->route_links, sizeof(uint32_t) * cap);
+    if (!n) return nh; /* no cache, still correct */
+    p->route_links = n;
+    p->caproute_links = cap;
+  }
+  memcpy(p->route_links + p->nroute_links, p->tmp_links, sizeof(uint32_t) * (size_t)nh);
+  p->route_first[pair] = (uint32_t)p->nroute_links;
+  p->route_len[pair] = (uint16_t)nh;
+  p->nroute_links += (size_t)nh;
+  *links = p->route_links + p->route_first[pair];
+  return nh;
+}
+
+/* Reserves the links from src to dst for bytes starting at t0; returns the arrival time. */
+static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t0) {
+  const tdCostModel *m = p->m;
+  if (src == dst) return t0 + (double)bytes / m->mem_bw;
+  if (!p->topo || p->topo->ndims <= 0) { /* flat: sender's out port, receiver's in port */
+    double dt = m->msg_overhead + (double)bytes / m->copy_bw, fin = t0;
+    for (int h = 0; h < 2; h++) {
+      size_t l = h == 0 ? (size_t)src * 2 : (size_t)dst * 2 + 1;
+      double b = TD_MAX(t0, p->busy[l]);
+      p->busy[l] = b + dt;
+      fin = TD_MAX(fin, b + dt);
+    }
+    p->link_bytes += (double)bytes;
+    return fin + m->hop_latency;
+  }
+  size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src; /* the sender's issue port */
+  t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
+  p->busy[inj] = t0;
+  const uint32_t *links;
+  int nh = routeLinks(p, src, dst, &links);
+  double dt = (double)bytes / m->link_bw, fin = t0;
+  for (int h = 0; h < nh; h++) {
+    double b = TD_MAX(t0, p->busy[links[h]]);
+    p->busy[links[h]] = b + dt;
+    fin = TD_MAX(fin, b + dt);
+  }
+  p->link_bytes += (double)bytes * nh;
+  return fin + nh * m->hop_latency;
+}
+
+static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double t0) {
+  const tdStep *ss = stepOf(p, gs), *sr = stepOf(p, gr);
+  uint64_t bytes = refBytes(p, p->steps[gs].rank, schedWireRef(ss));
+  double fin = linkTime(p, p->steps[gs].rank, p->steps[gr].rank, bytes, t0);
+  p->messages++;
+  TD_CHECK(heapPush(p, fin, gs, 0));
+  double extra = (tdStepSemTable[sr->op].flags & TD_SEM_REDUCES) ? (double)bytes / p->m->mem_bw : 0;
+  int fused = (tdStepSemTable[sr->op].flags & TD_SEM_WIRE_OUT) != 0;
+  return heapPush(p, fin + extra, gr, fused ? 1 : 0);
+}
+
+/* One end of a message is issued: start the transfer if the other end is, else wait for it. */
+static tpudistResult_t post(tdCostPlan *p, uint32_t g, int side, double t) {
+  if (side == 0) {
+    uint32_t o = p->steps[g].smatch;
+    if (o == TD_COST_NONE) return tpudistInternalError;
+    if (p->posted_r[o] >= 0) return transfer(p, g, o, t);
+    p->posted_s[g] = t;
+  } else {
+    uint32_t o = p->steps[g].rmatch;
+    if (o == TD_COST_NONE) return tpudistInternalError;
+    if (p->posted_s[o] >= 0) return transfer(p, o, g, t);
+    p->posted_r[g] = t;
+  }
+  return tpudistSuccess;
+}
+
+static tpudistResult_t issue(tdCostPlan *p, uint32_t g, double t) {
+  unsigned f = tdStepSemTable[p->steps[g].op].flags;
+  if (f & TD_SEM_WIRE_IN) return post(p, g, 1, t);
+  if (f & TD_SEM_WIRE_OUT) return post(p, g, 0, t);
+  const tdStep *st = stepOf(p, g);
+  double bytes = (double)refBytes(p, p->steps[g].rank, st->src);
+  return heapPush(p, t + bytes / p->m->mem_bw, g, 0);
+}
+
+static tpudistResult_t tryStream(tdCostPlan *p, uint32_t sid, double t) {
+  const cpStream *cs = &p->streams[sid];
+  while (p->next[sid] < cs->n) {
+    uint32_t g = cs->first + p->next[sid];
+    const cpStep *s = &p->steps[g];
+    for (uint32_t c = p->cursor[sid]; c < s->npred; c++)
+      if (p->done[p->preds[s->pred_first + c]] < 0) {
+        p->cursor[sid] = c;
+        return tpudistSuccess;
+      }
+    TD_CHECK(issue(p, g, t));
+    p->next[sid]++;
+    p->cursor[sid] = 0;
+  }
+  return tpudistSuccess;
+}
+
+static tpudistResult_t evalReset(tdCostPlan *p) {
+  for (uint32_t i = 0; i < p->nsteps; i++) p->done[i] = -1;
+  for (size_t i = 0; i < p->nlinks; i++) p->busy[i] = 0;
+  memset(p->next, 0, sizeof(uint32_t) * p->nstreams);
+  memset(p->cursor, 0, sizeof(uint32_t) * p->nstreams);
+  for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = -1;
+  p->nheap = 0;
+  p->end = 0;
+  p->messages = 0;
+  p->link_bytes = 0;
+  return tpudistSuccess;
+}
+
+tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count,
+                             uint32_t elem_size, double *seconds, char *err) {
+  p->m = m;
+  p->count = count;
+  p->es = elem_size ? elem_size : 1;
+  TD_CHECK(evalReset(p));
+  tpudistResult_t r = tpudistSuccess;
+  for (uint32_t sid = 0; sid < p->nstreams && r == tpudistSuccess; sid++) r = tryStream(p, sid, 0);
+  while (p->nheap > 0 && r == tpudistSuccess) {
+    cpEvent e = heapPop(p);
+    if (e.kind == 1) {
+      r = post(p, e.g, 0, e.t);
+      continue;
+    }
+    p->done[e.g] = e.t;
+    p->end = TD_MAX(p->end, e.t);
+    int rk = p->steps[e.g].rank;
+    if (!p->has_deps) { /* only the step's own stream can be waiting for it */
+      r = tryStream(p, p->rank_streams[rk] + p->steps[e.g].stream, e.t);
+      continue;
+    }
+    for (uint32_t sid = p->rank_streams[rk]; sid < p->rank_streams[rk + 1] && r == tpudistSuccess;
+         sid++)
+      r = tryStream(p, sid, e.t);
+  }
+  if (r != tpudistSuccess) return tdErr(err, r, "cost: unmatched message or no memory");
+  for (uint32_t sid = 0; sid < p->nstreams; sid++)
+    if (p->next[sid] < p->streams[sid].n)
+      return tdErr(err, tpudistInternalError, "cost: rank %d stream stalls at step %u",
+                   p->streams[sid].rank, p->next[sid]);
+  for (uint32_t g = 0; g < p->nsteps; g++)
+    if (p->done[g] < 0)
+      return tdErr(err, tpudistInternalError, "cost: rank %d step never completes (unmatched)",
+                   p->steps[g].rank);
+  *seconds = p->end;
+  return tpudistSuccess;
+}
+
+/* Packed displacements of rank r for a count matrix. */
+static void packedDispls(const tdCollArgs *a, int r, uint64_t *sd, uint64_t *rd) {
+  uint64_t so = 0, ro = 0;
+  for (int q = 0; q < a->nranks; q++) {
+    sd[q] = so;
+    so += a->v_counts[(size_t)r * (size_t)a->nranks + (size_t)q];
+    rd[q] = ro;
+    ro += a->v_counts[(size_t)q * (size_t)a->nranks + (size_t)r];
+  }
+}
+
+tpudistResult_t costPlanGenerate(const tdCollArgs *args, const char *algo, tdCostPlan **out,
+                                 char *err) {
+  int n = args->nranks;
+  int v = args->coll == TD_COLL_ALLTOALLV;
+  if (v && !args->v_counts)
+    return tdErr(err, tpudistInvalidArgument, "cost: alltoallv needs a count matrix");
+  tdSched *s = calloc((size_t)n, sizeof(tdSched));
+  uint64_t *d = v ? malloc(sizeof(uint64_t) * (size_t)n * 2) : NULL;
+  if (!s || (v && !d)) {
+    free(s);
+    free(d);
+    return tpudistNoMemory;
+  }
+  tpudistResult_t r = tpudistSuccess;
+  int r0 = 0;
+  for (; r0 < n && r == tpudistSuccess; r0++) {
+    tdCollArgs a = *args;
+    a.rank = r0;
+    if (v) {
+      packedDispls(args, r0, d, d + n);
+      a.v_sdispls = d;
+      a.v_rdispls = d + n;
+    }
+    r = algoGenerate(&a, algo, &s[r0], err);
+  }
+  free(d);
+  if (r != tpudistSuccess) {
+    for (int i = 0; i < r0 - 1; i++) schedFree(&s[i]);
+    free(s);
+    return r;
+  }
+  return costPlanCreate(args->topo, s, n, out, err);
+}
+
+tpudistResult_t costEstimate(const tdCollArgs *args, const char *algo, const tdCostModel *m,
+                             double *seconds, char *err) {
+  tdCostPlan *p;
+  TD_CHECK(costPlanGenerate(args, algo, &p, err));
+  tpudistResult_t r = costPlanEval(p, m, args->count, args->elem_size, seconds, err);
+  costPlanFree(p);
+  return r;
+}

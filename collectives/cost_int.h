@@ -1,0 +1,68 @@
+/*
+ * cost_int.h - private to cost.c / cost_eval.c: the prepared plan and evaluation state.
+ */
+#ifndef TD_COST_INT_H_
+#define TD_COST_INT_H_
+
+#include "cost.h"
+
+#define TD_COST_NONE UINT32_MAX
+#define TD_COST_ROUTE_CACHE_RANKS 2048
+#define TD_COST_MAX_HOPS 4096
+
+typedef struct {
+  uint32_t pred_first, npred;
+  uint32_t smatch, rmatch; /* the other end of this step's send / receive, TD_COST_NONE if none */
+  int rank;
+  uint16_t stream;
+  uint8_t needed; /* some later step waits for this one's completion */
+  uint8_t op;     /* tdStepOp */
+  uint32_t idx;
+} cpStep;
+
+typedef struct {
+  uint32_t first, n; /* steps [first, first + n) */
+  int rank;
+} cpStream;
+
+typedef struct {
+  double t;
+  uint32_t g;
+  uint32_t kind; /* 0: step done, 1: fused step's receive done (post its send) */
+} cpEvent;
+
+struct tdCostPlan {
+  const tdTopo *topo;
+  int nranks;
+  tdSched *scheds;
+  cpStep *steps;
+  uint32_t nsteps;
+  uint32_t *preds;
+  size_t npreds;
+  cpStream *streams;
+  uint32_t nstreams;
+  uint32_t *rank_streams; /* first stream of each rank, nranks + 1 */
+  /* evaluation state */
+  double *done;
+  double *busy;
+  size_t nlinks;
+  uint32_t *next, *cursor;
+  cpEvent *heap;
+  size_t nheap, capheap;
+  double *posted_s, *posted_r; /* when each step's send / receive end was issued, -1 if not */
+  int has_deps;                /* some step depends on another stream */
+  const tdCostModel *m;
+  uint64_t count;
+  uint32_t es;
+  double end; /* latest completion so far */
+  uint64_t messages;
+  double link_bytes;
+  tdHop *hops;
+  /* route cache per (src, dst) when nranks <= TD_COST_ROUTE_CACHE_RANKS: links of the route */
+  uint32_t *route_first; /* nranks^2, UINT32_MAX = not computed yet */
+  uint16_t *route_len;
+  uint32_t *route_links, *tmp_links;
+  size_t nroute_links, caproute_links;
+};
+
+#endif /* TD_COST_INT_H_ */

@@ -1,0 +1,68 @@
+/*
+ * torus_rings.h - building blocks shared by the torus generators (allreduce_torus.c,
+ * allgather_torus.c, reducescatter_torus.c): the group of ranks along one torus axis (a ring
+ * when its wrap link is a real link, else a line), and reduce-scatter / all-gather over such a
+ * group on "slots" (chunk ranges) whose buffer mapping depends on the collective.
+ *
+ * Ring (n >= 3, wrap link present): one direction per call (+1 or -1); n-1 steps of one block.
+ * Line (no usable wrap, or n == 2): both directions at once; block b's partial sums flow from
+ * each end toward position b, pipelined farthest block first.
+ */
+#ifndef TD_TORUS_RINGS_H_
+#define TD_TORUS_RINGS_H_
+
+#include "sched_ir.h"
+
+#define TDT_MAX_LINE 256
+
+/* Ranks along one axis through a rank. */
+typedef struct {
+  int n;                   /* positions */
+  int pos;                 /* this rank's position */
+  int ring;                /* 1: ranks[n-1] -> ranks[0] is a link (wrap, not twisted away) */
+  int ranks[TDT_MAX_LINE]; /* rank at each position */
+} tdtGroup;
+
+/* How slots map onto buffers. */
+typedef enum {
+  TDT_MAP_AR = 0, /* slot c: in = INPUT chunk c, acc = OUTPUT chunk c */
+  TDT_MAP_RS,     /* slot c: in = INPUT c; acc = OUTPUT (own block) or SCRATCH c */
+  TDT_MAP_AG      /* slot c: acc = OUTPUT c; in = INPUT (own block only) */
+} tdtMap;
+
+typedef struct {
+  tdSched *s;
+  uint32_t stream;
+  tdtMap map;
+  uint32_t k; /* chunks per block (RS/AG maps) */
+  int rank;
+  uint8_t *touched; /* per slot: 1 once acc holds the slot's current value */
+} tdtCtx;
+
+/* A run of slots. */
+typedef struct {
+  uint32_t start, len;
+} tdtRange;
+
+/* Per-position lists of ranges: position j owns items[first[j] .. first[j+1]). */
+typedef struct {
+  tdtRange *items;
+  int *first; /* n + 1 entries */
+} tdtBlocks;
+
+/* Fills g with the ranks along axis through rank; NotSupported if consecutive positions are not
+ * linked (a shape this model cannot run on neighbours only). */
+tpudistResult_t torusGroup(const tdTopo *t, int rank, int axis, tdtGroup *g, char *err);
+/* Checks that topo is a torus matching nranks; lists the axes longer than 1 in ax. */
+tpudistResult_t torusCheck(const tdTopo *t, int nranks, int *ax, int *nax, char *err);
+/* Number of flows: one per axis, twice that when some axis is a ring (one per direction). */
+int torusFlows(const tdTopo *t, const int *ax, int nax);
+/* Axis order of flow f (rotated by f) and its ring direction. */
+void torusFlowOrder(const int *ax, int nax, int f, int *order, int *dir);
+
+/* Reduce-scatter over g: afterwards this rank's acc holds the group's sum of blocks[g->pos]. */
+tpudistResult_t torusReduceScatter(tdtCtx *c, const tdtGroup *g, int dir, const tdtBlocks *b);
+/* All-gather over g: position j holds blocks[j]; afterwards every position holds all. */
+tpudistResult_t torusAllGather(tdtCtx *c, const tdtGroup *g, int dir, const tdtBlocks *b);
+
+#endif /* TD_TORUS_RINGS_H_ */
