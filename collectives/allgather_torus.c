@@ -16,7 +16,6 @@
  * Preconditions: torus topology with nranks chips.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "algos.h"
 #include "torus_rings.h"

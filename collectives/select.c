@@ -24,7 +24,6 @@
  */
 #include "select.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
