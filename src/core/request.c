@@ -17,7 +17,7 @@ tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
     if (req) *req = (tpudistRequest_t)op;
     return tpudistSuccess;
   }
-  execEnqueue(comm, &op, 1);
+  execEnqueue(comm, &op, 1, req == NULL);
   if (req) {
     *req = (tpudistRequest_t)op;
     return tpudistSuccess;
@@ -64,10 +64,26 @@ TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *sour
   if (!source) return commError(op->comm, tpudistInvalidArgument, "RequestSource: source is NULL");
   if (op->kind != TD_OP_RECV)
     return commError(op->comm, tpudistInvalidArgument, "RequestSource: not a receive request");
-  int s = op->done ? op->source : op->p2p.source;
-  if (s < 0) return tpudistInProgress;
-  *source = s;
-  return tpudistSuccess;
+  /* Progress until the receive is matched (the source is known before the data has arrived). */
+  tdBackoff b;
+  execBackoffInit(&b, op->comm->cfg->spin_us);
+  uint64_t deadline = execNowNs() + (uint64_t)op->comm->timeout_ms * 1000000ull;
+  for (;;) {
+    int s = op->done ? op->source : op->p2p.source;
+    if (s >= 0) {
+      *source = s;
+      return tpudistSuccess;
+    }
+    int done = 0;
+    tpudistResult_t r = execTest(op, &done);
+    if (r != tpudistSuccess) return r;
+    if (done && op->source < 0)
+      return commError(op->comm, tpudistInternalError, "RequestSource: completed without a source");
+    if (!done && execNowNs() > deadline)
+      return commError(op->comm, tpudistTimeout, "RequestSource: no matching message within %d ms",
+                       op->comm->timeout_ms);
+    execBackoff(&b, 0);
+  }
 }
 
 TPUDIST_API const char *tpudistLastAlgorithm(tpudistComm_t comm) {
