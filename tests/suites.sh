@@ -11,5 +11,23 @@ suite unit-cost 120 tests/unit/test_cost
 suite unit-select 120 tests/unit/test_select
 suite unit-fuse 60 tests/unit/test_fuse
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
+suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
 suite sched 600 tests/sched/test_sched
+suite torch 900 tests/torch/run.sh
+suite bench-smoke 600 tests/bench/smoke.sh
+# runtime (tests/mpi): every collective checked exactly under mpirun, then jobs without mpirun
+suite mpi-np1 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
+suite mpi-np2 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi
+suite mpi-np3 150 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 3 tests/mpi/test_mpi
+suite mpi-np4 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/mpi/test_mpi
+suite mpi-np8 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
+suite mpi-socket 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
+suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
+suite commid 120 tests/mpi/commid.sh
+suite soak 180 tests/mpi/soak.sh
+suite shm-clean 120 tests/mpi/shm_clean.sh
+suite valgrind 300 tests/mpi/valgrind.sh
+suite main-job 180 scripts/main-job
+suite mpi-check 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 mpirun -np 3 tests/mpi/test_mpi
+suite sched-file 60 tests/mpi/sched_file.sh

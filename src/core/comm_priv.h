@@ -77,6 +77,11 @@ int groupActive(void);
 /* Adds op to the thread's group (queued at GroupEnd); wait_at_end: NULL request given. */
 tpudistResult_t groupAdd(tdOp *op, int wait_at_end);
 
+/* ---- TPU_DIST_CHECK (check.c) ---- */
+/* Prepends the signature exchange to a collective op (after its fields are set); user_op is
+ * the reduction op as called (-1 for none). */
+tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err);
+
 /* ---- issuing (api_coll.c / request.c) ---- */
 /* Issues op: in a group it is deferred; otherwise queued; with req NULL waits and releases it. */
 tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req);

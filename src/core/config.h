@@ -35,6 +35,7 @@ typedef struct {
   int spin_us;               /* TPU_DIST_SPIN_US: spin before yielding */
   int progress_thread;       /* TPU_DIST_PROGRESS_THREAD */
   long shm_cma_min_bytes;    /* TPU_DIST_SHM_CMA_MIN_BYTES: smallest message read with CMA */
+  int shm_cma_pull_ms;       /* TPU_DIST_SHM_CMA_PULL_MS: copy out unmatched CMA messages after */
 } tdConfig;
 
 typedef enum { TD_CFG_INT, TD_CFG_STR } tdConfigType;

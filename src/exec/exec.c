@@ -69,6 +69,7 @@ tdOp *execOpAlloc(tdComm *comm) {
   op->avg = 0;
   op->avg_count = 0;
   op->vphase = 0;
+  op->chk_phase = 0;
   op->nxfers = 0;
   op->inflight = 0;
   memset(op->bufs, 0, sizeof(op->bufs));
@@ -96,6 +97,7 @@ static void opFreeMem(tdOp *op) {
   free(op->xfers);
   free(op->scratch);
   free(op->vbuf);
+  free(op->chk_buf);
   free(op);
 }
 
@@ -139,7 +141,7 @@ static void commFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
   pthread_cond_broadcast(&p->cond);
 }
 
-void execEnqueue(tdComm *comm, tdOp **ops, int n) {
+void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait) {
   struct tdCommPriv *p = comm->priv;
   pthread_mutex_lock(&p->lock);
   uint64_t batch = ++p->batch_seq;
@@ -159,7 +161,7 @@ void execEnqueue(tdComm *comm, tdOp **ops, int n) {
       p->head = op;
     p->tail = op;
   }
-  if (p->waiters == 0) pthread_cond_signal(&p->cond);
+  if (p->waiters == 0 && !will_wait) pthread_cond_signal(&p->cond);
   pthread_mutex_unlock(&p->lock);
 }
 

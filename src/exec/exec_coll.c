@@ -302,9 +302,6 @@ static tpudistResult_t streamPass(tdOp *op, uint32_t s, int *changed, char *err)
   return tpudistSuccess;
 }
 
-/* Defined in src/core/api_v.c: phase two of all-to-all-v (generate and bind the data plan). */
-tpudistResult_t collAlltoallvData(tdOp *op, char *err);
-
 tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
   for (;;) {
     int changed;
@@ -315,6 +312,12 @@ tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
     } while (changed);
     for (uint32_t s = 0; s < op->sched->nstreams; s++)
       if (op->lo[s] < op->sched->streams[s].nsteps) return tpudistSuccess;
+    if (op->chk_phase == 1) {
+      TD_CHECK(checkVerify(op, err));
+      TD_CHECK(execCollStart(op, err));
+      *progressed = 1;
+      continue;
+    }
     if (op->coll == TD_COLL_ALLTOALLV && op->vphase == 0) {
       TD_CHECK(collAlltoallvData(op, err));
       TD_CHECK(execCollStart(op, err));

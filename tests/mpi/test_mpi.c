@@ -12,9 +12,11 @@
  *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus]
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "mpi_ref.h"
 #include "tpu_dist.h"
@@ -360,6 +362,74 @@ static void tErrors(const Ctx *c) {
   }
 }
 
+/* A receive nobody sends on a one-rank communicator: times out, naming op, sequence, peer. */
+static void tTimeout(const Ctx *c) {
+  tpudistComm_t self = NULL;
+  tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
+  cfg.timeoutMs = 300;
+  if (!ok(c, tpudistCommSplit(c->comm, c->rank, 0, &self, &cfg), "split self")) return;
+  tpudistResult_t r = tpudistRecv(gR, 4, tpudistInt32, 0, self, NULL), a = tpudistSuccess;
+  const char *msg = tpudistGetLastError(self);
+  gChecks++;
+  if (r != tpudistTimeout || !strstr(msg, "recv") || !strstr(msg, "rank 0") ||
+      tpudistCommGetAsyncError(self, &a) != tpudistSuccess || a != tpudistTimeout) {
+    gFail++;
+    fprintf(stderr, "[%d] timeout: got %d '%s' (async %d)\n", gWorldRank, r, msg, a);
+  }
+  /* a broken communicator fails later calls at once and still destroys */
+  gChecks++;
+  if (tpudistAllReduce(gS, gR, 4, tpudistInt32, tpudistSum, self, NULL) == tpudistSuccess) {
+    gFail++;
+    fprintf(stderr, "[%d] call on a timed-out communicator succeeded\n", gWorldRank);
+  }
+  ok(c, tpudistCommDestroy(self), "destroy after timeout");
+}
+
+/* TPU_DIST_CHECK=1: ranks calling different collectives get tpudistInvalidUsage, no deadlock. */
+static void tMismatch(const Ctx *c) {
+  const char *chk = getenv("TPU_DIST_CHECK");
+  if (!chk || atoi(chk) != 1 || c->n < 2) return;
+  tpudistComm_t sub = NULL;
+  if (!ok(c, tpudistCommSplit(c->comm, 0, c->rank, &sub, NULL), "split for mismatch")) return;
+  tpudistResult_t r = c->rank == 0
+                          ? tpudistAllReduce(gS, gR, 5, tpudistInt32, tpudistSum, sub, NULL)
+                          : tpudistAllReduce(gS, gR, 6, tpudistFloat32, tpudistMax, sub, NULL);
+  gChecks++;
+  if (r != tpudistInvalidUsage || !strstr(tpudistGetLastError(sub), "mismatch")) {
+    gFail++;
+    fprintf(stderr, "[%d] mismatch not detected: %d '%s'\n", gWorldRank, r,
+            tpudistGetLastError(sub));
+  }
+  ok(c, tpudistCommDestroy(sub), "destroy after mismatch");
+}
+
+static void *abortLater(void *arg) {
+  struct timespec ts = {0, 200 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  tpudistCommAbort((tpudistComm_t)arg);
+  return NULL;
+}
+
+/* CommAbort from another thread releases a blocked receive with tpudistAborted. */
+static void tAbort(const Ctx *c) {
+  tpudistComm_t self = NULL;
+  pthread_t th;
+  if (!ok(c, tpudistCommSplit(c->comm, c->rank, 0, &self, NULL), "split self")) return;
+  pthread_create(&th, NULL, abortLater, self);
+  tpudistResult_t r = tpudistRecv(gR, 4, tpudistInt32, 0, self, NULL);
+  pthread_join(th, NULL);
+  gChecks++;
+  if (r != tpudistAborted) {
+    gFail++;
+    fprintf(stderr, "[%d] abort: blocked receive returned %d\n", gWorldRank, r);
+  }
+  gChecks++;
+  if (tpudistAllReduce(gS, gR, 4, tpudistInt32, tpudistSum, self, NULL) != tpudistInvalidUsage) {
+    gFail++;
+    fprintf(stderr, "[%d] call after abort not rejected\n", gWorldRank);
+  }
+}
+
 /* ---- suites ------------------------------------------------------------------------------ */
 
 static void smallCross(const Ctx *c, int full) {
@@ -413,11 +483,7 @@ static void large(const Ctx *c, int full) {
   tFloatIdentical(c, (1u << 20) + 3);
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int n;
-  MPI_Comm_rank(MPI_COMM_WORLD, &gWorldRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
+static void parseArgs(int argc, char **argv) {
   const char *full = getenv("TD_FULL");
   gFull = full && atoi(full) > 0;
   for (int i = 1; i + 1 < argc; i++)
@@ -431,10 +497,37 @@ int main(int argc, char **argv) {
         gExpectAlgo = eq + 1;
       }
     }
+}
+
+/* Halves, reversed order, odd/even; each new rank is checked against the split rule. */
+static void makeSubs(const Ctx *w, Ctx *subs) {
+  int r = w->rank, n = w->n, half = n / 2;
+  int colors[3] = {r < half ? 0 : 1, 0, r % 2}, keys[3] = {r, -r, r};
+  int want[3] = {r < half ? r : r - half, n - 1 - r, r / 2};
+  for (int s = 0; s < 3; s++) {
+    if (!ok(w, tpudistCommSplit(w->comm, colors[s], keys[s], &subs[s].comm, NULL), "split"))
+      continue;
+    tpudistCommCount(subs[s].comm, &subs[s].n);
+    tpudistCommUserRank(subs[s].comm, &subs[s].rank);
+    gChecks++;
+    if (subs[s].rank != want[s]) {
+      gFail++;
+      fprintf(stderr, "[%d] split %s: rank %d, expected %d\n", gWorldRank, subs[s].name,
+              subs[s].rank, want[s]);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &gWorldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  parseArgs(argc, argv);
   gCap = (size_t)n * ((1u << 20) + 64) + (17u << 20);
-  gS = malloc(gCap);
-  gR = malloc(gCap);
-  gE = malloc(2 * gCap);
+  gS = calloc(1, gCap); /* calloc + touch: every page faulted once, here */
+  gR = calloc(1, gCap);
+  gE = calloc(2, gCap);
   memset(gS, 0, gCap);
   memset(gR, 0, gCap);
   memset(gE, 0, 2 * gCap);
@@ -447,14 +540,7 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   Ctx subs[3] = {{NULL, 0, 0, "halves"}, {NULL, 0, 0, "reversed"}, {NULL, 0, 0, "odd-even"}};
-  int colors[3] = {gWorldRank < n / 2 ? 0 : 1, 0, gWorldRank % 2};
-  int keys[3] = {gWorldRank, -gWorldRank, gWorldRank};
-  for (int s = 0; s < 3; s++) {
-    if (ok(&w, tpudistCommSplit(w.comm, colors[s], keys[s], &subs[s].comm, NULL), "split")) {
-      tpudistCommCount(subs[s].comm, &subs[s].n);
-      tpudistCommUserRank(subs[s].comm, &subs[s].rank);
-    }
-  }
+  makeSubs(&w, subs);
   const char *only = getenv("TD_MPI_ONLY"); /* "small" or "large": one part, for debugging */
   if (!only || strcmp(only, "large")) {
     smallCross(&w, 1);
@@ -463,6 +549,9 @@ int main(int argc, char **argv) {
   }
   if (!only || strcmp(only, "small")) large(&w, gFull);
   tErrors(&w);
+  tTimeout(&w);
+  tAbort(&w);
+  tMismatch(&w);
   for (int s = 0; s < 3; s++)
     if (subs[s].comm) ok(&subs[s], tpudistCommDestroy(subs[s].comm), "destroy split");
   ok(&w, tpudistCommDestroy(w.comm), "destroy");
