@@ -7,7 +7,8 @@
  * root sends chunk c to each child (from INPUT; out of place it also copies INPUT to OUTPUT);
  * every other rank receives chunk c into OUTPUT from its parent, then forwards it to its
  * children. Receives of later chunks may be posted while earlier chunks are being forwarded, so
- * the levels of the tree pipeline.
+ * the levels of the tree pipeline chunk by chunk (a node with two children reads each received
+ * chunk twice, so schedFuse leaves its steps apart; a node with one child gets recv_copy_send).
  *
  * Cost: depth D = floor(log2 n); (D + k - 1) chunk steps, each sending a chunk to up to two
  * children: about (D + k - 1)(alpha + 2 (M/k) beta), M = count * elem_size.

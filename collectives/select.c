@@ -14,7 +14,7 @@
  *
  * Every rank is simulated (no sampling: most generators are not rank-symmetric, e.g. trees, and
  * contention depends on all flows). The bound on build time is a deterministic work budget, so
- * that every rank builds the same table: TD_SELECT_WORK_BUDGET step evaluations (steps of a
+ * that every rank builds the same table: TD_SELECT_WORK_BUDGET (12 M) step evaluations (steps of a
  * plan x buckets evaluated) in all; a candidate whose evaluation would exceed what is left, and
  * every candidate of all-to-all(v) beyond TD_SELECT_MAX_A2A_RANKS ranks or of other collectives
  * beyond TD_SELECT_MAX_RANKS (where generating all ranks is itself too slow), is ranked after
@@ -32,7 +32,7 @@
 #include "cost.h"
 
 #define TD_SELECT_NBUCKETS 31
-#define TD_SELECT_WORK_BUDGET 40000000ull
+#define TD_SELECT_WORK_BUDGET 12000000ull
 #define TD_SELECT_MAX_RANKS 1024
 #define TD_SELECT_MAX_A2A_RANKS 256
 #define TD_SELECT_SMALL_BYTES 65536
@@ -346,8 +346,8 @@ static void printLine(const tdSelectTable *t, int c, int b, FILE *f) {
 void selectPrint(const tdSelectTable *t, FILE *f) {
   char name[64];
   topoFormat(&t->topo, name, sizeof(name));
-  fprintf(f, "# selection table: topology %s nranks %d elem_size 4 build_ms %.1f%s\n", name,
-          t->nranks, t->build_s * 1e3,
+  fprintf(f, "# selection table: topology %s nranks %d elem_size 4 work %llu build_ms %.1f%s\n",
+          name, t->nranks, (unsigned long long)t->work, t->build_s * 1e3,
           t->partial ? " (some candidates not costed: fixed order)" : "");
   fprintf(f,
           "# select COLL bytes=BUCKET best=ALGO est_us=T candidates=ALGO:T,... (cheapest first)\n");

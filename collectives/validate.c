@@ -133,6 +133,16 @@ static tpudistResult_t setupRank(vCtx *c, int r) {
   uint64_t scr = schedBufElems(c->s[r], TD_BUF_SCRATCH, n);
   g[VREG_SCR] = (vRegion){scr, 0, scr, {0}};
   v[TD_BUF_SCRATCH] = (vView){VREG_SCR, 0, scr};
+  return tpudistSuccess;
+}
+
+/* Initial contents of rank r: its input in the INPUT view, the caller's prior contents elsewhere
+ * in its buffers, uninitialised scratch. */
+static tpudistResult_t initContents(vCtx *c, int r) {
+  vRegion *g = &c->reg[(size_t)r * VNREG];
+  const vView *v = &c->view[(size_t)r * TD_NUM_BUFS];
+  uint64_t scr = g[VREG_SCR].size;
+  for (int k = 0; k < VNREG; k++) g[k].runs.n = 0;
   TD_CHECK(validateRunsPush(&g[VREG_IN].runs, 0, g[VREG_IN].size, 0, VSET_ORIG | (uint32_t)r));
   TD_CHECK(validateRunsPush(&g[VREG_OUT].runs, 0, g[VREG_OUT].size, 0, VSET_ORIG | (uint32_t)r));
   TD_CHECK(validateRunsPush(&g[VREG_SCR].runs, 0, scr, 0, VSET_UNDEF));
@@ -408,7 +418,7 @@ static tpudistResult_t mismatch(vCtx *c, int r, int reg, uint64_t x, const vRun 
   uint64_t ia = a->set == VSET_UNDEF ? 0 : a->idx + (x - a->b), ie = e->idx + (x - e->b);
   int miss = validateSetMissing(&c->sets, e->set, a->set);
   int more = validateSetMissing(&c->sets, a->set, e->set);
-  if (a->set == e->set)
+  if (validateSetBits(&c->sets, a->set) == validateSetBits(&c->sets, e->set))
     snprintf(extra, sizeof(extra), ": wrong element");
   else if (miss >= 0)
     snprintf(extra, sizeof(extra), ": missing rank %d's contribution", miss);
@@ -428,11 +438,38 @@ static tpudistResult_t compareRegion(vCtx *c, int r, int reg, const vRegion *eg)
     uint64_t p = TD_MAX(a->b, e->b);
     if (p < TD_MIN(a->e, e->e)) {
       uint64_t ia = a->idx + (p - a->b), ie = e->idx + (p - e->b);
-      if (a->set != e->set || (a->set != VSET_UNDEF && ia != ie))
+      if (validateSetBits(&c->sets, a->set) != validateSetBits(&c->sets, e->set) ||
+          (a->set != VSET_UNDEF && ia != ie))
         return mismatch(c, r, reg, p, a, e);
     }
     if (a->e <= e->e) i++;
     if (e->e <= a->e) j++;
+  }
+  return tpudistSuccess;
+}
+
+/* All-reduce: every rank must reduce each element in the same order (floating-point sums are
+ * commutative but not associative), so that all ranks hold the same bits. */
+static tpudistResult_t sameOrder(vCtx *c) {
+  const vRuns *A = &c->reg[VREG_OUT].runs;
+  for (int r = 1; r < c->nranks; r++) {
+    const vRuns *B = &c->reg[(size_t)r * VNREG + VREG_OUT].runs;
+    uint32_t i = 0, j = 0;
+    while (i < A->n && j < B->n) {
+      const vRun *a = &A->r[i], *b = &B->r[j];
+      uint64_t p = TD_MAX(a->b, b->b);
+      if (p < TD_MIN(a->e, b->e) && a->set != b->set) {
+        char ta[96], tb[96];
+        validateTreeDescribe(&c->sets, a->set, ta, sizeof(ta));
+        validateTreeDescribe(&c->sets, b->set, tb, sizeof(tb));
+        return fail(c,
+                    "reduction order differs: rank 0 output element %llu is %s but rank %d's is "
+                    "%s (floating-point results would differ between ranks)",
+                    (unsigned long long)p, ta, r, tb);
+      }
+      if (a->e <= b->e) i++;
+      if (b->e <= a->e) j++;
+    }
   }
   return tpudistSuccess;
 }
@@ -461,6 +498,7 @@ static tpudistResult_t finalCheck(vCtx *c) {
     validateRunsFree(&eg[VREG_IN].runs);
     validateRunsFree(&eg[VREG_OUT].runs);
   }
+  if (res == tpudistSuccess && c->coll == TD_COLL_ALLREDUCE) res = sameOrder(c);
   return res;
 }
 
@@ -484,6 +522,21 @@ static void ctxFree(vCtx *c) {
   validateSetsFree(&c->sets);
 }
 
+static void resetExecution(vCtx *c) {
+  for (uint64_t g = 0; g < c->nsteps; g++) c->steps[g].issued = c->steps[g].done = 0;
+  memset(c->msg_done, 0, c->nmsgs);
+  for (size_t i = 0; i < (size_t)c->nranks * TD_MAX_STREAMS; i++) c->ss[i].next = c->ss[i].nfl = 0;
+}
+
+static void appendErr(vCtx *c, const char *tail) {
+  if (c->err) {
+    size_t n = strlen(c->err), t = strlen(tail);
+    if (n + t >= TD_ERRLEN) n = TD_ERRLEN - 1 - t;
+    memcpy(c->err + n, tail, t + 1);
+  }
+  if (c->report && c->report_len > strlen(c->report) + strlen(tail)) strcat(c->report, tail);
+}
+
 static tpudistResult_t run(vCtx *c, const tdValidateOpts *opts) {
   TD_CHECK(checkMeta(c));
   if (c->coll == TD_COLL_ALLTOALLV) TD_CHECK(setupV(c, opts));
@@ -496,11 +549,24 @@ static tpudistResult_t run(vCtx *c, const tdValidateOpts *opts) {
   TD_CHECK(validateSetsInit(&c->sets, c->nranks));
   for (int r = 0; r < c->nranks; r++) TD_CHECK(setupRank(c, r));
   TD_CHECK(buildSteps(c));
-  uint64_t nmsg = 0;
+  uint64_t nmsg = 0, rounds = 0;
   TD_CHECK(matchMessages(c, &nmsg));
-  TD_CHECK(validateExecute(c));
-  TD_CHECK(finalCheck(c));
-  if (opts && opts->out_rounds) *opts->out_rounds = c->rounds;
+  uint32_t runs = 1 + (opts ? opts->random_runs : 0);
+  for (uint32_t k = 0; k < runs; k++) {
+    if (k) resetExecution(c);
+    c->rng = k ? (opts->seed ^ 0x9e3779b97f4a7c15ull) * (k + 1) | 1 : 0;
+    for (int r = 0; r < c->nranks; r++) TD_CHECK(initContents(c, r));
+    tpudistResult_t res = validateExecute(c);
+    if (res == tpudistSuccess) res = finalCheck(c);
+    if (res == tpudistInternalError && k) {
+      char tail[64];
+      snprintf(tail, sizeof(tail), " [in randomised completion order %u]", k);
+      appendErr(c, tail);
+    }
+    TD_CHECK(res);
+    if (k == 0) rounds = c->rounds;
+  }
+  if (opts && opts->out_rounds) *opts->out_rounds = rounds;
   if (opts && opts->out_messages) *opts->out_messages = nmsg;
   return tpudistSuccess;
 }

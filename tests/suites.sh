@@ -14,6 +14,8 @@ suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
 suite sched 600 tests/sched/test_sched
+suite torch 900 tests/torch/run.sh
+suite bench-smoke 600 tests/bench/smoke.sh
 # runtime (tests/mpi): every collective checked exactly under mpirun, then jobs without mpirun
 suite mpi-np1 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
 suite mpi-np2 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi

@@ -157,16 +157,28 @@ static void testStoreAndCommId(void) {
   char cmd[64];
   snprintf(cmd, sizeof(cmd), "rm -rf %s", dir);
   CU_ASSERT_EQUAL(system(cmd), 0);
-  /* a free port: bind port 0 on loopback, note it, close */
-  tdNetAddr a, bound;
-  int fd;
-  char err[TD_ERRLEN], hp[64];
-  CU_ASSERT_EQUAL_FATAL(netParseHostPort("127.0.0.1:1", &a, err), tpudistSuccess);
-  a.port = 0;
-  CU_ASSERT_EQUAL_FATAL(netListen(&a, &fd, &bound, err), tpudistSuccess);
-  close(fd);
-  snprintf(hp, sizeof(hp), "127.0.0.1:%u", bound.port);
-  CU_ASSERT_EQUAL(runRanks(3, bodyCommId, hp, 60), 0);
+  /* a free port: bind port 0 on loopback (IPv4, then IPv6 if the host has it), note it, close */
+  const char *hosts[] = {"127.0.0.1", "[::1]"};
+  for (int i = 0; i < 2; i++) {
+    tdNetAddr a, bound;
+    int fd;
+    char err[TD_ERRLEN], hp[64];
+    snprintf(hp, sizeof(hp), "%s:1", hosts[i]);
+    CU_ASSERT_EQUAL_FATAL(netParseHostPort(hp, &a, err), tpudistSuccess);
+    a.port = 0;
+    if (netListen(&a, &fd, &bound, err) != tpudistSuccess) {
+      CU_ASSERT_EQUAL(i, 1); /* only IPv6 may be missing */
+      continue;
+    }
+    close(fd);
+    snprintf(hp, sizeof(hp), "%s:%u", hosts[i], bound.port);
+    CU_ASSERT_EQUAL(runRanks(3, bodyCommId, hp, 60), 0);
+  }
+  tdNetAddr bad;
+  char err[TD_ERRLEN];
+  CU_ASSERT_EQUAL(netParseHostPort("nocolon", &bad, err), tpudistInvalidArgument);
+  CU_ASSERT_EQUAL(netParseHostPort("127.0.0.1:99999", &bad, err), tpudistInvalidArgument);
+  CU_ASSERT_EQUAL(netParseHostPort("[::1:5", &bad, err), tpudistInvalidArgument);
 }
 
 /* bootstrapAbort from another thread unblocks rank 0 waiting for a rank that never comes. */

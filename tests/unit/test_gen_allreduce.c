@@ -423,20 +423,42 @@ static void checkShapes(int g) {
   CU_ASSERT_EQUAL(checked, NUM_RANKS * 10);
 }
 
+/* tests/run --full (TD_FULL=1): larger rank counts, validator only. */
+static void checkLarge(int g) {
+  static const int big[] = {127, 128, 129, 257};
+  const char *full = getenv("TD_FULL");
+  char err[TD_ERRLEN];
+  if (!full || strcmp(full, "1") != 0) return;
+  for (int pi = 0; pi < 4; pi++)
+    for (int inplace = 0; inplace < 2; inplace++) {
+      tdCollArgs a = {.coll = TD_COLL_ALLREDUCE, .nranks = big[pi], .inplace = inplace};
+      a.count = (uint64_t)big[pi] + 3;
+      tpudistResult_t res = validateAlgo(&a, kGens[g].name, 1, err);
+      if (res != tpudistSuccess)
+        fprintf(stderr, "%s p %d inplace %d fused: %s\n", kGens[g].name, big[pi], inplace, err);
+      CU_ASSERT_EQUAL(res, tpudistSuccess);
+    }
+}
+
 static void testRing(void) {
   checkShapes(0);
+  checkLarge(0);
 }
 static void testRing2(void) {
   checkShapes(1);
+  checkLarge(1);
 }
 static void testTree(void) {
   checkShapes(2);
+  checkLarge(2);
 }
 static void testRecdbl(void) {
   checkShapes(3);
+  checkLarge(3);
 }
 static void testRabenseifner(void) {
   checkShapes(4);
+  checkLarge(4);
 }
 
 static int sameRef(tdBufRef a, tdBufRef b) {

@@ -316,7 +316,8 @@ static void testAnySource(void) {
 /* Rank 1 leaves after setup (optionally after one message); rank 0's receive must fail with
  * tpudistRemoteError well before its timeout. */
 static int bodyDeadPeer(int rank, int n, const tpudistUniqueId *id, void *arg) {
-  int warm = arg != NULL;
+  int mode = (int)(intptr_t)arg; /* 0: exits cold, 1: exits after a message, 2: releases (alive) */
+  int warm = mode != 0;
   char err[TD_ERRLEN];
   tdComm *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
@@ -330,6 +331,11 @@ static int bodyDeadPeer(int rank, int n, const tpudistUniqueId *id, void *arg) {
     CHILD_CHECK(transportWait(comm, &x, 20000) == tpudistSuccess);
   }
   CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  if (rank == 1 && mode == 2) { /* destroys its side and stays alive */
+    transportTestCommFree(comm);
+    sleep(2); /* long enough for the peer to see the release rather than an exit */
+    return 0;
+  }
   if (rank == 1) _exit(0); /* dies without cleaning up */
   x.key.seq = 2;
   tpudistResult_t pr = transportPostRecv(comm, &x);
@@ -346,6 +352,7 @@ static void testDeadPeer(void) {
     gTransports = tps[t];
     CU_ASSERT_EQUAL(runRanks(2, bodyDeadPeer, NULL, 40), 0);
     CU_ASSERT_EQUAL(runRanks(2, bodyDeadPeer, (void *)1, 40), 0);
+    CU_ASSERT_EQUAL(runRanks(2, bodyDeadPeer, (void *)2, 40), 0);
   }
 }
 

@@ -557,9 +557,13 @@ static tpudistResult_t checkLiveness(tdComm *comm, tdShmCtx *c) {
     int p = c->active[i];
     tdShmPeer *pe = &c->peers[p];
     if (pe->state == SHM_FAILED || !peerBusy(c, p)) continue;
-    if (!shmPeerDead(comm, pe, p)) continue;
     char why[96];
-    snprintf(why, sizeof(why), "process %d exited", comm->peers[p].pid);
+    if (pe->state == SHM_READY && __atomic_load_n(&pe->hdr->closed[1 - pe->side], __ATOMIC_ACQUIRE))
+      snprintf(why, sizeof(why), "the rank released the communicator (destroyed or aborted)");
+    else if (shmPeerDead(comm, pe, p))
+      snprintf(why, sizeof(why), "process %d exited", comm->peers[p].pid);
+    else
+      continue;
     tpudistResult_t res = failPeer(comm, c, p, why);
     if (first == tpudistSuccess) first = res;
   }

@@ -24,7 +24,7 @@
 #define TD_SHM_HDR_BYTES 4096
 #define TD_SHM_CTL_BYTES 4096
 #define TD_SHM_REC 64
-#define TD_SHM_STAGE (1u << 20)
+#define TD_SHM_STAGE (128u << 10) /* CMA reduce staging: read a chunk, reduce it while in cache */
 #define TD_SHM_CMA_CHUNK (4u << 20)
 
 enum { TD_REC_PAD = 1, TD_REC_FRAG = 2, TD_REC_CMA = 3 };
@@ -56,6 +56,7 @@ typedef struct {
   volatile uint64_t base[2]; /* each side's mapping address (CMA probe target) */
   volatile int32_t mapped[2];
   volatile int32_t cma_ok[2]; /* per ring (direction), set by its receiver */
+  volatile int32_t closed[2]; /* side released the communicator (destroyed or aborted) */
 } tdShmSegHdr;
 
 /* An unexpected message: bytes copied out of the ring, or a CMA descriptor. */
@@ -89,7 +90,7 @@ typedef struct {
   tdShmRingCtl *ctl_out, *ctl_in;
   char *data_out, *data_in;
   uint64_t ring_bytes, frag_max;
-  int pidfd; /* peer liveness (-1: not open / not available) */
+  int pidfd; /* peer liveness (-1: not open yet, -2: no pidfd here, use /proc) */
   /* sending */
   tdXferQueue sendq;    /* head is being written */
   tdXferQueue cma_wait; /* CMA sends waiting for their acknowledgement */

@@ -156,6 +156,7 @@ void shmDisconnect(tdShmCtx *c, int p) {
   tdShmPeer *pe = &c->peers[p];
   (void)c;
   if (pe->map) {
+    __atomic_store_n(&pe->hdr->closed[pe->side], 1, __ATOMIC_RELEASE);
     if (pe->creator && !__atomic_load_n(&pe->hdr->mapped[1 - pe->side], __ATOMIC_ACQUIRE))
       shm_unlink(pe->name); /* the peer never mapped it */
     munmap(pe->map, pe->map_bytes);
@@ -202,12 +203,16 @@ int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p) {
   const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
   const char *theirs = strchr(comm->peers[p].shm_name, ':');
   if (!mine || !theirs || strcmp(mine, theirs) != 0) return 0; /* other pid namespace: unknown */
+  if (pe->pidfd == -2) return procGone(pid); /* no pidfd here (old kernel, valgrind) */
   if (pe->pidfd < 0) {
 #ifdef SYS_pidfd_open
     pe->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pe->pidfd < 0 && errno == ESRCH) return 1;
 #endif
-    if (pe->pidfd < 0) return procGone(pid);
+    if (pe->pidfd < 0) {
+      pe->pidfd = -2;
+      return procGone(pid);
+    }
   }
   struct pollfd pf = {pe->pidfd, POLLIN, 0};
   return poll(&pf, 1, 0) > 0;
