@@ -261,8 +261,9 @@ static void tSendRecv(const Ctx *c, int dt, size_t count) {
     tpudistRequest_t req;
     int src = -1;
     if (!ok(c, tpudistRecv(gR, count, dt, tpudistAnySource, c->comm, &req), what)) return;
-    if (!ok(c, tpudistWait(req), what)) return;
+    /* the source is asked before Wait, which frees the request */
     if (!ok(c, tpudistRequestSource(req, &src), "RequestSource")) return;
+    if (!ok(c, tpudistWait(req), what)) return;
     gChecks++;
     if (src <= 0 || src >= n || seen[src]++) {
       gFail++;
