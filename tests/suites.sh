@@ -34,3 +34,10 @@ suite sched-file 60 tests/mpi/sched_file.sh
 # shm stress: many back-to-back 4-rank ring all-reduces (single-copy on, then off)
 suite stress-ring 480 tests/mpi/stress_ring.sh
 suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
+suite mpi-algos 420 tests/mpi/algos.sh
+# fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, hostile connections
+suite fault-kill 300 tests/fault/kill.sh
+suite fault-abort 60 tests/fault/jobs.sh abort
+suite fault-badargs 90 tests/fault/jobs.sh badargs
+suite fault-mismatch 90 tests/fault/jobs.sh mismatch
+suite fault-hostile 90 tests/fault/jobs.sh hostile
