@@ -32,3 +32,4 @@ suite main-job 180 scripts/main-job
 suite mpi-check 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 mpirun -np 3 tests/mpi/test_mpi
 suite sched-file 60 tests/mpi/sched_file.sh
 suite mpi-algos 420 tests/mpi/algos.sh
+suite dead-peer 90 tests/mpi/dead_peer.sh
