@@ -33,3 +33,9 @@ suite mpi-check 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 mpirun -np 3 
 suite sched-file 60 tests/mpi/sched_file.sh
 suite mpi-algos 420 tests/mpi/algos.sh
 suite dead-peer 90 tests/mpi/dead_peer.sh
+# fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, hostile connections
+suite fault-kill 300 tests/fault/kill.sh
+suite fault-abort 60 tests/fault/jobs.sh abort
+suite fault-badargs 90 tests/fault/jobs.sh badargs
+suite fault-mismatch 90 tests/fault/jobs.sh mismatch
+suite fault-hostile 90 tests/fault/jobs.sh hostile

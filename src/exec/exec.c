@@ -132,6 +132,8 @@ static void commFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
     p->broken = 1;
     if (p->async_error == tpudistSuccess) p->async_error = res;
     if (msg) commErrorMsg(comm, res, msg);
+    /* Peers waiting on this rank learn of the failure now, not at their timeout. */
+    transportReleaseAll(comm);
   }
   for (tdOp *op = p->head; op; op = op->next) {
     op->queued = 0;

@@ -129,6 +129,13 @@ void transportFiniAll(tdComm *comm) {
   comm->peer_tp = NULL;
 }
 
+void transportReleaseAll(tdComm *comm) {
+  tdRegState *st = regState(comm);
+  if (!st) return;
+  for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
+  st->inited = 0;
+}
+
 tpudistResult_t transportConnect(tdComm *comm, char *err) {
   tdPeerInfo info;
   TD_CHECK(transportSetup(comm, err));
