@@ -35,6 +35,7 @@ suite sched-file 60 tests/mpi/sched_file.sh
 suite stress-ring 480 tests/mpi/stress_ring.sh
 suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
 suite mpi-algos 420 tests/mpi/algos.sh
+suite dead-peer 90 tests/mpi/dead_peer.sh
 # fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, hostile connections
 suite fault-kill 300 tests/fault/kill.sh
 suite fault-abort 60 tests/fault/jobs.sh abort

@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi_ref.h"
 #include "tpu_dist.h"
@@ -55,8 +56,9 @@ static int ok(const Ctx *c, tpudistResult_t r, const char *what) {
           tpudistGetLastError(c->comm));
   tpudistResult_t async = tpudistSuccess;
   if (tpudistCommGetAsyncError(c->comm, &async) == tpudistSuccess && async != tpudistSuccess) {
-    fprintf(stderr, "[%d] %s is broken (%s): aborting the job\n", gWorldRank, c->name,
+    fprintf(stderr, "[%d] %s is broken (%s): aborting the job in 10 s\n", gWorldRank, c->name,
             tpudistGetErrorString(async));
+    sleep(10); /* lets the other ranks report what they wait for */
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
   return 0;
