@@ -14,6 +14,7 @@ typedef struct {
   int debug_level;           /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
   unsigned debug_subsys;     /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
   int check;                 /* TPU_DIST_CHECK */
+  int flight_records;        /* TPU_DIST_FLIGHT_RECORDS */
   /* topology and algorithms */
   const char *topology;      /* TPU_DIST_TOPOLOGY */
   const char *algo;          /* TPU_DIST_ALGO */

@@ -18,6 +18,8 @@
  *                               naming the differing ranks, never a hang.
  *   fault_job hostile           rank 0 connects to every peer's socket-transport listener without
  *                               the secret and with garbage, then the job runs all-reduces.
+ *   fault_job flight            1 rank: after a timeout the log holds the flight record (each
+ *                               operation's sequence, count, datatype, algorithm and state).
  *   fault_job attack HOST:PORT  not a rank: connects to a rendezvous point with a wrong secret,
  *                               garbage, a truncated hello and a silent connection.
  * Exit status 0 on success; each failure is printed with the rank.
@@ -298,6 +300,50 @@ static int modeMismatch(int rank, int n) {
   return gFail ? 1 : 0;
 }
 
+/* ---- flight recorder --------------------------------------------------------------------- */
+
+/* One rank: a few operations, then a receive nobody sends times out; the log (stderr, captured
+ * in a file) must hold the flight record: every operation with its sequence, count and state. */
+static int modeFlight(int rank, int n) {
+  tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
+  cfg.timeoutMs = 300;
+  tpudistComm_t c = NULL;
+  if (n != 1 || tpudistCommInitEnv(&c, 1, rank, &cfg) != tpudistSuccess) {
+    FAIL("flight runs on 1 rank: %s", tpudistGetLastError(NULL));
+    return 1;
+  }
+  static int32_t a[1000], b[1000];
+  char path[] = "/tmp/td_flight_XXXXXX";
+  int fd = mkstemp(path), saved = dup(2);
+  tpudistAllReduce(a, b, 100, tpudistInt32, tpudistSum, c, NULL);
+  tpudistBroadcast(a, b, 7, tpudistFloat32, 0, c, NULL);
+  tpudistAllGather(a, b, 3, tpudistInt64, c, NULL);
+  fflush(stderr);
+  dup2(fd, 2);
+  tpudistResult_t r = tpudistRecv(b, 4, tpudistInt32, 0, c, NULL);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  if (r != tpudistTimeout) FAIL("the receive returned %d, not tpudistTimeout", r);
+  char log[16384] = "";
+  ssize_t len = pread(fd, log, sizeof(log) - 1, 0);
+  log[len > 0 ? len : 0] = 0;
+  close(fd);
+  unlink(path);
+  fputs(log, stdout);
+  const char *want[] = {"flight recorder: ",
+                        "the last 4 of 4 operations",
+                        "#0 allreduce seq 0, count 100 int32",
+                        "#1 broadcast seq 1, count 7 float32, root 0",
+                        "#2 allgather seq 2, count 3 int64",
+                        "#3 recv from rank 0, count 4 int32: running",
+                        "(timeout)"};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    if (!strstr(log, want[i])) FAIL("the flight record lacks '%s'", want[i]);
+  tpudistCommDestroy(c);
+  return gFail ? 1 : 0;
+}
+
 /* ---- hostile connections ----------------------------------------------------------------- */
 
 /* Connects to a and sends len bytes of buf (then keeps the socket open when keep != NULL). */
@@ -388,6 +434,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "badargs")) return modeBadargs(rank, n);
   if (!strcmp(argv[1], "mismatch")) return modeMismatch(rank, n);
   if (!strcmp(argv[1], "hostile")) return modeHostile(rank, n);
+  if (!strcmp(argv[1], "flight")) return modeFlight(rank, n);
   fprintf(stderr, "fault_job: unknown mode %s\n", argv[1]);
   return 2;
 }
