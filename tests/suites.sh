@@ -38,3 +38,4 @@ suite fault-badargs 90 tests/fault/jobs.sh badargs
 suite fault-mismatch 90 tests/fault/jobs.sh mismatch
 suite fault-hostile 90 tests/fault/jobs.sh hostile
 suite fault-flight 60 tests/fault/jobs.sh flight
+suite fault-inject 240 tests/fault/inject.sh

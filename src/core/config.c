@@ -21,6 +21,8 @@ const tdConfigVar tdConfigTable[] = {
      "Comma list of INIT,BOOT,COLL,EXEC,SHM,SOCK,IB,TOPO,TUNE (default all)."},
     {"TPU_DIST_CHECK", TD_CFG_INT, "0", TD_OFF(check),
      "1: ranks compare op, dtype, count, root and sequence before each collective."},
+    {"TPU_DIST_FAULT", TD_CFG_STR, "", TD_OFF(fault),
+     "Fault injection for tests: delay=MS,drop=N,corrupt=N[,rank=R] (see src/transport/fault)."},
     {"TPU_DIST_FLIGHT_RECORDS", TD_CFG_INT, "16", TD_OFF(flight_records),
      "Operations per communicator the flight recorder keeps and logs when it fails (0: off)."},
     {"TPU_DIST_TOPOLOGY", TD_CFG_STR, "", TD_OFF(topology),

@@ -36,6 +36,7 @@ typedef struct {
   int spin_us;               /* TPU_DIST_SPIN_US: spin before yielding */
   int progress_thread;       /* TPU_DIST_PROGRESS_THREAD */
   long shm_cma_min_bytes;    /* TPU_DIST_SHM_CMA_MIN_BYTES: smallest message read with CMA */
+  const char *fault;         /* TPU_DIST_FAULT: fault injection (transport/fault) */
   int shm_cma_pull_ms;       /* TPU_DIST_SHM_CMA_PULL_MS: copy out unmatched CMA messages after */
 } tdConfig;
 

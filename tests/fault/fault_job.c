@@ -8,6 +8,10 @@
  *                               get tpudistRemoteError within TPU_DIST_TIMEOUT_MS + 2 s, destroy
  *                               the communicator, bootstrap a new one among the survivors (same
  *                               TPU_DIST_COMM_ID) and complete an exactly checked all-reduce.
+ *   fault_job inject            as kill, but nobody dies: TPU_DIST_FAULT (drop=N or corrupt=N)
+ *                               breaks the job; every rank must fail within the timeout + 2 s,
+ *                               then all of them form a new communicator and complete all-reduces.
+ *   fault_job initfail          TPU_DIST_FAULT is malformed: init fails, naming it.
  *   fault_job abort             rank 0 blocks in an all-reduce rank 1 never joins (blocking and
  *                               non-blocking forms); another thread calls tpudistCommAbort: the
  *                               call must return tpudistAborted within 100 ms of the abort.
@@ -126,7 +130,10 @@ static int modeKill(int rank, int n, int victim) {
   const char *msg = tpudistGetLastError(c);
   printf("rank %d: iteration %d failed after %.0f ms: %s: %s\n", rank, it - 1, t1 - t0,
          tpudistGetErrorString(r), msg);
-  if (r != tpudistRemoteError) FAIL("expected tpudistRemoteError, got %d (%s)", r, msg);
+  /* A dead peer is a remote error everywhere; an injected short message is a length mismatch
+   * (tpudistInvalidUsage) on its receiver, a remote error on the others. */
+  if (r != tpudistRemoteError && (victim >= 0 || r != tpudistInvalidUsage))
+    FAIL("expected tpudistRemoteError, got %d (%s)", r, msg);
   if (t1 - t0 > timeout + 2000.0) FAIL("the error took %.0f ms (timeout %d ms)", t1 - t0, timeout);
   tpudistResult_t a = tpudistSuccess;
   if (tpudistCommGetAsyncError(c, &a) != tpudistSuccess || a != r)
@@ -143,20 +150,32 @@ static int modeKill(int rank, int n, int victim) {
   if (nowMs() - d0 > 2000.0) FAIL("destroy after the failure took %.0f ms", nowMs() - d0);
   (void)dr;
   /* The survivors continue: a new communicator among them, through the same TPU_DIST_COMM_ID. */
-  int nr = rank < victim ? rank : rank - 1, m = 0;
+  int nr = victim >= 0 && rank > victim ? rank - 1 : rank, m = 0;
   int svals[64];
   for (int q = 0; q < n; q++)
     if (q != victim) svals[m++] = q + 1;
-  tpudistComm_t c2 = initEnv(n - 1, nr);
+  tpudistComm_t c2 = initEnv(m, nr);
   if (!c2) return 1;
   for (int k = 0; k < 3; k++) {
-    r = checkedAllReduce(c2, rank + 1, n - 1, svals, count, in, out);
+    r = checkedAllReduce(c2, rank + 1, m, svals, count, in, out);
     if (r != tpudistSuccess) FAIL("all-reduce among the survivors: %s", tpudistGetLastError(c2));
   }
   if (tpudistCommDestroy(c2) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
   free(in);
   free(out);
-  printf("rank %d: survivor communicator of %d ranks: all-reduce ok\n", rank, n - 1);
+  printf("rank %d: survivor communicator of %d ranks: all-reduce ok\n", rank, m);
+  return gFail ? 1 : 0;
+}
+
+/* TPU_DIST_FAULT with a bad spec: init fails on every rank with tpudistInvalidArgument. */
+static int modeInitFail(int rank, int n) {
+  tpudistComm_t c = NULL;
+  tpudistResult_t r = tpudistCommInitEnv(&c, n, rank, NULL);
+  const char *msg = tpudistGetLastError(NULL);
+  printf("rank %d: init: %s: %s\n", rank, tpudistGetErrorString(r), msg);
+  if (r == tpudistSuccess) FAIL("init succeeded");
+  if (rank == 0 && (r != tpudistInvalidArgument || !strstr(msg, "TPU_DIST_FAULT")))
+    FAIL("rank 0: expected tpudistInvalidArgument naming TPU_DIST_FAULT");
   return gFail ? 1 : 0;
 }
 
@@ -430,6 +449,8 @@ int main(int argc, char **argv) {
   }
   gRank = rank;
   if (!strcmp(argv[1], "kill")) return modeKill(rank, n, argc > 2 ? atoi(argv[2]) : n - 1);
+  if (!strcmp(argv[1], "inject")) return modeKill(rank, n, -1);
+  if (!strcmp(argv[1], "initfail")) return modeInitFail(rank, n);
   if (!strcmp(argv[1], "abort")) return modeAbort(rank, n);
   if (!strcmp(argv[1], "badargs")) return modeBadargs(rank, n);
   if (!strcmp(argv[1], "mismatch")) return modeMismatch(rank, n);
