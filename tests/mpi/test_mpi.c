@@ -9,7 +9,9 @@
  * random float inputs bit-identical on every rank, and argument errors. TD_FULL=1: the full cross
  * on every communicator. Buffers are allocated and touched once, then reused.
  *
- *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus]
+ *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus [--expect-from BYTES]]
+ *   (--expect-algo: collectives of that kind on the world communicator from BYTES, default 1 MiB,
+ *   must report that algorithm through tpudistLastAlgorithm)
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -33,6 +35,7 @@ static long gFail, gChecks;
 static int gWorldRank, gFull;
 static uint64_t gSeed = 12345;
 static const char *gExpectColl, *gExpectAlgo;
+static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here (world only) */
 
 static const char *dtName(int dt) {
   static const char *n[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
@@ -82,7 +85,9 @@ static void raw(void *buf, size_t i, size_t esize, uint64_t seed, int r, size_t 
 }
 
 static void checkAlgo(const Ctx *c, const char *coll, size_t bytes) {
-  if (!gExpectColl || strcmp(gExpectColl, coll) || bytes < (1u << 20) || c->n < 4) return;
+  if (!gExpectColl || strcmp(gExpectColl, coll) || bytes < gExpectMinBytes ||
+      strcmp(c->name, "world"))
+    return;
   const char *a = tpudistLastAlgorithm(c->comm);
   gChecks++;
   if (strcmp(a, gExpectAlgo)) {
@@ -122,6 +127,7 @@ static void tReduce(const Ctx *c, int dt, int op, size_t count, int root, int in
   void *out = me || inplace ? gR : NULL;
   if (ok(c, tpudistReduce(in, out, count, dt, op, root, c->comm, NULL), what) && me)
     compare(c, what, gR, gE, count, es);
+  checkAlgo(c, "reduce", count * es);
 }
 
 static void tReduceScatter(const Ctx *c, int dt, int op, size_t count, int inplace) {
@@ -161,6 +167,7 @@ static void tBroadcast(const Ctx *c, int dt, size_t count, int root, int inplace
   const void *send = c->rank == root || inplace ? in : NULL;
   if (ok(c, tpudistBroadcast(send, gR, count, dt, root, c->comm, NULL), what))
     compare(c, what, gR, gE, count, es);
+  checkAlgo(c, "broadcast", count * es);
 }
 
 static void tAllgather(const Ctx *c, int dt, size_t count, int inplace) {
@@ -189,6 +196,7 @@ static void tAlltoall(const Ctx *c, int dt, size_t count) {
       raw(gE, (size_t)p * count + j, es, seed, p, (size_t)c->rank * count + j);
   if (ok(c, tpudistAllToAll(gS, gR, count, dt, c->comm, NULL), what))
     compare(c, what, gR, gE, count * (size_t)c->n, es);
+  checkAlgo(c, "alltoall", count * es * (size_t)c->n);
 }
 
 /* Counts from s to d; send blocks packed in reverse peer order with one-element gaps. */
@@ -224,6 +232,7 @@ static void tAlltoallv(const Ctx *c, int dt, size_t maxc) {
     compare(c, "alltoallcounts", got, rc, (size_t)n, sizeof(size_t));
   if (ok(c, tpudistAllToAllv(gS, sc, sd, gR, rc, rd, dt, c->comm, NULL), what))
     compare(c, what, gR, gE, off, es);
+  checkAlgo(c, "alltoallv", off * es);
 }
 
 /* ---- point to point and requests --------------------------------------------------------- */
@@ -496,6 +505,8 @@ static void parseArgs(int argc, char **argv) {
         gExpectColl = buf;
         gExpectAlgo = eq + 1;
       }
+    } else if (!strcmp(argv[i], "--expect-from")) {
+      gExpectMinBytes = (size_t)strtoull(argv[i + 1], NULL, 10);
     }
 }
 
