@@ -11,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/mpi/launch.sh
 export TPU_DIST_TIMEOUT_MS=${TPU_DIST_TIMEOUT_MS:-5000}
-job=tests/fault/fault_job
+job=${TD_BUILDDIR:-.}/tests/fault/fault_job
 run() { echo "== $*"; launch "$@" || { echo "FAILED: $*"; exit 1; }; }
 noomp="env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE"
 run 3 $noomp TPU_DIST_FAULT=delay=2 tools/main_job --small

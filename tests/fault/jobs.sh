@@ -11,7 +11,7 @@ set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/mpi/launch.sh
 export TPU_DIST_TIMEOUT_MS=${TPU_DIST_TIMEOUT_MS:-20000}
-job=tests/fault/fault_job
+job=${TD_BUILDDIR:-.}/tests/fault/fault_job
 case "${1:-}" in
   abort) launch 2 $job abort ;;
   flight) launch 1 $job flight ;;

@@ -29,7 +29,7 @@ for n in "${sizes[@]}"; do
     pids=()
     out=$(mktemp)
     for ((r = 0; r < n; r++)); do
-      RANK=$r WORLD_SIZE=$n TPU_DIST_TRANSPORTS=$tp tests/fault/fault_job kill "$victim" \
+      RANK=$r WORLD_SIZE=$n TPU_DIST_TRANSPORTS=$tp "${TD_BUILDDIR:-.}"/tests/fault/fault_job kill "$victim" \
         > >(sed "s/^/[rank $r] /" | tee -a "$out") 2>&1 &
       pids+=($!)
     done
