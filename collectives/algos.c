@@ -5,25 +5,6 @@
 
 #include "algos.h"
 
-/* Generators not linked into this build resolve to NULL and are reported as not built. */
-#pragma weak genAllreduceRing
-#pragma weak genAllreduceRing2
-#pragma weak genAllreduceTree
-#pragma weak genAllreduceRecdbl
-#pragma weak genAllreduceRabenseifner
-#pragma weak genAllgatherRing
-#pragma weak genAllgatherRecdbl
-#pragma weak genReducescatterRing
-#pragma weak genReducescatterRecdbl
-#pragma weak genBroadcastChain
-#pragma weak genBroadcastTree
-#pragma weak genReduceChain
-#pragma weak genReduceTree
-#pragma weak genAlltoallPairwise
-#pragma weak genAlltoallDirect
-#pragma weak genAlltoallvPairwise
-#pragma weak genAlltoallvDirect
-#pragma weak genSendrecvDirect
 
 const tdAlgo tdAlgoTable[] = {
     {TD_COLL_ALLREDUCE, "ring", genAllreduceRing},
@@ -63,9 +44,6 @@ tpudistResult_t algoGenerate(const tdCollArgs *args, const char *name, tdSched *
   const tdAlgo *a = algoFind(args->coll, name);
   if (!a)
     return tdErr(err, tpudistInvalidArgument, "unknown algorithm '%s' for %s", name ? name : "",
-                 schedCollName(args->coll));
-  if (!a->gen)
-    return tdErr(err, tpudistNotSupported, "algorithm '%s' for %s is not built", a->name,
                  schedCollName(args->coll));
   schedInit(s, args, a->name);
   tpudistResult_t r = a->gen(args, s, err);

@@ -21,11 +21,15 @@
  * Buffers: a partial result is sent from one buffer while the next one is received into the other
  * (OUTPUT and SCRATCH alternate, INPUT is only read), so a send never races with the receive of
  * the same step, and the alternation is planned backwards so that the last step lands in OUTPUT;
- * only in place with an odd number of steps a final COPY SCRATCH -> OUTPUT remains.
+ * only in place with an odd number of exchanges (and no fold) a final COPY SCRATCH -> OUTPUT
+ * remains. The fusion pass leaves the exchanges unfused: every received partial result is read
+ * again by the next exchange (a fused forward would hold it and could close a wait-for cycle
+ * between partners).
  *
  * Cost (alpha latency, beta per byte, gamma reduction per byte, n bytes):
  *   lg q (alpha + n beta + n gamma), plus 2 (alpha + n beta) + n gamma when p is not a power of
- * two. Preconditions: any p >= 1, any count, in place or out of place. SCRATCH: one block (n
+ *   two; every exchange moves the whole buffer both ways, so it is for small messages.
+ * Preconditions: any p >= 1, any count, in place or out of place. SCRATCH: one block (n
  * elements) on ranks that alternate through it. p = 1: one COPY, or nothing in place.
  */
 #include "algos.h"

@@ -9,14 +9,21 @@
 #include "algos.h"
 #include "cost_int.h"
 
-static const tdStep *stepOf(const tdCostPlan *p, uint32_t g) {
-  const cpStep *c = &p->steps[g];
-  return &p->scheds[c->rank].streams[c->stream].steps[c->idx];
+static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
+  return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
 }
 
 static uint64_t refBytes(const tdCostPlan *p, int rank, tdBufRef r) {
+  const tdSched *s = &p->scheds[rank];
+  const tdLayout *l = r.buf < TD_NUM_BUFS ? &s->layout[r.buf] : NULL;
+  uint32_t k = l ? l->chunks_per_block : 0;
+  if (l && !l->offsets && k && r.nchunks && r.chunk / k == (r.chunk + r.nchunks - 1) / k &&
+      r.chunk / k < l->nblocks) { /* uniform, within one block: closed form */
+    uint32_t s0 = r.chunk % k;
+    return (subStart(p->count, k, s0 + r.nchunks) - subStart(p->count, k, s0)) * p->es;
+  }
   uint64_t b, e;
-  if (schedRefRange(&p->scheds[rank], r, p->count, &b, &e) != tpudistSuccess) return 0;
+  if (schedRefRange(s, r, p->count, &b, &e) != tpudistSuccess) return 0;
   return (e - b) * p->es;
 }
 
@@ -41,73 +48,113 @@ static tpudistResult_t heapPush(tdCostPlan *p, double t, uint32_t g, uint32_t ki
   }
   size_t i = p->nheap++;
   p->heap[i] = (cpEvent){t, g, kind};
-  while (i > 0 && evLess(&p->heap[i], &p->heap[(i - 1) / 2])) {
-    cpEvent tmp = p->heap[i];
-    p->heap[i] = p->heap[(i - 1) / 2];
-    p->heap[(i - 1) / 2] = tmp;
-    i = (i - 1) / 2;
+  cpEvent ev = p->heap[i];
+  while (i > 0 && evLess(&ev, &p->heap[(i - 1) / 4])) { /* 4-ary heap */
+    p->heap[i] = p->heap[(i - 1) / 4];
+    i = (i - 1) / 4;
   }
+  p->heap[i] = ev;
   return tpudistSuccess;
 }
 
 static cpEvent heapPop(tdCostPlan *p) {
-  cpEvent top = p->heap[0];
-  p->heap[0] = p->heap[--p->nheap];
-  size_t i = 0;
+  cpEvent top = p->heap[0], last = p->heap[--p->nheap];
+  size_t i = 0, n = p->nheap;
   for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < p->nheap && evLess(&p->heap[l], &p->heap[m])) m = l;
-    if (r < p->nheap && evLess(&p->heap[r], &p->heap[m])) m = r;
-    if (m == i) break;
-    cpEvent tmp = p->heap[i];
+    size_t c = 4 * i + 1, m = c;
+    if (c >= n) break;
+    for (size_t j = c + 1; j < c + 4 && j < n; j++)
+      if (evLess(&p->heap[j], &p->heap[m])) m = j;
+    if (!evLess(&p->heap[m], &last)) break;
     p->heap[i] = p->heap[m];
-    p->heap[m] = tmp;
     i = m;
   }
+  if (n > 0) p->heap[i] = last;
   return top;
 }
 
-/* Reserves the links from src to dst for bytes starting at t0; returns the arrival time. */
-static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t0) {
-  const tdCostModel *m = p->m;
-  if (src == dst) return t0 + (double)bytes / m->mem_bw;
-  if (!p->topo || p->topo->ndims <= 0) { /* flat: sender's out port, receiver's in port */
-    double dt = m->msg_overhead + (double)bytes / m->copy_bw, fin = t0;
-    for (int h = 0; h < 2; h++) {
-      size_t l = h == 0 ? (size_t)src * 2 : (size_t)dst * 2 + 1;
-      double b = TD_MAX(t0, p->busy[l]);
-      p->busy[l] = b + dt;
-      fin = TD_MAX(fin, b + dt);
-    }
-    p->link_bytes += (double)bytes;
-    return fin + m->hop_latency;
+/* Links (indices into busy[]) of the torus route src -> dst, cached per pair when possible. */
+static int routeLinks(tdCostPlan *p, int src, int dst, const uint32_t **links) {
+  size_t pair = (size_t)src * (size_t)p->nranks + (size_t)dst;
+  if (p->route_first && p->route_first[pair] != TD_COST_NONE) {
+    *links = p->route_links + p->route_first[pair];
+    return p->route_len[pair];
   }
-  size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src; /* the sender's issue port */
-  t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
-  p->busy[inj] = t0;
-  int nh = topoRoute(p->topo, src, dst, p->hops, 4096);
-  if (nh < 0 || nh > 4096) nh = 0;
-  double dt = (double)bytes / m->link_bw, fin = t0;
+  int nh = topoRoute(p->topo, src, dst, p->hops, TD_COST_MAX_HOPS);
+  if (nh < 0 || nh > TD_COST_MAX_HOPS) nh = 0;
   for (int h = 0; h < nh; h++) {
     const tdHop *hp = &p->hops[h];
-    size_t l = ((size_t)hp->from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 + (hp->dir > 0);
-    double b = TD_MAX(t0, p->busy[l]);
-    p->busy[l] = b + dt;
-    fin = TD_MAX(fin, b + dt);
+    p->tmp_links[h] =
+        (uint32_t)(((size_t)hp->from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 +
+                   (hp->dir > 0));
   }
-  p->link_bytes += (double)bytes * nh;
-  return fin + nh * m->hop_latency;
+  *links = p->tmp_links;
+  if (!p->route_first || nh > UINT16_MAX) return nh;
+  if (p->nroute_links + (size_t)nh > p->caproute_links) {
+    size_t cap = TD_MAX(p->caproute_links * 2, p->nroute_links + (size_t)nh + 1024);
+    uint32_t *n = realloc(p->route_links, sizeof(uint32_t) * cap);
+    if (!n) return nh; /* no cache, still correct */
+    p->route_links = n;
+    p->caproute_links = cap;
+  }
+  memcpy(p->route_links + p->nroute_links, p->tmp_links, sizeof(uint32_t) * (size_t)nh);
+  p->route_first[pair] = (uint32_t)p->nroute_links;
+  p->route_len[pair] = (uint16_t)nh;
+  p->nroute_links += (size_t)nh;
+  *links = p->route_links + p->route_first[pair];
+  return nh;
+}
+
+/* Reserves the links from src to dst for bytes starting at t0. Returns the arrival time (no
+ * earlier than floor + one piece) and in *first when the first piece has arrived. */
+static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t0, double floor,
+                       double *first) {
+  const tdCostModel *m = p->m;
+  double piece = m->piece_bytes > 0 ? TD_MIN((double)bytes, m->piece_bytes) : (double)bytes;
+  if (src == dst) {
+    *first = t0 + piece / m->mem_bw;
+    return TD_MAX(t0 + (double)bytes / m->mem_bw, floor + piece / m->mem_bw);
+  }
+  int flat = !p->topo || p->topo->ndims <= 0, nh = 1;
+  const uint32_t *links;
+  uint32_t ports[2];
+  double bw = flat ? m->copy_bw : m->link_bw, dt = (double)bytes / bw;
+  if (flat) { /* sender's out port, receiver's in port, each busy overhead + bytes / copy_bw */
+    ports[0] = (uint32_t)src * 2, ports[1] = (uint32_t)dst * 2 + 1;
+    links = ports, nh = 2, dt += m->msg_overhead;
+  } else { /* the sender's issue port, then the route */
+    size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src;
+    t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
+    p->busy[inj] = t0;
+    nh = routeLinks(p, src, dst, &links);
+  }
+  double fin = t0, start = t0;
+  for (int h = 0; h < nh; h++) {
+    double b = TD_MAX(t0, p->busy[links[h]]);
+    p->busy[links[h]] = b + dt;
+    fin = TD_MAX(fin, b + dt);
+    start = TD_MAX(start, b);
+  }
+  int lat = flat ? 1 : nh;
+  p->link_bytes += (double)bytes * (flat ? 1 : nh);
+  *first = start + (flat ? m->msg_overhead : 0) + piece / bw + lat * m->hop_latency;
+  return TD_MAX(fin, floor + piece / bw) + lat * m->hop_latency;
 }
 
 static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double t0) {
-  const tdStep *ss = stepOf(p, gs), *sr = stepOf(p, gr);
-  uint64_t bytes = refBytes(p, p->steps[gs].rank, schedWireRef(ss));
-  double fin = linkTime(p, p->steps[gs].rank, p->steps[gr].rank, bytes, t0);
+  uint64_t bytes = refBytes(p, p->steps[gs].rank, p->steps[gs].wire);
+  int fwd = (tdStepSemTable[p->steps[gs].op].flags & TD_SEM_WIRE_IN) != 0; /* fused sender */
+  double first, fin = linkTime(p, p->steps[gs].rank, p->steps[gr].rank, bytes, t0,
+                               fwd ? p->floor[gs] : 0, &first);
   p->messages++;
   TD_CHECK(heapPush(p, fin, gs, 0));
-  double extra = (tdStepSemTable[sr->op].flags & TD_SEM_REDUCES) ? (double)bytes / p->m->mem_bw : 0;
-  int fused = (tdStepSemTable[sr->op].flags & TD_SEM_WIRE_OUT) != 0;
-  return heapPush(p, fin + extra, gr, fused ? 1 : 0);
+  unsigned f = tdStepSemTable[p->steps[gr].op].flags;
+  double red = (f & TD_SEM_REDUCES) ? 1 / p->m->mem_bw : 0;
+  if (!(f & TD_SEM_WIRE_OUT)) return heapPush(p, fin + (double)bytes * red, gr, 0);
+  /* fused receiver: its send may start once the first piece is in (and reduced) */
+  double piece = p->m->piece_bytes > 0 ? TD_MIN((double)bytes, p->m->piece_bytes) : (double)bytes;
+  p->floor[gr] = fin + (double)bytes * red;
+  return heapPush(p, TD_MIN(first + piece * red, p->floor[gr]), gr, 1);
 }
 
 /* One end of a message is issued: start the transfer if the other end is, else wait for it. */
@@ -127,11 +174,10 @@ static tpudistResult_t post(tdCostPlan *p, uint32_t g, int side, double t) {
 }
 
 static tpudistResult_t issue(tdCostPlan *p, uint32_t g, double t) {
-  const tdStep *st = stepOf(p, g);
-  unsigned f = tdStepSemTable[st->op].flags;
+  unsigned f = tdStepSemTable[p->steps[g].op].flags;
   if (f & TD_SEM_WIRE_IN) return post(p, g, 1, t);
   if (f & TD_SEM_WIRE_OUT) return post(p, g, 0, t);
-  double bytes = (double)refBytes(p, p->steps[g].rank, st->src);
+  double bytes = (double)refBytes(p, p->steps[g].rank, p->steps[g].wire);
   return heapPush(p, t + bytes / p->m->mem_bw, g, 0);
 }
 
@@ -157,8 +203,9 @@ static tpudistResult_t evalReset(tdCostPlan *p) {
   for (size_t i = 0; i < p->nlinks; i++) p->busy[i] = 0;
   memset(p->next, 0, sizeof(uint32_t) * p->nstreams);
   memset(p->cursor, 0, sizeof(uint32_t) * p->nstreams);
-  for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = -1;
+  for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = p->floor[i] = -1;
   p->nheap = 0;
+  p->end = 0;
   p->messages = 0;
   p->link_bytes = 0;
   return tpudistSuccess;
@@ -172,7 +219,6 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
   TD_CHECK(evalReset(p));
   tpudistResult_t r = tpudistSuccess;
   for (uint32_t sid = 0; sid < p->nstreams && r == tpudistSuccess; sid++) r = tryStream(p, sid, 0);
-  p->end = 0;
   while (p->nheap > 0 && r == tpudistSuccess) {
     cpEvent e = heapPop(p);
     if (e.kind == 1) {
@@ -201,6 +247,12 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
                    p->steps[g].rank);
   *seconds = p->end;
   return tpudistSuccess;
+}
+
+static uint64_t schedSteps(const tdSched *s) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < s->nstreams; i++) n += s->streams[i].nsteps;
+  return n;
 }
 
 /* Packed displacements of rank r for a count matrix. */
@@ -238,6 +290,8 @@ tpudistResult_t costPlanGenerate(const tdCollArgs *args, const char *algo, tdCos
       a.v_rdispls = d + n;
     }
     r = algoGenerate(&a, algo, &s[r0], err);
+    if (r == tpudistSuccess && schedSteps(&s[r0]) <= TD_COST_FUSE_MAX_STEPS)
+      schedFuse(&s[r0]); /* what the runtime executes (the pass is quadratic: not on long plans) */
   }
   free(d);
   if (r != tpudistSuccess) {

@@ -7,6 +7,9 @@
 #include "cost.h"
 
 #define TD_COST_NONE UINT32_MAX
+#define TD_COST_ROUTE_CACHE_RANKS 2048
+#define TD_COST_MAX_HOPS 4096
+#define TD_COST_FUSE_MAX_STEPS 2048 /* longer plans are costed unfused */
 
 typedef struct {
   uint32_t pred_first, npred;
@@ -14,6 +17,8 @@ typedef struct {
   int rank;
   uint16_t stream;
   uint8_t needed; /* some later step waits for this one's completion */
+  uint8_t op;     /* tdStepOp */
+  tdBufRef wire;  /* what a send (or fused forward) puts on the wire; src of a local step */
   uint32_t idx;
 } cpStep;
 
@@ -46,6 +51,7 @@ struct tdCostPlan {
   uint32_t *next, *cursor;
   cpEvent *heap;
   size_t nheap, capheap;
+  double *floor; /* fused steps: when their receive completes (their send cannot end before) */
   double *posted_s, *posted_r; /* when each step's send / receive end was issued, -1 if not */
   int has_deps;                /* some step depends on another stream */
   const tdCostModel *m;
@@ -55,6 +61,11 @@ struct tdCostPlan {
   uint64_t messages;
   double link_bytes;
   tdHop *hops;
+  /* route cache per (src, dst) when nranks <= TD_COST_ROUTE_CACHE_RANKS: links of the route */
+  uint32_t *route_first; /* nranks^2, UINT32_MAX = not computed yet */
+  uint16_t *route_len;
+  uint32_t *route_links, *tmp_links;
+  size_t nroute_links, caproute_links;
 };
 
 #endif /* TD_COST_INT_H_ */

@@ -15,10 +15,17 @@
 
 #include "kernels.h"
 
-/* Each loop is compiled twice, for x86-64-v3 (AVX2) and the baseline, and picked at load time:
+/* Each loop is compiled twice, for AVX2 and for the baseline, and picked at load time (ifunc):
  * the 16-bit conversions and 64-bit compares gain about 2x from AVX2; memory-bound loops are
  * unchanged. TD_KERNELS_PORTABLE (a test build) keeps the baseline code only. */
-#if defined(__x86_64__) && defined(__GNUC__) && !defined(TD_KERNELS_PORTABLE)
+#if defined(__has_attribute)
+#if __has_attribute(target_clones)
+#define TD_HAVE_TARGET_CLONES 1
+#endif
+#endif
+/* target_clones needs ifunc: x86-64 with glibc (math.h above has defined __GLIBC__ there). */
+#if defined(__x86_64__) && defined(__GLIBC__) && defined(TD_HAVE_TARGET_CLONES) && \
+    !defined(TD_KERNELS_PORTABLE)
 #define TD_CLONES __attribute__((target_clones("avx2", "default")))
 #else
 #define TD_CLONES

@@ -33,33 +33,76 @@ static int nameOk(const char *s) {
   return 1;
 }
 
+/* Fast formatting into a line buffer (the dump is on the runtime's path when dumping). */
+static char *putS(char *p, const char *s) {
+  while (*s) *p++ = *s++;
+  return p;
+}
+
+static char *putU(char *p, uint64_t v) {
+  char t[24];
+  int n = 0;
+  do {
+    t[n++] = (char)('0' + v % 10);
+    v /= 10;
+  } while (v);
+  while (n) *p++ = t[--n];
+  return p;
+}
+
+static char *putI(char *p, int64_t v) {
+  if (v < 0) {
+    *p++ = '-';
+    return putU(p, (uint64_t)(-(v + 1)) + 1);
+  }
+  return putU(p, (uint64_t)v);
+}
+
+static char *putRef(char *p, const char *what, tdBufRef r) {
+  p = putS(p, what);
+  p = putS(p, schedBufName((tdBufKind)r.buf));
+  *p++ = ' ';
+  p = putU(p, r.chunk);
+  *p++ = ' ';
+  return putU(p, r.nchunks);
+}
+
 static void dumpLayout(const tdSched *s, int b, FILE *f) {
   const tdLayout *l = &s->layout[b];
-  if (!l->offsets) {
-    fprintf(f, "layout %s %u %u\n", schedBufName((tdBufKind)b), l->nblocks, l->chunks_per_block);
-    return;
+  char line[96], *p = line;
+  p = putS(p, l->offsets ? "layout-explicit " : "layout ");
+  p = putS(p, schedBufName((tdBufKind)b));
+  *p++ = ' ';
+  p = putU(p, l->nblocks);
+  *p++ = ' ';
+  p = putU(p, l->chunks_per_block);
+  fwrite(line, 1, (size_t)(p - line), f);
+  for (uint32_t i = 0; l->offsets && i < l->nblocks; i++) {
+    p = line;
+    *p++ = ' ';
+    p = putU(p, l->offsets[i]);
+    *p++ = ':';
+    p = putU(p, l->counts[i]);
+    fwrite(line, 1, (size_t)(p - line), f);
   }
-  fprintf(f, "layout-explicit %s %u %u", schedBufName((tdBufKind)b), l->nblocks,
-          l->chunks_per_block);
-  for (uint32_t i = 0; i < l->nblocks; i++)
-    fprintf(f, " %llu:%llu", (unsigned long long)l->offsets[i], (unsigned long long)l->counts[i]);
   fputc('\n', f);
 }
 
 static void dumpStep(const tdStep *st, FILE *f) {
-  fprintf(f, "step %s", tdStepSemTable[st->op].name);
-  if (usesPeer(st->op)) fprintf(f, " peer %d", st->peer);
-  if (usesPeer2(st->op)) fprintf(f, " peer2 %d", st->peer2);
-  if (usesSrc(st->op))
-    fprintf(f, " src %s %u %u", schedBufName((tdBufKind)st->src.buf), st->src.chunk,
-            st->src.nchunks);
-  if (usesDst(st->op))
-    fprintf(f, " dst %s %u %u", schedBufName((tdBufKind)st->dst.buf), st->dst.chunk,
-            st->dst.nchunks);
+  char line[256], *p = putS(line, "step ");
+  p = putS(p, tdStepSemTable[st->op].name);
+  if (usesPeer(st->op)) p = putI(putS(p, " peer "), st->peer);
+  if (usesPeer2(st->op)) p = putI(putS(p, " peer2 "), st->peer2);
+  if (usesSrc(st->op)) p = putRef(p, " src ", st->src);
+  if (usesDst(st->op)) p = putRef(p, " dst ", st->dst);
   for (int d = 0; d < 2; d++)
-    if (st->deps[d].stream != TD_NO_DEP)
-      fprintf(f, " dep %u:%u", st->deps[d].stream, st->deps[d].step);
-  fputc('\n', f);
+    if (st->deps[d].stream != TD_NO_DEP) {
+      p = putU(putS(p, " dep "), st->deps[d].stream);
+      *p++ = ':';
+      p = putU(p, st->deps[d].step);
+    }
+  *p++ = '\n';
+  fwrite(line, 1, (size_t)(p - line), f);
 }
 
 static tpudistResult_t dumpCheck(const tdSched *s, char *err) {

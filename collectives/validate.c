@@ -11,8 +11,6 @@
 #include "algos.h"
 #include "validate_int.h"
 
-#pragma weak schedFuse
-
 static tpudistResult_t fail(vCtx *c, const char *fmt, ...) __attribute__((format(printf, 2, 3)));
 static tpudistResult_t fail(vCtx *c, const char *fmt, ...) {
   char msg[1024];
@@ -135,6 +133,16 @@ static tpudistResult_t setupRank(vCtx *c, int r) {
   uint64_t scr = schedBufElems(c->s[r], TD_BUF_SCRATCH, n);
   g[VREG_SCR] = (vRegion){scr, 0, scr, {0}};
   v[TD_BUF_SCRATCH] = (vView){VREG_SCR, 0, scr};
+  return tpudistSuccess;
+}
+
+/* Initial contents of rank r: its input in the INPUT view, the caller's prior contents elsewhere
+ * in its buffers, uninitialised scratch. */
+static tpudistResult_t initContents(vCtx *c, int r) {
+  vRegion *g = &c->reg[(size_t)r * VNREG];
+  const vView *v = &c->view[(size_t)r * TD_NUM_BUFS];
+  uint64_t scr = g[VREG_SCR].size;
+  for (int k = 0; k < VNREG; k++) g[k].runs.n = 0;
   TD_CHECK(validateRunsPush(&g[VREG_IN].runs, 0, g[VREG_IN].size, 0, VSET_ORIG | (uint32_t)r));
   TD_CHECK(validateRunsPush(&g[VREG_OUT].runs, 0, g[VREG_OUT].size, 0, VSET_ORIG | (uint32_t)r));
   TD_CHECK(validateRunsPush(&g[VREG_SCR].runs, 0, scr, 0, VSET_UNDEF));
@@ -147,27 +155,29 @@ static tpudistResult_t setupRank(vCtx *c, int r) {
   return res;
 }
 
+/* The step name, formatted only when a check fails. */
+#define NM (validateStepName(c, v, nm, sizeof(nm)), nm)
+
 /* Binds ref (used as "src"/"dst") of step v to a region range. */
 static tpudistResult_t bindRef(vCtx *c, vStep *v, tdBufRef ref, const char *what, uint8_t *reg,
                                uint64_t *b, uint64_t *e) {
   char nm[96];
-  validateStepName(c, v, nm, sizeof(nm));
   const tdSched *s = c->s[v->rank];
-  if (ref.buf >= TD_NUM_BUFS) return fail(c, "%s: %s buffer %u is not a buffer", nm, what, ref.buf);
+  if (ref.buf >= TD_NUM_BUFS) return fail(c, "%s: %s buffer %u is not a buffer", NM, what, ref.buf);
   const tdLayout *l = &s->layout[ref.buf];
   uint64_t total = (uint64_t)l->nblocks * l->chunks_per_block;
   const char *bn = schedBufName((tdBufKind)ref.buf);
   if (ref.nchunks == 0 || ref.chunk + (uint64_t)ref.nchunks > total)
-    return fail(c, "%s: %s %s chunks [%u,+%u) out of range (the layout has %llu chunks)", nm, what,
+    return fail(c, "%s: %s %s chunks [%u,+%u) out of range (the layout has %llu chunks)", NM, what,
                 bn, ref.chunk, ref.nchunks, (unsigned long long)total);
   uint64_t x, y;
   if (schedRefRange(s, ref, c->count, &x, &y) != tpudistSuccess)
-    return fail(c, "%s: %s %s chunks [%u,+%u) are not contiguous in memory", nm, what, bn,
+    return fail(c, "%s: %s %s chunks [%u,+%u) are not contiguous in memory", NM, what, bn,
                 ref.chunk, ref.nchunks);
   const vView *vw = &c->view[(size_t)v->rank * TD_NUM_BUFS + ref.buf];
   if (y > x && y > vw->limit)
     return fail(c, "%s: %s %s elements [%llu,%llu) lie outside the caller's %s of %llu elements",
-                nm, what, bn, (unsigned long long)x, (unsigned long long)y, bn,
+                NM, what, bn, (unsigned long long)x, (unsigned long long)y, bn,
                 (unsigned long long)vw->limit);
   *reg = vw->reg;
   *b = vw->base + x;
@@ -177,11 +187,10 @@ static tpudistResult_t bindRef(vCtx *c, vStep *v, tdBufRef ref, const char *what
 
 static tpudistResult_t checkPeer(vCtx *c, vStep *v, int p, const char *what) {
   char nm[96];
-  validateStepName(c, v, nm, sizeof(nm));
   if (p < 0 || p >= c->nranks)
-    return fail(c, "%s: %s %d out of range [0,%d)", nm, what, p, c->nranks);
+    return fail(c, "%s: %s %d out of range [0,%d)", NM, what, p, c->nranks);
   if (p == v->rank && c->coll != TD_COLL_SENDRECV)
-    return fail(c, "%s: %s is the rank itself (only sendrecv may message itself)", nm, what);
+    return fail(c, "%s: %s is the rank itself (only sendrecv may message itself)", NM, what);
   return tpudistSuccess;
 }
 
@@ -189,21 +198,20 @@ static tpudistResult_t checkStepRefs(vCtx *c, vStep *v) {
   const tdStep *st = v->st;
   unsigned f = tdStepSemTable[st->op].flags;
   char nm[96];
-  validateStepName(c, v, nm, sizeof(nm));
   if (f & TD_SEM_READ_SRC) TD_CHECK(bindRef(c, v, st->src, "src", &v->sreg, &v->sb, &v->se));
   if (f & (TD_SEM_WRITE_DST | TD_SEM_READ_DST))
     TD_CHECK(bindRef(c, v, st->dst, "dst", &v->dreg, &v->db, &v->de));
   if ((f & TD_SEM_READ_SRC) && (f & TD_SEM_WRITE_DST)) {
     if (v->se - v->sb != v->de - v->db)
-      return fail(c, "%s: src has %llu elements but dst has %llu", nm,
+      return fail(c, "%s: src has %llu elements but dst has %llu", NM,
                   (unsigned long long)(v->se - v->sb), (unsigned long long)(v->de - v->db));
     if (v->sreg == v->dreg && v->sb != v->db && v->sb < v->de && v->db < v->se)
-      return fail(c, "%s: src and dst partly overlap", nm);
+      return fail(c, "%s: src and dst partly overlap", NM);
   }
   if (f & TD_SEM_WRITE_DST) {
     const vRegion *g = &c->reg[(size_t)v->rank * VNREG + v->dreg];
     if (v->de > v->db && (v->db < g->wlo || v->de > g->whi))
-      return fail(c, "%s: writes %s elements [%llu,%llu) that the collective must leave intact", nm,
+      return fail(c, "%s: writes %s elements [%llu,%llu) that the collective must leave intact", NM,
                   schedBufName((tdBufKind)v->dreg), (unsigned long long)v->db,
                   (unsigned long long)v->de);
   }
@@ -226,15 +234,16 @@ static tpudistResult_t checkStep(vCtx *c, vStep *v) {
     const tdDep *dep = &st->deps[d];
     if (dep->stream == TD_NO_DEP) continue;
     char nm[96];
-    validateStepName(c, v, nm, sizeof(nm));
     if (dep->stream == v->stream)
-      return fail(c, "%s: dep %d names its own stream (order within a stream is implicit)", nm, d);
+      return fail(c, "%s: dep %d names its own stream (order within a stream is implicit)", NM, d);
     if (dep->stream >= s->nstreams || dep->step >= s->streams[dep->stream].nsteps)
-      return fail(c, "%s: dep %d on stream %u step %u: no such step", nm, d, dep->stream,
+      return fail(c, "%s: dep %d on stream %u step %u: no such step", NM, d, dep->stream,
                   dep->step);
   }
   return checkStepRefs(c, v);
 }
+
+#undef NM
 
 static tpudistResult_t buildSteps(vCtx *c) {
   c->nsteps = 0;
@@ -410,7 +419,7 @@ static tpudistResult_t mismatch(vCtx *c, int r, int reg, uint64_t x, const vRun 
   uint64_t ia = a->set == VSET_UNDEF ? 0 : a->idx + (x - a->b), ie = e->idx + (x - e->b);
   int miss = validateSetMissing(&c->sets, e->set, a->set);
   int more = validateSetMissing(&c->sets, a->set, e->set);
-  if (a->set == e->set)
+  if (validateSetBits(&c->sets, a->set) == validateSetBits(&c->sets, e->set))
     snprintf(extra, sizeof(extra), ": wrong element");
   else if (miss >= 0)
     snprintf(extra, sizeof(extra), ": missing rank %d's contribution", miss);
@@ -430,11 +439,38 @@ static tpudistResult_t compareRegion(vCtx *c, int r, int reg, const vRegion *eg)
     uint64_t p = TD_MAX(a->b, e->b);
     if (p < TD_MIN(a->e, e->e)) {
       uint64_t ia = a->idx + (p - a->b), ie = e->idx + (p - e->b);
-      if (a->set != e->set || (a->set != VSET_UNDEF && ia != ie))
+      if (validateSetBits(&c->sets, a->set) != validateSetBits(&c->sets, e->set) ||
+          (a->set != VSET_UNDEF && ia != ie))
         return mismatch(c, r, reg, p, a, e);
     }
     if (a->e <= e->e) i++;
     if (e->e <= a->e) j++;
+  }
+  return tpudistSuccess;
+}
+
+/* All-reduce: every rank must reduce each element in the same order (floating-point sums are
+ * commutative but not associative), so that all ranks hold the same bits. */
+static tpudistResult_t sameOrder(vCtx *c) {
+  const vRuns *A = &c->reg[VREG_OUT].runs;
+  for (int r = 1; r < c->nranks; r++) {
+    const vRuns *B = &c->reg[(size_t)r * VNREG + VREG_OUT].runs;
+    uint32_t i = 0, j = 0;
+    while (i < A->n && j < B->n) {
+      const vRun *a = &A->r[i], *b = &B->r[j];
+      uint64_t p = TD_MAX(a->b, b->b);
+      if (p < TD_MIN(a->e, b->e) && a->set != b->set) {
+        char ta[96], tb[96];
+        validateTreeDescribe(&c->sets, a->set, ta, sizeof(ta));
+        validateTreeDescribe(&c->sets, b->set, tb, sizeof(tb));
+        return fail(c,
+                    "reduction order differs: rank 0 output element %llu is %s but rank %d's is "
+                    "%s (floating-point results would differ between ranks)",
+                    (unsigned long long)p, ta, r, tb);
+      }
+      if (a->e <= b->e) i++;
+      if (b->e <= a->e) j++;
+    }
   }
   return tpudistSuccess;
 }
@@ -463,6 +499,7 @@ static tpudistResult_t finalCheck(vCtx *c) {
     validateRunsFree(&eg[VREG_IN].runs);
     validateRunsFree(&eg[VREG_OUT].runs);
   }
+  if (res == tpudistSuccess && c->coll == TD_COLL_ALLREDUCE) res = sameOrder(c);
   return res;
 }
 
@@ -486,6 +523,21 @@ static void ctxFree(vCtx *c) {
   validateSetsFree(&c->sets);
 }
 
+static void resetExecution(vCtx *c) {
+  for (uint64_t g = 0; g < c->nsteps; g++) c->steps[g].issued = c->steps[g].done = 0;
+  memset(c->msg_done, 0, c->nmsgs);
+  for (size_t i = 0; i < (size_t)c->nranks * TD_MAX_STREAMS; i++) c->ss[i].next = c->ss[i].nfl = 0;
+}
+
+static void appendErr(vCtx *c, const char *tail) {
+  if (c->err) {
+    size_t n = strlen(c->err), t = strlen(tail);
+    if (n + t >= TD_ERRLEN) n = TD_ERRLEN - 1 - t;
+    memcpy(c->err + n, tail, t + 1);
+  }
+  if (c->report && c->report_len > strlen(c->report) + strlen(tail)) strcat(c->report, tail);
+}
+
 static tpudistResult_t run(vCtx *c, const tdValidateOpts *opts) {
   TD_CHECK(checkMeta(c));
   if (c->coll == TD_COLL_ALLTOALLV) TD_CHECK(setupV(c, opts));
@@ -498,11 +550,24 @@ static tpudistResult_t run(vCtx *c, const tdValidateOpts *opts) {
   TD_CHECK(validateSetsInit(&c->sets, c->nranks));
   for (int r = 0; r < c->nranks; r++) TD_CHECK(setupRank(c, r));
   TD_CHECK(buildSteps(c));
-  uint64_t nmsg = 0;
+  uint64_t nmsg = 0, rounds = 0;
   TD_CHECK(matchMessages(c, &nmsg));
-  TD_CHECK(validateExecute(c));
-  TD_CHECK(finalCheck(c));
-  if (opts && opts->out_rounds) *opts->out_rounds = c->rounds;
+  uint32_t runs = 1 + (opts ? opts->random_runs : 0);
+  for (uint32_t k = 0; k < runs; k++) {
+    if (k) resetExecution(c);
+    c->rng = k ? (opts->seed ^ 0x9e3779b97f4a7c15ull) * (k + 1) | 1 : 0;
+    for (int r = 0; r < c->nranks; r++) TD_CHECK(initContents(c, r));
+    tpudistResult_t res = validateExecute(c);
+    if (res == tpudistSuccess) res = finalCheck(c);
+    if (res == tpudistInternalError && k) {
+      char tail[64];
+      snprintf(tail, sizeof(tail), " [in randomised completion order %u]", k);
+      appendErr(c, tail);
+    }
+    TD_CHECK(res);
+    if (k == 0) rounds = c->rounds;
+  }
+  if (opts && opts->out_rounds) *opts->out_rounds = rounds;
   if (opts && opts->out_messages) *opts->out_messages = nmsg;
   return tpudistSuccess;
 }
@@ -561,7 +626,7 @@ tpudistResult_t validateAlgo(const tdCollArgs *args, const char *algo, int fuse,
     s[made] = &store[made];
     res = algoGenerate(&a, algo, s[made], err);
     if (res != tpudistSuccess) goto out;
-    if (fuse && schedFuse) schedFuse(s[made]);
+    if (fuse) schedFuse(s[made]);
   }
   tdValidateOpts o;
   memset(&o, 0, sizeof(o));

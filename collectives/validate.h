@@ -36,6 +36,10 @@ typedef struct {
   const uint64_t *v_counts;
   const uint64_t *v_sdispls;
   const uint64_t *v_rdispls;
+  /* Extra executions in randomised completion orders (each round a random subset of what could
+     complete does), searching for data races that the lock-step order hides; seed picks them. */
+  uint32_t random_runs;
+  uint64_t seed;
   /* Optional: a longer report than err's TD_ERRLEN (e.g. a whole deadlock cycle). */
   char *report;
   size_t report_len;

@@ -254,6 +254,14 @@ static tpudistResult_t completePhase(vCtx *c, vBufs *t, int *progressed, uint64_
         if (msgReady(c, v)) TD_CHECK(listPush(t, (uint64_t)v->out | VMSG_BIT));
       }
     }
+  if (c->rng && t->n > 1) { /* complete a random non-empty subset */
+    uint64_t k = 0;
+    for (uint64_t i = 0; i < t->n; i++) {
+      c->rng ^= c->rng << 13, c->rng ^= c->rng >> 7, c->rng ^= c->rng << 17;
+      if (c->rng & 1) t->list[k++] = t->list[i];
+    }
+    t->n = k ? k : 1;
+  }
   for (uint64_t i = 0; i < t->n; i++) {
     uint64_t x = t->list[i];
     if (x & VMSG_BIT)

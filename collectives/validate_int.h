@@ -23,7 +23,8 @@ typedef struct {
   uint32_t n, cap;
 } vRuns;
 
-/* Interned rank sets: id 1.. ; bits of set id at bits[id * words]. */
+/* Values are reduction trees (ids), each with an interned rank set: bits of set id at
+ * bits[id * words]. */
 typedef struct {
   int nranks;
   uint32_t words;
@@ -31,6 +32,11 @@ typedef struct {
   uint32_t nsets, cap;
   uint32_t *table; /* open addressing, 0 = empty */
   uint32_t tcap;
+  /* reduction trees: node id -> children and bitset id (ids 1..; 0 = VSET_UNDEF) */
+  uint32_t *nleft, *nright, *nbits;
+  uint32_t nnodes, ncap;
+  uint32_t *ntable;
+  uint32_t ntcap;
 } vSets;
 
 enum { VREG_IN = 0, VREG_OUT = 1, VREG_SCR = 2, VNREG = 3 };
@@ -79,6 +85,7 @@ typedef struct {
   uint8_t *msg_done;
   uint64_t nmsgs;
   uint64_t rounds;
+  uint64_t rng; /* 0: complete everything ready each round; else xorshift state for delays */
   char *err, *report;
   size_t report_len;
 } vCtx;
@@ -86,10 +93,15 @@ typedef struct {
 /* ---- validate_vals.c ---- */
 tpudistResult_t validateSetsInit(vSets *s, int nranks);
 void validateSetsFree(vSets *s);
-/* Id of the set {r} or of all ranks (r = -1); 0 on allocation failure. */
+/* The value rank r's input (a leaf), or for r = -1 the expectation "all ranks, any order";
+ * 0 on allocation failure. */
 uint32_t validateSetSingle(vSets *s, int r);
-/* Id of a | b; *dup = a rank in both (or -1). 0 on allocation failure. */
+/* The value a (+) b; *dup = a rank in both (or -1). 0 on allocation failure. */
 uint32_t validateSetUnion(vSets *s, uint32_t a, uint32_t b, int *dup);
+/* The rank-set id of a value (reserved ids map to themselves): equal sets, equal ids. */
+uint32_t validateSetBits(const vSets *s, uint32_t id);
+/* The reduction order of a value, e.g. "((0+1)+2)". */
+void validateTreeDescribe(const vSets *s, uint32_t id, char *buf, size_t len);
 /* Writes a short description of a set ("{0,2}", "all 8 ranks", "uninitialised data"). */
 void validateSetDescribe(const vSets *s, uint32_t id, char *buf, size_t len);
 /* First rank in a but not in b, or -1. */

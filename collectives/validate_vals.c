@@ -1,6 +1,8 @@
 /*
  * validate_vals.c - the validator's symbolic values: runs of elements holding consecutive logical
- * element indices of one contribution set, and interned dynamic rank bitsets (any nranks).
+ * element indices of one reduction tree (hash-consed: leaves are ranks' inputs, a node combines
+ * two trees, so equal ids mean the same order of reduction) whose set of contributing ranks is an
+ * interned dynamic bitset (any nranks).
  * Cost: reads and writes are linear in the runs of a region, unions in nranks / 64 words.
  */
 #include <stdlib.h>
@@ -33,6 +35,10 @@ tpudistResult_t validateSetsInit(vSets *s, int nranks) {
 void validateSetsFree(vSets *s) {
   free(s->bits);
   free(s->table);
+  free(s->nleft);
+  free(s->nright);
+  free(s->nbits);
+  free(s->ntable);
   memset(s, 0, sizeof(*s));
 }
 
@@ -91,7 +97,7 @@ static uint32_t intern(vSets *s) {
   return 0;
 }
 
-uint32_t validateSetSingle(vSets *s, int r) {
+static uint32_t bitsSingle(vSets *s, int r) {
   uint64_t *w = setBits(s, 1);
   memset(w, 0, s->words * sizeof(uint64_t));
   if (r >= 0) {
@@ -102,7 +108,7 @@ uint32_t validateSetSingle(vSets *s, int r) {
   return intern(s);
 }
 
-uint32_t validateSetUnion(vSets *s, uint32_t a, uint32_t b, int *dup) {
+static uint32_t bitsUnion(vSets *s, uint32_t a, uint32_t b, int *dup) {
   *dup = -1;
   uint64_t *w = setBits(s, 1);
   const uint64_t *x = setBits(s, a), *y = setBits(s, b);
@@ -113,7 +119,7 @@ uint32_t validateSetUnion(vSets *s, uint32_t a, uint32_t b, int *dup) {
   return intern(s);
 }
 
-int validateSetMissing(const vSets *s, uint32_t a, uint32_t b) {
+static int bitsMissing(const vSets *s, uint32_t a, uint32_t b) {
   if (a == VSET_UNDEF || (a & VSET_ORIG)) return -1;
   const uint64_t *x = setBits(s, a);
   const uint64_t *y = (b == VSET_UNDEF || (b & VSET_ORIG)) ? NULL : setBits(s, b);
@@ -124,7 +130,7 @@ int validateSetMissing(const vSets *s, uint32_t a, uint32_t b) {
   return -1;
 }
 
-void validateSetDescribe(const vSets *s, uint32_t id, char *buf, size_t len) {
+static void bitsDescribe(const vSets *s, uint32_t id, char *buf, size_t len) {
   if (id == VSET_UNDEF) {
     snprintf(buf, len, "uninitialised data");
     return;
@@ -149,6 +155,118 @@ void validateSetDescribe(const vSets *s, uint32_t id, char *buf, size_t len) {
     if (w[r / 64] >> (r % 64) & 1)
       o += (size_t)snprintf(buf + o, len - o, "%s%d", k++ ? "," : "", r);
   if (o < len) snprintf(buf + o, len - o, "}");
+}
+
+/* ---- reduction trees ---- */
+
+#define VNODE_LEAF 0xffffffffu /* left of a leaf: right = the rank */
+#define VNODE_SET 0xfffffffeu  /* left of an expectation: any tree over the set right */
+
+static uint64_t hashPair(uint32_t a, uint32_t b) {
+  uint64_t h = ((uint64_t)a << 32 | b) * 0x9e3779b97f4a7c15ull;
+  return h ^ (h >> 31);
+}
+
+static tpudistResult_t nodesGrow(vSets *s) {
+  if (s->nnodes + 1 >= s->ncap) {
+    uint32_t cap = s->ncap ? s->ncap * 2 : 256;
+    if (cap >= VSET_ORIG) return tpudistNoMemory;
+    uint32_t *l = realloc(s->nleft, cap * sizeof(uint32_t));
+    if (l) s->nleft = l;
+    uint32_t *r = realloc(s->nright, cap * sizeof(uint32_t));
+    if (r) s->nright = r;
+    uint32_t *b = realloc(s->nbits, cap * sizeof(uint32_t));
+    if (b) s->nbits = b;
+    if (!l || !r || !b) return tpudistNoMemory;
+    s->ncap = cap;
+    if (!s->nnodes) s->nnodes = 1; /* id 0 is VSET_UNDEF */
+  }
+  if ((uint64_t)s->nnodes * 2 >= s->ntcap) {
+    uint32_t ncap = s->ntcap ? s->ntcap * 2 : 512;
+    uint32_t *nt = calloc(ncap, sizeof(uint32_t));
+    if (!nt) return tpudistNoMemory;
+    for (uint32_t i = 0; i < s->ntcap; i++) {
+      uint32_t id = s->ntable[i];
+      if (!id) continue;
+      uint64_t h = hashPair(s->nleft[id], s->nright[id]);
+      while (nt[h & (ncap - 1)]) h++;
+      nt[h & (ncap - 1)] = id;
+    }
+    free(s->ntable);
+    s->ntable = nt;
+    s->ntcap = ncap;
+  }
+  return tpudistSuccess;
+}
+
+/* The node (left, right) with bitset bits; 0 on allocation failure. */
+static uint32_t nodeIntern(vSets *s, uint32_t left, uint32_t right, uint32_t bits) {
+  if (!bits || nodesGrow(s) != tpudistSuccess) return 0;
+  for (uint64_t h = hashPair(left, right);; h++) {
+    uint32_t id = s->ntable[h & (s->ntcap - 1)];
+    if (!id) {
+      id = s->nnodes++;
+      s->nleft[id] = left, s->nright[id] = right, s->nbits[id] = bits;
+      s->ntable[h & (s->ntcap - 1)] = id;
+      return id;
+    }
+    if (s->nleft[id] == left && s->nright[id] == right) return id;
+  }
+}
+
+uint32_t validateSetBits(const vSets *s, uint32_t id) {
+  return (id == VSET_UNDEF || (id & VSET_ORIG)) ? id : s->nbits[id];
+}
+
+uint32_t validateSetSingle(vSets *s, int r) {
+  uint32_t b = bitsSingle(s, r);
+  return r >= 0 ? nodeIntern(s, VNODE_LEAF, (uint32_t)r, b) : nodeIntern(s, VNODE_SET, b, b);
+}
+
+uint32_t validateSetUnion(vSets *s, uint32_t a, uint32_t b, int *dup) {
+  uint32_t u = bitsUnion(s, s->nbits[a], s->nbits[b], dup);
+  return nodeIntern(s, TD_MIN(a, b), TD_MAX(a, b), u); /* (+) commutes exactly */
+}
+
+int validateSetMissing(const vSets *s, uint32_t a, uint32_t b) {
+  return bitsMissing(s, validateSetBits(s, a), validateSetBits(s, b));
+}
+
+void validateSetDescribe(const vSets *s, uint32_t id, char *buf, size_t len) {
+  bitsDescribe(s, validateSetBits(s, id), buf, len);
+}
+
+static uint32_t firstRank(const vSets *s, uint32_t bits) {
+  const uint64_t *w = setBits(s, bits);
+  for (uint32_t i = 0; i < s->words; i++)
+    if (w[i]) return i * 64 + (uint32_t)__builtin_ctzll(w[i]);
+  return UINT32_MAX;
+}
+
+static size_t treeWrite(const vSets *s, uint32_t id, char *buf, size_t len, size_t o) {
+  if (o + 1 >= len) return o;
+  if (s->nleft[id] == VNODE_LEAF)
+    return o + (size_t)snprintf(buf + o, len - o, "%u", s->nright[id]);
+  if (s->nleft[id] == VNODE_SET) return o + (size_t)snprintf(buf + o, len - o, "*");
+  /* (+) commutes: print the operand holding the lowest rank first */
+  uint32_t x = s->nleft[id], y = s->nright[id];
+  if (firstRank(s, s->nbits[y]) < firstRank(s, s->nbits[x])) x = s->nright[id], y = s->nleft[id];
+  o += (size_t)snprintf(buf + o, len - o, "(");
+  o = treeWrite(s, x, buf, len, o);
+  if (o + 1 < len) o += (size_t)snprintf(buf + o, len - o, "+");
+  o = treeWrite(s, y, buf, len, o);
+  if (o + 1 < len) o += (size_t)snprintf(buf + o, len - o, ")");
+  return o;
+}
+
+void validateTreeDescribe(const vSets *s, uint32_t id, char *buf, size_t len) {
+  buf[0] = 0;
+  if (id == VSET_UNDEF || (id & VSET_ORIG)) {
+    validateSetDescribe(s, id, buf, len);
+    return;
+  }
+  size_t o = treeWrite(s, id, buf, len, 0);
+  if (o + 1 >= len && len > 4) memcpy(buf + len - 4, "...", 4);
 }
 
 void validateRunsFree(vRuns *r) {
@@ -203,30 +321,46 @@ tpudistResult_t validateRead(const vRegion *g, uint64_t b, uint64_t e, vRuns *ou
   return tpudistSuccess;
 }
 
+/* Replaces runs [lo, hi) of r by the runs of t (memmove of the rest). */
+static tpudistResult_t splice(vRuns *r, uint32_t lo, uint32_t hi, const vRuns *t) {
+  uint64_t n = (uint64_t)r->n - (hi - lo) + t->n;
+  if (n > r->cap) {
+    uint64_t cap = TD_MAX(n, (uint64_t)r->cap * 2);
+    if (cap > UINT32_MAX) return tpudistNoMemory;
+    vRun *nr = realloc(r->r, sizeof(vRun) * cap);
+    if (!nr) return tpudistNoMemory;
+    r->r = nr;
+    r->cap = (uint32_t)cap;
+  }
+  memmove(r->r + lo + t->n, r->r + hi, sizeof(vRun) * (r->n - hi));
+  memcpy(r->r + lo, t->r, sizeof(vRun) * t->n);
+  r->n = (uint32_t)n;
+  return tpudistSuccess;
+}
+
 tpudistResult_t validateWrite(vRegion *g, uint64_t b, const vRuns *in) {
   if (!in->n) return tpudistSuccess;
   uint64_t e = b + in->r[in->n - 1].e;
-  vRuns nr = {0};
+  vRuns *R = &g->runs;
+  /* runs [lo, hi) are rewritten: the neighbours too, so that equal values merge */
+  uint32_t lo = findRun(R, b), hi = findRun(R, e);
+  if (hi < R->n && R->r[hi].b < e) hi++; /* straddles the end */
+  if (lo > 0) lo--;
+  if (hi < R->n) hi++;
+  vRuns t = {0};
   tpudistResult_t res = tpudistSuccess;
-  uint32_t i = 0;
-  for (; i < g->runs.n && g->runs.r[i].b < b; i++) {
-    const vRun *r = &g->runs.r[i];
-    TD_CHECK_GOTO(validateRunsPush(&nr, r->b, TD_MIN(r->e, b), r->idx, r->set), res, fail);
-  }
-  for (uint32_t j = 0; j < in->n; j++) {
-    const vRun *r = &in->r[j];
-    TD_CHECK_GOTO(validateRunsPush(&nr, b + r->b, b + r->e, r->idx, r->set), res, fail);
-  }
-  for (i = findRun(&g->runs, e); i < g->runs.n; i++) {
-    const vRun *r = &g->runs.r[i];
+  for (uint32_t i = lo; i < hi && res == tpudistSuccess && R->r[i].b < b; i++)
+    res = validateRunsPush(&t, R->r[i].b, TD_MIN(R->r[i].e, b), R->r[i].idx, R->r[i].set);
+  for (uint32_t j = 0; j < in->n && res == tpudistSuccess; j++)
+    res = validateRunsPush(&t, b + in->r[j].b, b + in->r[j].e, in->r[j].idx, in->r[j].set);
+  for (uint32_t i = lo; i < hi && res == tpudistSuccess; i++) {
+    const vRun *r = &R->r[i];
+    if (r->e <= e) continue;
     uint64_t cb = TD_MAX(r->b, e);
-    TD_CHECK_GOTO(validateRunsPush(&nr, cb, r->e, runIdx(r, cb), r->set), res, fail);
+    res = validateRunsPush(&t, cb, r->e, runIdx(r, cb), r->set);
   }
-  validateRunsFree(&g->runs);
-  g->runs = nr;
-  return tpudistSuccess;
-fail:
-  validateRunsFree(&nr);
+  if (res == tpudistSuccess) res = splice(R, lo, hi, &t);
+  validateRunsFree(&t);
   return res;
 }
 

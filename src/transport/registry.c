@@ -55,6 +55,7 @@ tpudistResult_t transportSetup(tdComm *comm, char *err) {
   const char *list = cfg->transports;
   comm->ntransports = 0;
   regAdd(comm, &tdTransportSelf);
+  if (cfg->fault && *cfg->fault) regAdd(comm, &tdTransportFault);
   if (!list || !*list) list = "shm,socket";
   for (const char *p = list; *p;) {
     while (*p == ',' || *p == ' ') p++;
@@ -98,9 +99,9 @@ tpudistResult_t transportInitAll(tdComm *comm, tdPeerInfo *info) {
   info->version = TPUDIST_VERSION_CODE;
   if (!st) return transportError(comm, tpudistInternalError, "transportInitAll before Setup");
   for (int i = 0; i < comm->ntransports; i++) {
+    st->inited = i + 1; /* commFini also releases a partial commInit */
     tpudistResult_t res = comm->transports[i]->commInit(comm, info);
     if (res != tpudistSuccess) return res;
-    st->inited = i + 1;
   }
   return tpudistSuccess;
 }
@@ -127,6 +128,13 @@ void transportFiniAll(tdComm *comm) {
   }
   free(st);
   comm->peer_tp = NULL;
+}
+
+void transportReleaseAll(tdComm *comm) {
+  tdRegState *st = regState(comm);
+  if (!st) return;
+  for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
+  st->inited = 0;
 }
 
 tpudistResult_t transportConnect(tdComm *comm, char *err) {

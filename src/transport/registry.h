@@ -15,6 +15,13 @@
  * transport takes it with transportTakeAnySource when a message without a peer-specific receive
  * arrives. A peer-specific receive is preferred over an any-source one. tdXfer.tp_priv[3] is the
  * registry's: transports use tp_priv[0..2] only.
+ *
+ * Calls on one communicator (posts, progress, fini) must not run concurrently: the caller
+ * serialises them (e.g. one lock shared by the user thread and the progress thread). A transport
+ * never touches a tdXfer after setting done. Completion of a send means its buffer may be reused;
+ * for shm single-copy (CMA) messages that happens once the receiver has read them, so such a send
+ * completes only after the matching receive is posted. commFini must also release a commInit that
+ * failed half-way.
  */
 #ifndef TD_REGISTRY_H_
 #define TD_REGISTRY_H_
@@ -25,6 +32,10 @@
 struct tdBootstrap;
 
 #define TD_ANY_PROBE ((void *)1)
+
+/* The fault-injection transport (fault/fault.c): placed right after "self" when TPU_DIST_FAULT is
+ * set; it wraps whichever later transport reaches each peer. */
+extern const tdTransport tdTransportFault;
 
 /* Fills comm->transports / ntransports from comm->cfg->transports (or the default order) and
  * allocates comm->peer_tp. err gets the reason (unknown name). */
@@ -39,6 +50,11 @@ tpudistResult_t transportInitAll(tdComm *comm, tdPeerInfo *info);
 tpudistResult_t transportProgressAll(tdComm *comm, int *progressed);
 /* commFini of every transport (reverse order), frees peer_tp. Idempotent. */
 void transportFiniAll(tdComm *comm);
+/* For a communicator that failed: commFini of every transport now (listeners and connections
+ * closed, shm sides marked released), so that peers still waiting on this rank fail with
+ * tpudistRemoteError at once instead of timing out; keeps peers and peer_tp. Nothing may be posted
+ * or progressed on comm afterwards; transportFiniAll still frees the rest. Idempotent. */
+void transportReleaseAll(tdComm *comm);
 
 /* Setup + InitAll + allgather of the peer infos into comm->peers (malloc'd here, freed by
  * transportFiniAll) + version check of every peer. */

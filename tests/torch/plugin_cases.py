@@ -17,6 +17,13 @@ INTS = [torch.int8, torch.uint8, torch.int16, torch.int32, torch.int64]
 ALL = FLOATS + INTS + [torch.bool, torch.complex64]
 
 
+def opname(op):
+    for name in ("SUM", "AVG", "PRODUCT", "MIN", "MAX"):
+        if op == getattr(R, name):
+            return name.lower()
+    raise ValueError(op)
+
+
 def gen(rank, dtype, n, salt, small=False):
     """Deterministic input of rank `rank` for one case."""
     g = torch.Generator().manual_seed(1000003 * (rank + 1) + salt)
@@ -94,7 +101,7 @@ def case_allreduce(dtype, op, n, group=None, noncontig=False):
         ranks = grp_ranks(group, world)
         if rank not in ranks:
             return
-        salt = hash((str(dtype), int(op), n)) % 100000
+        salt = sum(map(ord, str(dtype) + opname(op))) * 1000 + n
         mk = (lambda r: gen_prod(r, dtype, n, salt)) if op == R.PRODUCT else (
             lambda r: gen(r, dtype, n, salt, small=(op == R.AVG)))
         inputs = [mk(r) for r in ranks]
@@ -108,7 +115,7 @@ def case_allreduce(dtype, op, n, group=None, noncontig=False):
         else:
             t = mine.clone()
         dist.all_reduce(t, op=op, group=pg(group))
-        expect_equal(t.clone(), want, "all_reduce %s %s n=%d" % (dtype, op, n))
+        expect_equal(t.clone(), want, "all_reduce %s %s n=%d" % (dtype, opname(op), n))
     return run
 
 
@@ -181,8 +188,8 @@ def case_allgather(dtype, n, group=None):
 
 def case_allgather_coalesced(rank, world):
     a = [gen(r, torch.float32, 5, 14) for r in range(world)]
-    b = [gen(r, torch.int64, 3, 15) for r in range(world)]
-    outs = [[torch.zeros(5), torch.zeros(3, dtype=torch.int64)] for _ in range(world)]
+    b = [gen(r, torch.float32, 3, 15) for r in range(world)]
+    outs = [[torch.zeros(5), torch.zeros(3)] for _ in range(world)]
     dist.all_gather_coalesced(outs, [a[rank], b[rank]])
     for r in range(world):
         expect_equal(outs[r][0], a[r], "allgather_coalesced a")
@@ -225,11 +232,11 @@ def case_reduce_scatter(dtype, op, n, group=None):
         want = full[me * n:(me + 1) * n]
         out = torch.zeros(n, dtype=dtype)
         dist.reduce_scatter(out, list(inputs[me].clone().chunk(k)), op=op, group=pg(group))
-        expect_equal(out, want, "reduce_scatter %s %s" % (dtype, op))
+        expect_equal(out, want, "reduce_scatter %s %s" % (dtype, opname(op)))
         out2 = torch.zeros(n, dtype=dtype)
         fn = getattr(dist, "reduce_scatter_tensor", None) or dist._reduce_scatter_base
         fn(out2, inputs[me].clone(), op=op, group=pg(group))
-        expect_equal(out2, want, "_reduce_scatter_base %s %s" % (dtype, op))
+        expect_equal(out2, want, "_reduce_scatter_base %s %s" % (dtype, opname(op)))
     return run
 
 
@@ -339,7 +346,7 @@ def cases(world):
     out = []
     for dtype in ALL:
         for op in ops_for(dtype):
-            out.append(("allreduce-%s-%s" % (dtype, op), case_allreduce(dtype, op, 1000)))
+            out.append(("allreduce-%s-%s" % (dtype, opname(op)), case_allreduce(dtype, op, 1000)))
     out.append(("allreduce-noncontig", case_allreduce(torch.float32, R.SUM, 100, noncontig=True)))
     for dtype in ALL:
         out.append(("broadcast-%s" % dtype, case_broadcast(dtype, -1, 257)))

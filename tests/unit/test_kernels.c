@@ -237,17 +237,20 @@ typedef struct {
   int nanOnly; /* result must be a NaN; payload unspecified (arithmetic on NaN or Inf - Inf) */
 } refResult;
 
+/* Exact values in 128 bits (sum and product of two 64-bit values fit; unsigned 128-bit
+ * arithmetic is exact mod 2^128), then reduced mod 2^w. */
 static refResult refInt(tpudistDataType_t t, tpudistRedOp_t op, uint64_t a, uint64_t b) {
-  __int128 x = intValue(t, a), y = intValue(t, b), r;
+  __int128 x = intValue(t, a), y = intValue(t, b);
+  unsigned __int128 ux = (unsigned __int128)x, uy = (unsigned __int128)y, r;
   if (op == tpudistSum || op == tpudistAvg)
-    r = x + y;
+    r = ux + uy;
   else if (op == tpudistProd)
-    r = x * y;
+    r = ux * uy;
   else if (op == tpudistMax)
-    r = x > y ? x : y;
+    r = x > y ? ux : uy;
   else
-    r = x < y ? x : y;
-  refResult res = {(uint64_t)((unsigned __int128)r) & intMask(t), 0};
+    r = x < y ? ux : uy;
+  refResult res = {(uint64_t)r & intMask(t), 0};
   return res;
 }
 
@@ -444,14 +447,22 @@ static void testAllOps(void) {
       }
 }
 
-/* One element through kernelReduce: a (+) b, raw bits in and out. */
+/* a (+) b through kernelReduce, raw bits in and out. The pair is repeated RED1_N times so that
+ * both the vector body and the scalar tail of the loops compute it; all copies must agree (else
+ * the result is reported as ~0, which no test expects). */
+#define RED1_N 77
 static uint64_t red1(tpudistDataType_t t, tpudistRedOp_t op, uint64_t a, uint64_t b) {
-  char x[8], y[8], d[8];
+  char x[8 * RED1_N], y[8 * RED1_N], d[8 * RED1_N];
   size_t es = kernelDtypeSize(t);
-  storeElem(x, 0, es, a);
-  storeElem(y, 0, es, b);
-  kernelReduce(d, x, y, 1, t, op);
-  return loadElem(d, 0, es);
+  for (size_t i = 0; i < RED1_N; i++) {
+    storeElem(x, i, es, a);
+    storeElem(y, i, es, b);
+  }
+  kernelReduce(d, x, y, RED1_N, t, op);
+  uint64_t r = loadElem(d, 0, es);
+  for (size_t i = 1; i < RED1_N; i++)
+    if (loadElem(d, i, es) != r) return ~0ull;
+  return r;
 }
 #define U(v) ((uint64_t)(v))
 

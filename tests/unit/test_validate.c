@@ -341,6 +341,74 @@ static void testReduceScatterInplace(void) {
   }
 }
 
+/* A race the lock-step order hides (the send completes before the overwrite issues) but a
+ * randomised completion order finds: rank 0 rewrites the scratch chunk its send reads. */
+static void testRandomRace(void) {
+  for (int r = 0; r < 2; r++) {
+    tdSched *s = mk(TD_COLL_SENDRECV, 2, r, 1, 0, "direct");
+    schedSetLayout(s, TD_BUF_INPUT, 1, 1);
+    schedSetLayout(s, TD_BUF_OUTPUT, 1, 1);
+    schedSetLayout(s, TD_BUF_SCRATCH, 2, 1);
+    tdBufRef in = schedRef(TD_BUF_INPUT, 0, 1), o = schedRef(TD_BUF_OUTPUT, 0, 1);
+    tdBufRef s0 = schedRef(TD_BUF_SCRATCH, 0, 1), s1 = schedRef(TD_BUF_SCRATCH, 1, 1);
+    if (r == 0) {
+      add(s, 0, schedCopy(in, s0));
+      add(s, 0, schedSend(1, s0));
+      add(s, 1, schedRecv(1, o));
+      add(s, 1, schedCopy(o, s1));
+      add(s, 1, schedCopy(s1, s0));
+    } else {
+      add(s, 0, schedRecv(0, o));
+      add(s, 1, schedSend(0, in));
+    }
+  }
+  tdValidateOpts opt;
+  memset(&opt, 0, sizeof(opt));
+  CU_ASSERT_EQUAL(validateSchedulesOpts(g_p, 2, 6, &opt, g_err), tpudistSuccess);
+  opt.random_runs = 16, opt.seed = 1;
+  CU_ASSERT_EQUAL(validateSchedulesOpts(g_p, 2, 6, &opt, g_err), tpudistInternalError);
+  CU_ASSERT_PTR_NOT_NULL(strstr(g_err, "data race: rank 0 stream 1 step 2 (copy) writes scratch"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(g_err, "[in randomised completion order"));
+  /* ordering the overwrite after the send makes it correct in every order */
+  g_s[0].streams[1].steps[2].deps[0] = (tdDep){0, 1};
+  CU_ASSERT_EQUAL(validateSchedulesOpts(g_p, 2, 6, &opt, g_err), tpudistSuccess);
+  for (int r = 0; r < 2; r++) schedFree(&g_s[r]);
+}
+
+/* Direct all-reduce where each rank adds the others' inputs in rank order: every rank gets every
+ * contribution once, but rank 2 sums ((2+0)+1) where ranks 0 and 1 sum ((0+1)+2). */
+static void testReductionOrder(void) {
+  enum { N = 3 };
+  for (int fixed = 0; fixed < 2; fixed++) {
+    for (int r = 0; r < N; r++) {
+      tdSched *s = mk(TD_COLL_ALLREDUCE, N, r, 0, 0, "direct");
+      schedSetLayout(s, TD_BUF_INPUT, 1, 1);
+      schedSetLayout(s, TD_BUF_OUTPUT, 1, 1);
+      schedSetLayout(s, TD_BUF_SCRATCH, N, 1);
+      tdBufRef in = schedRef(TD_BUF_INPUT, 0, 1), o = schedRef(TD_BUF_OUTPUT, 0, 1);
+      for (int p = 0; p < N; p++) {
+        if (p == r) continue;
+        add(s, 0, schedSend(p, in));
+        add(s, 0, schedRecv(p, schedRef(TD_BUF_SCRATCH, (uint32_t)p, 1)));
+      }
+      /* fixed: everybody sums 0, 1, 2 in rank order (own input in its place) */
+      add(s, 0, schedCopy(fixed && r != 0 ? schedRef(TD_BUF_SCRATCH, 0, 1) : in, o));
+      for (int p = fixed ? 1 : 0; p < N; p++)
+        if (p != (fixed ? -1 : r))
+          add(s, 0, schedReduce(p == r ? in : schedRef(TD_BUF_SCRATCH, (uint32_t)p, 1), o));
+    }
+    tpudistResult_t res = validateSchedules(g_p, N, 5, g_err);
+    CU_ASSERT_EQUAL(res, fixed ? tpudistSuccess : tpudistInternalError);
+    if (!fixed) {
+      CU_ASSERT_PTR_NOT_NULL(strstr(g_err,
+                                    "reduction order differs: rank 0 output element 0 is "
+                                    "((0+1)+2) but rank 2's is ((0+2)+1)"));
+    }
+    if (res != (fixed ? tpudistSuccess : tpudistInternalError)) printf("\n  %s\n", g_err);
+    for (int r = 0; r < N; r++) schedFree(&g_s[r]);
+  }
+}
+
 static void testMeta(void) {
   for (int r = 0; r < 2; r++) {
     ringAR(&g_s[r], 2, r, 0, V_OK);
@@ -370,6 +438,8 @@ int main(void) {
       {"alltoallv explicit layouts", testAlltoallv},
       {"reducescatter in place", testReduceScatterInplace},
       {"metadata", testMeta},
+      {"reduction order across ranks", testReductionOrder},
+      {"race found by random completion order", testRandomRace},
       CU_TEST_INFO_NULL,
   };
   return tdCUnitMain("validate", tests);

@@ -31,10 +31,13 @@
 #include "log.h"
 #include "net.h"
 #include "registry.h"
+#include "socket.h"
 
 #define TD_SOCK_MAGIC 0x6b636f73647470ull /* "ptdsock" */
 #define TD_SOCK_STAGE (256 * 1024)
 #define TD_SOCK_MAX_PER_PEER (8u << 20) /* bytes read per peer per progress call */
+#define TD_SOCK_HELLO_MS 10000           /* how long an accepted connection may stay silent */
+#define TD_SOCK_MAX_ACCEPTING 64         /* connections without a complete hello kept at once */
 
 enum { SK_NONE, SK_CONNECTING, SK_HELLO, SK_WAITPEER, SK_READY, SK_CLOSED, SK_FAILED };
 enum { RX_HDR, RX_XFER, RX_UNEXP, RX_DISCARD };
@@ -78,6 +81,7 @@ typedef struct {
 
 typedef struct tdSockAccept {
   int fd;
+  int64_t since_ms; /* accepted at; a connection silent past TD_SOCK_HELLO_MS is dropped */
   size_t got;
   tdSockHello hello;
   struct tdSockAccept *next;
@@ -87,6 +91,9 @@ typedef struct {
   int lfd;
   uint64_t secret;
   tdSockPeer *peers;
+  int *active; /* peers with a connection (or an attempt), in first-use order */
+  int nactive;
+  int64_t next_listen_ms;
   tdSockAccept *accepting;
   tdXferQueue posted;
   tdSockMsg *unexp_head, *unexp_tail;
@@ -95,6 +102,35 @@ typedef struct {
   struct pollfd *pfd;
   int *pfd_peer;
 } tdSockCtx;
+
+_Static_assert(sizeof(tdSockHello) == TD_SOCK_HELLO_BYTES, "hello size");
+_Static_assert(sizeof(tdWireHdr) == TD_SOCK_HDR_BYTES, "header size");
+
+int sockHelloCheck(const void *msg, size_t len, uint64_t hash, uint64_t secret, int rank,
+                   int nranks, int *from) {
+  tdSockHello h;
+  if (len != sizeof(h)) return 0;
+  memcpy(&h, msg, sizeof(h));
+  if (h.magic != TD_SOCK_MAGIC || h.hash != hash || h.secret != secret || h.to != rank ||
+      h.from < 0 || h.from >= nranks || h.from == rank)
+    return 0;
+  *from = h.from;
+  return 1;
+}
+
+tpudistResult_t sockHeaderCheck(const void *msg, size_t len, tdMsgKey *key, uint64_t *plen,
+                                char *err) {
+  tdWireHdr h;
+  if (len != sizeof(h)) return tdErr(err, tpudistRemoteError, "a frame header of %zu bytes", len);
+  memcpy(&h, msg, sizeof(h));
+  if (h.pad != 0) return tdErr(err, tpudistRemoteError, "a corrupt frame header");
+  if (h.len > TD_SOCK_MAX_MSG)
+    return tdErr(err, tpudistRemoteError, "a frame announcing %llu bytes",
+                 (unsigned long long)h.len);
+  *key = (tdMsgKey){h.seq, h.stream, h.ordinal, h.piece};
+  *plen = h.len;
+  return tpudistSuccess;
+}
 
 static tdSockCtx *sockCtx(tdComm *comm) {
   int i = commTransportIndex(comm, &tdTransportSocket);
@@ -121,8 +157,9 @@ static tpudistResult_t sockCommInit(tdComm *comm, tdPeerInfo *info) {
   c->peers = calloc((size_t)comm->nranks, sizeof(tdSockPeer));
   c->pfd = calloc((size_t)comm->nranks + 1, sizeof(struct pollfd));
   c->pfd_peer = calloc((size_t)comm->nranks + 1, sizeof(int));
+  c->active = calloc((size_t)comm->nranks, sizeof(int));
   c->stage = malloc(TD_SOCK_STAGE);
-  if (!c->peers || !c->pfd || !c->pfd_peer || !c->stage)
+  if (!c->peers || !c->pfd || !c->pfd_peer || !c->active || !c->stage)
     return transportError(comm, tpudistNoMemory, "socket transport: out of memory");
   memset(c->stage, 0, TD_SOCK_STAGE); /* touched at setup, never faulted on the hot path */
   for (int p = 0; p < comm->nranks; p++) c->peers[p].fd = -1;
@@ -141,8 +178,8 @@ static void sockCommFini(tdComm *comm) {
   tdSockCtx *c = comm->tp_ctx[i];
   if (!c) return;
   if (c->lfd >= 0) close(c->lfd);
-  for (int p = 0; c->peers && p < comm->nranks; p++)
-    if (c->peers[p].fd >= 0) close(c->peers[p].fd);
+  for (int i = 0; c->peers && i < c->nactive; i++)
+    if (c->peers[c->active[i]].fd >= 0) close(c->peers[c->active[i]].fd);
   while (c->accepting) {
     tdSockAccept *a = c->accepting;
     c->accepting = a->next;
@@ -157,6 +194,7 @@ static void sockCommFini(tdComm *comm) {
   free(c->peers);
   free(c->pfd);
   free(c->pfd_peer);
+  free(c->active);
   free(c->stage);
   free(c);
   comm->tp_ctx[i] = NULL;
@@ -201,8 +239,13 @@ static tpudistResult_t peerFail(tdComm *comm, tdSockCtx *c, int p, int state, co
   return transportError(comm, tpudistRemoteError, "socket: connection with rank %d: %s", p, why);
 }
 
+static void markActive(tdSockCtx *c, int p) {
+  if (c->peers[p].state == SK_NONE) c->active[c->nactive++] = p;
+}
+
 static tpudistResult_t peerStartConnect(tdComm *comm, tdSockCtx *c, int p) {
   tdSockPeer *pe = &c->peers[p];
+  markActive(c, p);
   tdNetAddr a;
   char err[TD_ERRLEN];
   memcpy(&a, comm->peers[p].sock_addr, sizeof(a));
@@ -323,6 +366,8 @@ static tpudistResult_t peerHandshake(tdComm *comm, tdSockCtx *c, int p, short re
     return tpudistSuccess;
   }
   if (n == 1 && v == 2 && comm->rank > p) { /* the lower rank's own connection wins */
+    TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
+             comm->name, comm->rank, p);
     close(pe->fd);
     pe->fd = -1;
     pe->state = SK_WAITPEER;
@@ -335,22 +380,26 @@ static tpudistResult_t peerHandshake(tdComm *comm, tdSockCtx *c, int p, short re
 
 /* Acceptor side: validates a complete hello and adopts or rejects the connection. */
 static void acceptHello(tdComm *comm, tdSockCtx *c, tdSockAccept *a) {
-  const tdSockHello *h = &a->hello;
   unsigned char verdict = 1;
-  if (h->magic != TD_SOCK_MAGIC || h->hash != comm->comm_hash || h->secret != c->secret ||
-      h->to != comm->rank || h->from < 0 || h->from >= comm->nranks || h->from == comm->rank) {
+  int p = -1;
+  if (!sockHelloCheck(&a->hello, sizeof(a->hello), comm->comm_hash, c->secret, comm->rank,
+                      comm->nranks, &p)) {
     TD_WARN(TD_SUBSYS_SOCK, "%s rank %d: dropped a connection with a wrong hello", comm->name,
             comm->rank);
     close(a->fd);
     return;
   }
-  int p = h->from;
   tdSockPeer *pe = &c->peers[p];
   if (pe->state == SK_READY || pe->state == SK_CLOSED || pe->state == SK_FAILED ||
       ((pe->state == SK_CONNECTING || pe->state == SK_HELLO) && comm->rank < p))
     verdict = 2;
   if (verdict == 1 && send(a->fd, &verdict, 1, MSG_NOSIGNAL | MSG_DONTWAIT) == 1) {
-    if (pe->fd >= 0) close(pe->fd); /* our own attempt (we are the higher rank) loses */
+    markActive(c, p);
+    if (pe->fd >= 0) { /* our own attempt (we are the higher rank) loses */
+      TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
+               comm->name, comm->rank, p);
+      close(pe->fd);
+    }
     pe->fd = a->fd;
     pe->state = SK_READY;
     TD_INFO(TD_SUBSYS_SOCK, "%s rank %d accepted rank %d", comm->name, comm->rank, p);
@@ -362,16 +411,23 @@ static void acceptHello(tdComm *comm, tdSockCtx *c, tdSockAccept *a) {
 }
 
 static void progressAccept(tdComm *comm, tdSockCtx *c, int *moved) {
+  int64_t now = netNowMs();
+  int naccepting = 0;
+  for (tdSockAccept *a = c->accepting; a; a = a->next) naccepting++;
   for (;;) {
     int fd;
     char err[TD_ERRLEN];
     if (netAccept(c->lfd, &fd, err) != tpudistSuccess || fd < 0) break;
-    tdSockAccept *a = calloc(1, sizeof(*a));
-    if (!a) {
+    tdSockAccept *a = naccepting < TD_SOCK_MAX_ACCEPTING ? calloc(1, sizeof(*a)) : NULL;
+    if (!a) { /* a flood of connections without hellos: the newest are refused */
+      TD_WARN(TD_SUBSYS_SOCK, "%s rank %d: refused a connection (%d without a hello)", comm->name,
+              comm->rank, naccepting);
       close(fd);
-      break;
+      continue;
     }
+    naccepting++;
     a->fd = fd;
+    a->since_ms = now;
     a->next = c->accepting;
     c->accepting = a;
     *moved = 1;
@@ -381,6 +437,11 @@ static void progressAccept(tdComm *comm, tdSockCtx *c, int *moved) {
     ssize_t n = recv(a->fd, (char *)&a->hello + a->got, sizeof(a->hello) - a->got, MSG_DONTWAIT);
     if (n > 0) a->got += (size_t)n;
     int gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    if (!gone && a->got < sizeof(a->hello) && now - a->since_ms > TD_SOCK_HELLO_MS) {
+      TD_WARN(TD_SUBSYS_SOCK, "%s rank %d: dropped a connection silent for %d ms", comm->name,
+              comm->rank, TD_SOCK_HELLO_MS);
+      gone = 1;
+    }
     if (gone || a->got == sizeof(a->hello)) {
       *pp = a->next;
       if (gone)
@@ -430,8 +491,12 @@ static tpudistResult_t progressSend(tdComm *comm, tdSockCtx *c, int p, int *move
 /* A header is complete: choose where the payload goes. */
 static tpudistResult_t rxStart(tdComm *comm, tdSockCtx *c, int p) {
   tdSockPeer *pe = &c->peers[p];
-  tdMsgKey k = {pe->rhdr.seq, pe->rhdr.stream, pe->rhdr.ordinal, pe->rhdr.piece};
-  size_t len = pe->rhdr.len;
+  tdMsgKey k;
+  uint64_t wlen;
+  char why[TD_ERRLEN];
+  if (sockHeaderCheck(&pe->rhdr, sizeof(pe->rhdr), &k, &wlen, why) != tpudistSuccess)
+    return peerFail(comm, c, p, SK_FAILED, why);
+  size_t len = (size_t)wlen;
   pe->rgot = 0;
   pe->rlen = len;
   pe->stage_fill = 0;
@@ -547,9 +612,15 @@ static tpudistResult_t sockProgress(tdComm *comm, int *progressed) {
   tpudistResult_t first = tpudistSuccess;
   int n = 0, moved = 0;
   *progressed = 0;
+  if (c->nactive == 0 && !c->accepting) { /* idle: look at the listener once per millisecond */
+    int64_t now = netNowMs();
+    if (now < c->next_listen_ms) return tpudistSuccess;
+    c->next_listen_ms = now + 1;
+  }
   c->pfd[n] = (struct pollfd){c->lfd, POLLIN, 0};
   c->pfd_peer[n++] = -1;
-  for (int p = 0; p < comm->nranks; p++) {
+  for (int i = 0; i < c->nactive; i++) {
+    int p = c->active[i];
     tdSockPeer *pe = &c->peers[p];
     if (pe->fd < 0) continue;
     short ev = POLLIN;
