@@ -51,3 +51,4 @@ suite fuzz-replay 60 sh -c 'tests/fuzz/replay_bootstrap tests/fuzz/corpus/bootst
 suite fuzz 900 tests/fuzz/run.sh
 # sanitizers: out-of-tree ASan+UBSan build; unit, sched, small MPI and fault jobs there
 suite asan 1800 tests/asan.sh
+suite sim-diff 600 tests/sim/diff.sh
