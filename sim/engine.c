@@ -143,9 +143,9 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
 }
 
 static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
+  if (e->cfg->max_dma <= 0) return flowStart(e, ss, rs, bytes, 0);
   uint32_t port = netPort(&e->net, e->slots[ss].rank, e->slots[rs].rank);
-  if (e->cfg->max_dma <= 0 || e->port_active[port] < (uint32_t)e->cfg->max_dma)
-    return flowStart(e, ss, rs, bytes, port);
+  if (e->port_active[port] < (uint32_t)e->cfg->max_dma) return flowStart(e, ss, rs, bytes, port);
   uint32_t id = e->freepend;
   if (id != SIM_NO_SLOT) {
     e->freepend = e->pend[id].next;

@@ -36,7 +36,6 @@ run() {
 run allreduce-8192 --preset v5p --topology 16x16x32 --coll allreduce --bytes 1G --algo auto \
   --dma 2
 run alltoall-4096 --preset v5p --topology 16x16x16 --coll alltoall --bytes 256M --algo auto \
-  --window 1024 \
-  --dma 2
+  --window 2048
 [ $fail -eq 0 ] && echo "sim-scale: ok"
 exit $fail
