@@ -26,14 +26,29 @@ static void settle(simFlow *f, double now) {
   f->t_last = now;
 }
 
-/* Smallest level over f's resources other than skip, and its feed cap. */
-static double flowLimit(const simNet *n, const simFlow *f, uint32_t skip) {
-  double r = f->cap_rate;
+/* Smallest level over f's resources other than skip (1e300 if none); its position in *arg. */
+static double minLevel(const simNet *n, const simFlow *f, uint32_t skip, uint32_t *arg) {
+  double r = 1e300;
   const uint32_t *res = SIM_FLOW_RES(f);
+  *arg = SIM_NO_FLOW;
   for (uint32_t i = 0; i < f->nres; i++)
-    if (res[i] != skip) r = TD_MIN(r, n->level[res[i]]);
+    if (res[i] != skip && n->level[res[i]] < r) {
+      r = n->level[res[i]];
+      *arg = res[i];
+    }
   return r;
 }
+
+/* What f could get without resource skip: the smallest other level, and its feed cap. The
+ * cached lim serves unless skip is where it was found. */
+static double flowLimit(const simNet *n, const simFlow *f, uint32_t skip) {
+  uint32_t a;
+  double r = f->lim_arg != skip ? f->lim : minLevel(n, f, skip, &a);
+  return TD_MIN(r, f->cap_rate);
+}
+
+#define RATE_FULL SIM_NO_FLOW      /* recompute lim over the whole route */
+#define RATE_CAP (SIM_NO_FLOW - 1) /* only the feed cap changed */
 
 static tpudistResult_t workPush(simNet *n, uint32_t r) {
   if (n->res[r].queued) return tpudistSuccess;
@@ -55,11 +70,22 @@ static int differs(double a, double b) {
 
 /* Recomputes flow id's rate; on a change reschedules its drain, queues its resources and passes
  * the new rate down the chain of forwards it feeds. */
-static tpudistResult_t applyRate(simNet *n, uint32_t id, double now) {
+static tpudistResult_t applyRate(simNet *n, uint32_t id, double now, uint32_t changed) {
   for (;;) {
     simFlow *f = &n->flows[id];
     if (!f->active) return tpudistSuccess;
-    double r = flowLimit(n, f, SIM_NO_FLOW);
+    if (changed == RATE_FULL) {
+      f->lim = minLevel(n, f, SIM_NO_FLOW, &f->lim_arg);
+    } else if (changed != RATE_CAP) { /* resource `changed` was re-levelled */
+      double l = n->level[changed];
+      if (l <= f->lim) {
+        f->lim = l;
+        f->lim_arg = changed;
+      } else if (f->lim_arg == changed) {
+        f->lim = minLevel(n, f, SIM_NO_FLOW, &f->lim_arg);
+      }
+    }
+    double r = TD_MIN(f->lim, f->cap_rate);
     if (!differs(r, f->rate)) return tpudistSuccess;
     settle(f, now);
     f->rate = r;
@@ -71,6 +97,7 @@ static tpudistResult_t applyRate(simNet *n, uint32_t id, double now) {
     if (c == SIM_NO_FLOW || !n->flows[c].active) return tpudistSuccess;
     n->flows[c].cap_rate = r;
     id = c;
+    changed = RATE_CAP;
   }
 }
 
@@ -115,7 +142,7 @@ static tpudistResult_t relax(simNet *n, uint32_t ri, double now, double **dem, s
   }
   if (!differs(level, n->level[ri])) return tpudistSuccess;
   n->level[ri] = level;
-  for (uint32_t j = 0; j < r->n; j++) TD_CHECK(applyRate(n, r->flows[j], now));
+  for (uint32_t j = 0; j < r->n; j++) TD_CHECK(applyRate(n, r->flows[j], now, ri));
   return tpudistSuccess;
 }
 
@@ -137,7 +164,7 @@ tpudistResult_t rateJoin(simNet *n, uint32_t id, double now) {
   const simFlow *f = &n->flows[id];
   const uint32_t *res = SIM_FLOW_RES(f);
   for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(workPush(n, res[i]));
-  return applyRate(n, id, now);
+  return applyRate(n, id, now, RATE_FULL);
 }
 
 tpudistResult_t rateFlush(simNet *n, double now) {
@@ -151,7 +178,7 @@ tpudistResult_t rateLeave(simNet *n, uint32_t id, double now) {
   uint32_t c = f->child;
   if (c != SIM_NO_FLOW && n->flows[c].active) { /* its forward runs free now */
     n->flows[c].cap_rate = 1e300;
-    TD_CHECK(applyRate(n, c, now));
+    TD_CHECK(applyRate(n, c, now, RATE_CAP));
   }
   return tpudistSuccess;
 }

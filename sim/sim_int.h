@@ -24,9 +24,11 @@ typedef struct {
   uint32_t *heap; /* malloc'ed route when longer than res_inline, else NULL */
   uint32_t nres;
   double remaining, rate, t_last, bytes, lat;
-  double cap_rate; /* a forward runs no faster than the flow feeding it (1e300: free) */
-  uint32_t child;  /* the forward this flow feeds, or SIM_NO_FLOW */
-  uint32_t hpos;   /* position of its drain event in the heap, or SIM_NO_FLOW */
+  double cap_rate;  /* a forward runs no faster than the flow feeding it (1e300: free) */
+  double lim;       /* smallest level over its resources (kept current by rate.c) */
+  uint32_t lim_arg; /* the resource holding lim */
+  uint32_t child;   /* the forward this flow feeds, or SIM_NO_FLOW */
+  uint32_t hpos;    /* position of its drain event in the heap, or SIM_NO_FLOW */
   uint32_t send_slot, recv_slot; /* engine slots of the two ends */
   int src, dst;
   uint32_t port; /* the port (first link) it leaves by */

@@ -59,7 +59,10 @@ static tpudistResult_t winFill(simEngine *e, simRankState *rs, const tdSched *s)
   uint32_t w = (uint32_t)e->cfg->window;
   for (uint32_t i = 0; i < rs->nstreams; i++) {
     simStreamState *ss = &rs->st[i];
-    if (ss->win && ss->cursor < ss->win_first + ss->win_n) continue;     /* still covered */
+    /* keep a window that still has more than half of its steps ahead: streams that advance
+     * together then reload together, one generation for all */
+    if (ss->win && ss->cursor < ss->win_first + ss->win_n / 2) continue;
+    if (ss->win && ss->win_first + ss->win_n >= ss->nsteps) continue;    /* covers the rest */
     if (s->streams[i].nsteps != ss->nsteps) return tpudistInternalError; /* not deterministic */
     uint32_t first = ss->cursor, end = TD_MIN(ss->nsteps, first + w);
     e->held -= ss->win_n;
