@@ -39,3 +39,4 @@ suite fault-abort 60 tests/fault/jobs.sh abort
 suite fault-badargs 90 tests/fault/jobs.sh badargs
 suite fault-mismatch 90 tests/fault/jobs.sh mismatch
 suite fault-hostile 90 tests/fault/jobs.sh hostile
+suite tools-info 60 tests/mpi/tools_info.sh
