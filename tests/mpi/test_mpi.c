@@ -266,7 +266,8 @@ static void tMoeDispatch(const Ctx *c, int dt, size_t tokens) {
     gChecks++;
     if (rc[s] != want) {
       gFail++;
-      fprintf(stderr, "[%d] %s: counts from %d: got %zu want %zu\n", gWorldRank, what, s, rc[s], want);
+      fprintf(stderr, "[%d] %s: counts from %d: got %zu want %zu\n", gWorldRank, what, s, rc[s],
+              want);
       return;
     }
     for (size_t j = 0; j < rc[s]; j++) raw(gE, rd[s] + j, es, seed, s, (size_t)me * 100000 + j);
