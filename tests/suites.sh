@@ -40,3 +40,4 @@ suite fault-badargs 90 tests/fault/jobs.sh badargs
 suite fault-mismatch 90 tests/fault/jobs.sh mismatch
 suite fault-hostile 90 tests/fault/jobs.sh hostile
 suite tools-info 60 tests/mpi/tools_info.sh
+suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 mpirun -np 3 tests/mpi/test_mpi
