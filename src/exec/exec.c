@@ -258,9 +258,12 @@ int execProgressLocked(tdComm *comm) {
   int progressed = 0;
   tpudistResult_t r = transportProgressAll(comm, &progressed);
   if (r != tpudistSuccess) {
+    /* the transport logged the cause; record it without logging it again */
     char msg[TD_ERRLEN + 32];
     snprintf(msg, sizeof(msg), "transport failure: %s", comm->last_error);
-    commFailLocked(comm, r, msg);
+    snprintf(comm->last_error, sizeof(comm->last_error), "%.*s",
+             (int)sizeof(comm->last_error) - 1, msg);
+    commFailLocked(comm, r, comm->last_error);
     return 1;
   }
   for (int round = 0; round < 2 && p->head; round++) {
