@@ -132,6 +132,7 @@ static void commFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
     p->broken = 1;
     if (p->async_error == tpudistSuccess) p->async_error = res;
     if (msg) commErrorMsg(comm, res, msg);
+    flightDump(comm, tpudistGetErrorString(res));
     /* Peers waiting on this rank learn of the failure now, not at their timeout. */
     transportReleaseAll(comm);
   }
@@ -152,6 +153,7 @@ void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait) {
     tdOp *op = ops[i];
     op->batch = batch;
     op->next = NULL;
+    flightRecord(comm, op);
     if (p->broken || comm->aborted) {
       opFinish(op, comm->aborted ? tpudistAborted : p->async_error);
       continue;

@@ -55,6 +55,7 @@ tpudistResult_t transportSetup(tdComm *comm, char *err) {
   const char *list = cfg->transports;
   comm->ntransports = 0;
   regAdd(comm, &tdTransportSelf);
+  if (cfg->fault && *cfg->fault) regAdd(comm, &tdTransportFault);
   if (!list || !*list) list = "shm,socket";
   for (const char *p = list; *p;) {
     while (*p == ',' || *p == ' ') p++;

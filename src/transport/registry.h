@@ -33,6 +33,10 @@ struct tdBootstrap;
 
 #define TD_ANY_PROBE ((void *)1)
 
+/* The fault-injection transport (fault/fault.c): placed right after "self" when TPU_DIST_FAULT is
+ * set; it wraps whichever later transport reaches each peer. */
+extern const tdTransport tdTransportFault;
+
 /* Fills comm->transports / ntransports from comm->cfg->transports (or the default order) and
  * allocates comm->peer_tp. err gets the reason (unknown name). */
 tpudistResult_t transportSetup(tdComm *comm, char *err);

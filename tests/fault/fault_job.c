@@ -8,6 +8,10 @@
  *                               get tpudistRemoteError within TPU_DIST_TIMEOUT_MS + 2 s, destroy
  *                               the communicator, bootstrap a new one among the survivors (same
  *                               TPU_DIST_COMM_ID) and complete an exactly checked all-reduce.
+ *   fault_job inject            as kill, but nobody dies: TPU_DIST_FAULT (drop=N or corrupt=N)
+ *                               breaks the job; every rank must fail within the timeout + 2 s,
+ *                               then all of them form a new communicator and complete all-reduces.
+ *   fault_job initfail          TPU_DIST_FAULT is malformed: init fails, naming it.
  *   fault_job abort             rank 0 blocks in an all-reduce rank 1 never joins (blocking and
  *                               non-blocking forms); another thread calls tpudistCommAbort: the
  *                               call must return tpudistAborted within 100 ms of the abort.
@@ -18,6 +22,8 @@
  *                               naming the differing ranks, never a hang.
  *   fault_job hostile           rank 0 connects to every peer's socket-transport listener without
  *                               the secret and with garbage, then the job runs all-reduces.
+ *   fault_job flight            1 rank: after a timeout the log holds the flight record (each
+ *                               operation's sequence, count, datatype, algorithm and state).
  *   fault_job attack HOST:PORT  not a rank: connects to a rendezvous point with a wrong secret,
  *                               garbage, a truncated hello and a silent connection.
  * Exit status 0 on success; each failure is printed with the rank.
@@ -124,7 +130,10 @@ static int modeKill(int rank, int n, int victim) {
   const char *msg = tpudistGetLastError(c);
   printf("rank %d: iteration %d failed after %.0f ms: %s: %s\n", rank, it - 1, t1 - t0,
          tpudistGetErrorString(r), msg);
-  if (r != tpudistRemoteError) FAIL("expected tpudistRemoteError, got %d (%s)", r, msg);
+  /* A dead peer is a remote error everywhere; an injected short message is a length mismatch
+   * (tpudistInvalidUsage) on its receiver, a remote error on the others. */
+  if (r != tpudistRemoteError && (victim >= 0 || r != tpudistInvalidUsage))
+    FAIL("expected tpudistRemoteError, got %d (%s)", r, msg);
   if (t1 - t0 > timeout + 2000.0) FAIL("the error took %.0f ms (timeout %d ms)", t1 - t0, timeout);
   tpudistResult_t a = tpudistSuccess;
   if (tpudistCommGetAsyncError(c, &a) != tpudistSuccess || a != r)
@@ -141,20 +150,32 @@ static int modeKill(int rank, int n, int victim) {
   if (nowMs() - d0 > 2000.0) FAIL("destroy after the failure took %.0f ms", nowMs() - d0);
   (void)dr;
   /* The survivors continue: a new communicator among them, through the same TPU_DIST_COMM_ID. */
-  int nr = rank < victim ? rank : rank - 1, m = 0;
+  int nr = victim >= 0 && rank > victim ? rank - 1 : rank, m = 0;
   int svals[64];
   for (int q = 0; q < n; q++)
     if (q != victim) svals[m++] = q + 1;
-  tpudistComm_t c2 = initEnv(n - 1, nr);
+  tpudistComm_t c2 = initEnv(m, nr);
   if (!c2) return 1;
   for (int k = 0; k < 3; k++) {
-    r = checkedAllReduce(c2, rank + 1, n - 1, svals, count, in, out);
+    r = checkedAllReduce(c2, rank + 1, m, svals, count, in, out);
     if (r != tpudistSuccess) FAIL("all-reduce among the survivors: %s", tpudistGetLastError(c2));
   }
   if (tpudistCommDestroy(c2) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
   free(in);
   free(out);
-  printf("rank %d: survivor communicator of %d ranks: all-reduce ok\n", rank, n - 1);
+  printf("rank %d: survivor communicator of %d ranks: all-reduce ok\n", rank, m);
+  return gFail ? 1 : 0;
+}
+
+/* TPU_DIST_FAULT with a bad spec: init fails on every rank with tpudistInvalidArgument. */
+static int modeInitFail(int rank, int n) {
+  tpudistComm_t c = NULL;
+  tpudistResult_t r = tpudistCommInitEnv(&c, n, rank, NULL);
+  const char *msg = tpudistGetLastError(NULL);
+  printf("rank %d: init: %s: %s\n", rank, tpudistGetErrorString(r), msg);
+  if (r == tpudistSuccess) FAIL("init succeeded");
+  if (rank == 0 && (r != tpudistInvalidArgument || !strstr(msg, "TPU_DIST_FAULT")))
+    FAIL("rank 0: expected tpudistInvalidArgument naming TPU_DIST_FAULT");
   return gFail ? 1 : 0;
 }
 
@@ -298,6 +319,50 @@ static int modeMismatch(int rank, int n) {
   return gFail ? 1 : 0;
 }
 
+/* ---- flight recorder --------------------------------------------------------------------- */
+
+/* One rank: a few operations, then a receive nobody sends times out; the log (stderr, captured
+ * in a file) must hold the flight record: every operation with its sequence, count and state. */
+static int modeFlight(int rank, int n) {
+  tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
+  cfg.timeoutMs = 300;
+  tpudistComm_t c = NULL;
+  if (n != 1 || tpudistCommInitEnv(&c, 1, rank, &cfg) != tpudistSuccess) {
+    FAIL("flight runs on 1 rank: %s", tpudistGetLastError(NULL));
+    return 1;
+  }
+  static int32_t a[1000], b[1000];
+  char path[] = "/tmp/td_flight_XXXXXX";
+  int fd = mkstemp(path), saved = dup(2);
+  tpudistAllReduce(a, b, 100, tpudistInt32, tpudistSum, c, NULL);
+  tpudistBroadcast(a, b, 7, tpudistFloat32, 0, c, NULL);
+  tpudistAllGather(a, b, 3, tpudistInt64, c, NULL);
+  fflush(stderr);
+  dup2(fd, 2);
+  tpudistResult_t r = tpudistRecv(b, 4, tpudistInt32, 0, c, NULL);
+  fflush(stderr);
+  dup2(saved, 2);
+  close(saved);
+  if (r != tpudistTimeout) FAIL("the receive returned %d, not tpudistTimeout", r);
+  char log[16384] = "";
+  ssize_t len = pread(fd, log, sizeof(log) - 1, 0);
+  log[len > 0 ? len : 0] = 0;
+  close(fd);
+  unlink(path);
+  fputs(log, stdout);
+  const char *want[] = {"flight recorder: ",
+                        "the last 4 of 4 operations",
+                        "#0 allreduce seq 0, count 100 int32",
+                        "#1 broadcast seq 1, count 7 float32, root 0",
+                        "#2 allgather seq 2, count 3 int64",
+                        "#3 recv from rank 0, count 4 int32: running",
+                        "(timeout)"};
+  for (size_t i = 0; i < sizeof(want) / sizeof(want[0]); i++)
+    if (!strstr(log, want[i])) FAIL("the flight record lacks '%s'", want[i]);
+  tpudistCommDestroy(c);
+  return gFail ? 1 : 0;
+}
+
 /* ---- hostile connections ----------------------------------------------------------------- */
 
 /* Connects to a and sends len bytes of buf (then keeps the socket open when keep != NULL). */
@@ -384,10 +449,13 @@ int main(int argc, char **argv) {
   }
   gRank = rank;
   if (!strcmp(argv[1], "kill")) return modeKill(rank, n, argc > 2 ? atoi(argv[2]) : n - 1);
+  if (!strcmp(argv[1], "inject")) return modeKill(rank, n, -1);
+  if (!strcmp(argv[1], "initfail")) return modeInitFail(rank, n);
   if (!strcmp(argv[1], "abort")) return modeAbort(rank, n);
   if (!strcmp(argv[1], "badargs")) return modeBadargs(rank, n);
   if (!strcmp(argv[1], "mismatch")) return modeMismatch(rank, n);
   if (!strcmp(argv[1], "hostile")) return modeHostile(rank, n);
+  if (!strcmp(argv[1], "flight")) return modeFlight(rank, n);
   fprintf(stderr, "fault_job: unknown mode %s\n", argv[1]);
   return 2;
 }

@@ -2,7 +2,8 @@
 # tests/fault/kill.sh - kill -9 of one rank mid-collective in 2-, 4- and 8-rank jobs launched with
 # TPU_DIST_COMM_ID (no mpirun). Every survivor must return tpudistRemoteError within
 # TPU_DIST_TIMEOUT_MS + 2 s, destroy the communicator, bootstrap a new one among the survivors and
-# complete an all-reduce (tests/fault/fault_job kill). Afterwards no /dev/shm segment may remain.
+# complete an all-reduce (tests/fault/fault_job kill). Each survivor logs its flight record.
+# Afterwards no /dev/shm segment may remain.
 # Runs in a private mount namespace with its own /dev/shm, so other jobs do not interfere.
 #   kill.sh [SIZES...]    default: 2 4 8
 set -uo pipefail
@@ -26,9 +27,10 @@ for n in "${sizes[@]}"; do
     # it: nobody may depend on another survivor's destroy to learn of the failure
     if [ "$n" -ge 8 ]; then export TD_FAULT_HOLD_MS=$((TPU_DIST_TIMEOUT_MS + 1000)); else unset TD_FAULT_HOLD_MS; fi
     pids=()
+    out=$(mktemp)
     for ((r = 0; r < n; r++)); do
-      RANK=$r WORLD_SIZE=$n TPU_DIST_TRANSPORTS=$tp tests/fault/fault_job kill "$victim" \
-        > >(sed "s/^/[rank $r] /") 2>&1 &
+      RANK=$r WORLD_SIZE=$n TPU_DIST_TRANSPORTS=$tp "${TD_BUILDDIR:-.}"/tests/fault/fault_job kill "$victim" \
+        > >(sed "s/^/[rank $r] /" | tee -a "$out") 2>&1 &
       pids+=($!)
     done
     for ((r = 0; r < n; r++)); do
@@ -40,6 +42,11 @@ for n in "${sizes[@]}"; do
       fi
     done
     sleep 0.2
+    # every survivor logged its flight record, the failed all-reduce in it
+    fr=$(grep -c 'flight recorder: .* the last' "$out")
+    [ "$fr" -ge $((n - 1)) ] || { echo "only $fr of $((n - 1)) survivors logged a flight record"; rc=1; }
+    grep -q 'flight recorder: .*allreduce seq .*: running' "$out" || { echo "no running all-reduce in the flight records"; rc=1; }
+    rm -f "$out"
     if [ -n "$(ls -A /dev/shm)" ]; then echo "left in /dev/shm:"; ls -l /dev/shm; rc=1; fi
   done
 done
