@@ -112,8 +112,10 @@ static uint64_t refBytes(const simEngine *e, int r, tdBufRef ref) {
   return (en - b) * e->es;
 }
 
-/* ---- DMA engines: a chip sends at most max_dma messages at once, the rest wait in order ---- */
-static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
+/* ---- DMA queues: a chip sends at most max_dma messages at once over one port (first link);
+ * further matched messages wait in order ---- */
+static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes,
+                                 uint32_t port) {
   uint32_t fid;
   int from = e->slots[ss].rank, to = e->slots[rs].rank;
   uint32_t feeder = SIM_NO_FLOW, rf = e->slots[ss].recv_flow;
@@ -123,7 +125,8 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
   TD_CHECK(netStart(&e->net, from, to, bytes, e->now, ss, rs, feeder, &fid));
   e->net.flows[fid].src = from;
   e->net.flows[fid].dst = to;
-  e->ranks[from].dma_active++;
+  e->net.flows[fid].port = port;
+  if (e->port_active) e->port_active[port]++;
   simSlot *s = &e->slots[ss], *r = &e->slots[rs];
   if (s->phase) s->fwd_flow = fid;
   if ((tdStepSemTable[r->step.op].flags & TD_SEM_WIRE_OUT) && !r->phase) {
@@ -140,9 +143,9 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
 }
 
 static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
-  simRankState *r = &e->ranks[e->slots[ss].rank];
-  if (e->cfg->max_dma <= 0 || r->dma_active < (uint32_t)e->cfg->max_dma)
-    return flowStart(e, ss, rs, bytes);
+  uint32_t port = netPort(&e->net, e->slots[ss].rank, e->slots[rs].rank);
+  if (e->cfg->max_dma <= 0 || e->port_active[port] < (uint32_t)e->cfg->max_dma)
+    return flowStart(e, ss, rs, bytes, port);
   uint32_t id = e->freepend;
   if (id != SIM_NO_SLOT) {
     e->freepend = e->pend[id].next;
@@ -157,26 +160,26 @@ static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double b
     id = e->npend++;
   }
   e->pend[id] = (simPending){ss, rs, SIM_NO_SLOT, bytes};
-  if (r->q_tail != SIM_NO_SLOT)
-    e->pend[r->q_tail].next = id;
+  if (e->port_tail[port] != SIM_NO_SLOT)
+    e->pend[e->port_tail[port]].next = id;
   else
-    r->q_head = id;
-  r->q_tail = id;
+    e->port_head[port] = id;
+  e->port_tail[port] = id;
   return tpudistSuccess;
 }
 
-/* A flow of rank `from` drained: its DMA engine takes the next queued message. */
-static tpudistResult_t dmaDone(simEngine *e, int from) {
-  simRankState *r = &e->ranks[from];
-  r->dma_active--;
-  uint32_t id = r->q_head;
+/* A flow drained: its port takes the next queued message. */
+static tpudistResult_t dmaDone(simEngine *e, uint32_t port) {
+  if (!e->port_active) return tpudistSuccess;
+  e->port_active[port]--;
+  uint32_t id = e->port_head[port];
   if (id == SIM_NO_SLOT) return tpudistSuccess;
-  r->q_head = e->pend[id].next;
-  if (r->q_head == SIM_NO_SLOT) r->q_tail = SIM_NO_SLOT;
+  e->port_head[port] = e->pend[id].next;
+  if (e->port_head[port] == SIM_NO_SLOT) e->port_tail[port] = SIM_NO_SLOT;
   simPending p = e->pend[id];
   e->pend[id].next = e->freepend;
   e->freepend = id;
-  return flowStart(e, p.ss, p.rs, p.bytes);
+  return flowStart(e, p.ss, p.rs, p.bytes, port);
 }
 
 /* ---- message ends ---- */
@@ -221,33 +224,35 @@ static int stepComplete(const simRankState *rs, uint32_t stream, uint32_t idx) {
   return 1;
 }
 
-typedef struct {
-  int n;
-  int space[2];
-  uint64_t b[2], e[2];
-  int write[2];
-} simSpans;
-
-/* Read/write spans of a step; a fused step whose receive is done only reads dst (forwarding). */
-static tpudistResult_t stepSpans(const simEngine *e, int r, const simStep *st, int recv_done,
-                                 simSpans *sp) {
+static tpudistResult_t stepSpans(const simEngine *e, int r, const simStep *st, simSpans *sp) {
   unsigned f = tdStepSemTable[st->op].flags;
   sp->n = 0;
-  if (recv_done) {
-    TD_CHECK(winSpan(e, r, st->dst, &sp->space[0], &sp->b[0], &sp->e[0]));
-    sp->write[sp->n++] = 0;
-    return tpudistSuccess;
-  }
+  sp->dst = -1;
   if (f & TD_SEM_READ_SRC) {
     TD_CHECK(winSpan(e, r, st->src, &sp->space[0], &sp->b[0], &sp->e[0]));
     sp->write[sp->n++] = 0;
   }
   if (f & (TD_SEM_WRITE_DST | TD_SEM_READ_DST)) {
-    int i = sp->n++;
+    int i = sp->dst = sp->n++;
     TD_CHECK(winSpan(e, r, st->dst, &sp->space[i], &sp->b[i], &sp->e[i]));
     sp->write[i] = (f & TD_SEM_WRITE_DST) != 0;
   }
   return tpudistSuccess;
+}
+
+/* What an issued step still touches: a fused step whose receive is done only reads dst. */
+static simSpans slotSpans(const simSlot *s) {
+  simSpans sp = s->sp;
+  if (s->recv_done >= 0 && sp.dst >= 0) {
+    int d = sp.dst;
+    sp.space[0] = sp.space[d];
+    sp.b[0] = sp.b[d];
+    sp.e[0] = sp.e[d];
+    sp.write[0] = 0;
+    sp.n = 1;
+    sp.dst = 0;
+  }
+  return sp;
 }
 
 static int spansConflict(const simSpans *a, const simSpans *b) {
@@ -272,13 +277,25 @@ static tpudistResult_t canIssue(simEngine *e, int r, uint32_t stream, const simS
                    st->deps[d].stream);
     if (!stepComplete(rs, st->deps[d].stream, st->deps[d].step)) return tpudistSuccess;
   }
+  if (ss->blk_valid) {
+    const simSlot *b = &e->slots[ss->blk_slot];
+    if (b->used && b->gen == ss->blk_gen && (b->recv_done >= 0) == ss->blk_rd)
+      return tpudistSuccess; /* the step it conflicted with still stands as it was */
+    ss->blk_valid = 0;
+  }
   if (ss->ninflight) {
-    simSpans me, other;
-    TD_CHECK(stepSpans(e, r, st, 0, &me));
-    for (uint32_t i = 0; i < ss->ninflight; i++) {
+    simSpans me;
+    TD_CHECK(stepSpans(e, r, st, &me));
+    for (uint32_t i = ss->ninflight; i-- > 0;) { /* latest first: likeliest conflict */
       const simSlot *o = &e->slots[ss->inflight[i].slot];
-      TD_CHECK(stepSpans(e, r, &o->step, o->recv_done >= 0, &other));
-      if (spansConflict(&me, &other)) return tpudistSuccess;
+      simSpans other = slotSpans(o);
+      if (spansConflict(&me, &other)) {
+        ss->blk_valid = 1;
+        ss->blk_slot = ss->inflight[i].slot;
+        ss->blk_gen = o->gen;
+        ss->blk_rd = o->recv_done >= 0;
+        return tpudistSuccess;
+      }
     }
   }
   *ok = 1;
@@ -298,12 +315,14 @@ static tpudistResult_t issue(simEngine *e, int r, uint32_t stream, const simStep
   TD_CHECK(slotAlloc(e, &id));
   simSlot *s = &e->slots[id];
   s->step = *st;
+  TD_CHECK(stepSpans(e, r, st, &s->sp));
   s->rank = r;
   s->stream = (uint16_t)stream;
   s->idx = ss->cursor;
   ss->inflight[ss->ninflight].slot = id;
   ss->inflight[ss->ninflight++].idx = ss->cursor;
   ss->cursor++;
+  ss->blk_valid = 0;
   unsigned f = tdStepSemTable[st->op].flags;
   if (f & TD_SEM_WIRE_IN) return postEnd(e, id, 0);
   if (f & TD_SEM_WIRE_OUT) return postEnd(e, id, 1);
@@ -409,7 +428,7 @@ static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
       else
         TD_CHECK(netPush(&e->net, s->phase ? fwdDeliverAt(e, s, f->lat) : e->now + f->lat,
                          SIM_EV_DELIVER, ev->id, 0));
-      return dmaDone(e, e->net.flows[ev->id].src);
+      return dmaDone(e, e->net.flows[ev->id].port);
     }
     case SIM_EV_DELIVER:
       return onDeliver(e, ev->id);
@@ -458,6 +477,9 @@ static void engineFree(simEngine *e) {
   free(e->table);
   free(e->ordcnt);
   free(e->pend);
+  free(e->port_active);
+  free(e->port_head);
+  free(e->port_tail);
   netFree(&e->net);
 }
 
@@ -486,7 +508,10 @@ static tpudistResult_t engineLoop(simEngine *e) {
   if (e->cfg->functional) TD_CHECK(funcInit(e));
   for (int r = 0; r < e->nranks; r++) TD_CHECK(advance(e, r));
   simEvent ev;
-  while (netPop(&e->net, &ev)) {
+  for (;;) {
+    if (e->net.nwork && (!e->net.nheap || e->net.heap[0].t > e->now))
+      TD_CHECK(rateFlush(&e->net, e->now)); /* this instant is over: settle the shares */
+    if (!netPop(&e->net, &ev)) break;
     e->now = ev.t;
     TD_CHECK(onEvent(e, &ev));
   }
@@ -529,9 +554,17 @@ tpudistResult_t simRun(const simConfig *cfg, const tdCollArgs *args, const char 
                  cfg->topo->nranks);
   e.ranks = calloc((size_t)e.nranks, sizeof(simRankState));
   e.ordcnt = calloc((size_t)e.nranks * 2, sizeof(uint32_t));
-  for (int i = 0; e.ranks && i < e.nranks; i++) e.ranks[i].q_head = e.ranks[i].q_tail = SIM_NO_SLOT;
   tpudistResult_t r = tpudistNoMemory;
   if (e.ranks && e.ordcnt) r = netInit(&e.net, cfg, e.err);
+  if (r == tpudistSuccess && cfg->max_dma > 0) {
+    size_t np = e.net.nlinks + 2 * (size_t)e.nranks;
+    e.port_active = calloc(np, sizeof(uint32_t));
+    e.port_head = malloc(np * sizeof(uint32_t));
+    e.port_tail = malloc(np * sizeof(uint32_t));
+    if (!e.port_active || !e.port_head || !e.port_tail) r = tpudistNoMemory;
+    for (size_t i = 0; r == tpudistSuccess && i < np; i++)
+      e.port_head[i] = e.port_tail[i] = SIM_NO_SLOT;
+  }
   if (r == tpudistSuccess) r = engineLoop(&e);
   if (r == tpudistSuccess) {
     engineResult(&e, res);

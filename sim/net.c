@@ -39,6 +39,9 @@ tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
   for (uint32_t i = 0; i < n->nlinks; i++) n->res[i].cap = n->res[i].level = cfg->p.link_bw;
   double inj = cfg->p.inj_bw > 0 ? cfg->p.inj_bw : cfg->p.link_bw * (n->nd ? 2 * n->nd : 1);
   for (size_t i = n->nlinks; i < nres; i++) n->res[i].cap = n->res[i].level = inj;
+  /* a chip's flows leave (and arrive) over its own links: an injection limit at or above their
+   * sum never binds, and is left out of the routes */
+  n->use_inj = n->nd == 0 || inj < cfg->p.link_bw * 2 * n->nd * (1 - 1e-12);
   n->hop_latency = cfg->p.hop_latency;
   n->msg_overhead = cfg->p.msg_overhead;
   for (int i = 0; i < cfg->nfailed; i++) {
@@ -207,6 +210,13 @@ static tpudistResult_t netRoute(simNet *n, simFlow *f, int src, int dst, int *nh
   return tpudistSuccess;
 }
 
+uint32_t netPort(simNet *n, int src, int dst) {
+  tdHop h;
+  if (n->nd == 0 || src == dst || topoRoute(n->topo, src, dst, &h, 1) < 1)
+    return n->nlinks + (uint32_t)src;
+  return linkId(n, h.from, h.axis, h.dir);
+}
+
 /* ---- flows ---- */
 static tpudistResult_t resAdd(simRes *r, uint32_t id) {
   if (r->n == r->capn) {
@@ -259,9 +269,9 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
   f->t_last = now;
   f->active = 1;
   if (src != dst) {
-    TD_CHECK(addRes(f, n->nlinks + (uint32_t)src));
+    if (n->use_inj) TD_CHECK(addRes(f, n->nlinks + (uint32_t)src));
     if (n->nd > 0) TD_CHECK(netRoute(n, f, src, dst, &hops));
-    TD_CHECK(addRes(f, n->nlinks + (uint32_t)n->topo->nranks + (uint32_t)dst));
+    if (n->use_inj) TD_CHECK(addRes(f, n->nlinks + (uint32_t)n->topo->nranks + (uint32_t)dst));
   }
   f->lat = src == dst ? 0 : n->msg_overhead + n->hop_latency * (n->nd ? hops : 1);
   if (++n->active > n->max_active) n->max_active = n->active;

@@ -84,6 +84,7 @@ int simPresetSold(const simPreset *p, int ndims, const int *dims, int twisted, c
     return 0;
   }
   snprintf(shape, sizeof(shape), "%dx%dx%d", d[0], d[1], d[2]);
+  if (ndims <= 3 && inList(shape, subcube) && !twisted) return 1;
   if (ndims > 3 || d[0] > d[1] || d[1] > d[2]) {
     snprintf(why, len, "%s slices are AxBxC with A <= B <= C", p->name);
     return 0;
@@ -92,7 +93,6 @@ int simPresetSold(const simPreset *p, int ndims, const int *dims, int twisted, c
     snprintf(why, len, "%ld chips: the largest %s slice has %d", n, p->name, p->max_chips);
     return 0;
   }
-  if (inList(shape, subcube) && !twisted) return 1;
   for (int a = 0; a < 3; a++)
     if (d[a] % 4) {
       snprintf(why, len, "%s slices beyond a sub-cube are whole 4x4x4 cubes (dims multiples of 4)",

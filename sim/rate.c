@@ -73,9 +73,28 @@ static tpudistResult_t applyRate(simNet *n, uint32_t id, double now) {
   }
 }
 
-static int cmpDouble(const void *a, const void *b) {
-  double x = *(const double *)a, y = *(const double *)b;
-  return x < y ? -1 : x > y;
+/* Water level of capacity cap over demands d[0..m): what each unsatisfied flow gets. Flows
+ * demanding less than the level keep their demand; the rest share what remains equally. */
+static double waterLevel(double cap, double *d, uint32_t m) {
+  double sum = 0;
+  for (uint32_t j = 0; j < m; j++) sum += d[j];
+  if (sum <= cap) return cap; /* not a bottleneck */
+  uint32_t left = m;
+  double rest = cap, level = cap / m;
+  for (;;) { /* drop the satisfied flows, raise the level, until none drops */
+    uint32_t k = 0;
+    double taken = 0;
+    for (uint32_t j = 0; j < left; j++) {
+      if (d[j] < level)
+        taken += d[j];
+      else
+        d[k++] = d[j];
+    }
+    if (k == left || !k) return k ? level : cap;
+    rest -= taken;
+    left = k;
+    level = rest / left;
+  }
 }
 
 /* Water-fills resource ri; on a level change re-rates its flows. */
@@ -90,20 +109,7 @@ static tpudistResult_t relax(simNet *n, uint32_t ri, double now, double **dem, s
   }
   double *d = *dem;
   for (uint32_t j = 0; j < m; j++) d[j] = flowLimit(n, &n->flows[r->flows[j]], ri);
-  if (m <= 16) {
-    for (uint32_t j = 1; j < m; j++)
-      for (uint32_t k = j; k > 0 && d[k] < d[k - 1]; k--) {
-        double t = d[k];
-        d[k] = d[k - 1];
-        d[k - 1] = t;
-      }
-  } else {
-    qsort(d, m, sizeof(double), cmpDouble);
-  }
-  double cap = r->cap;
-  uint32_t left = m;
-  for (uint32_t j = 0; j < m && d[j] * left < cap; j++, left--) cap -= d[j];
-  double level = left ? cap / left : r->cap;
+  double level = m ? waterLevel(r->cap, d, m) : r->cap;
   if (!differs(level, r->level)) return tpudistSuccess;
   r->level = level;
   for (uint32_t j = 0; j < r->n; j++) TD_CHECK(applyRate(n, r->flows[j], now));
@@ -121,12 +127,17 @@ static tpudistResult_t drain(simNet *n, double now) {
   return tpudistSuccess;
 }
 
+/* Joins and leaves only queue their resources; rateFlush re-levels once per instant, after
+ * every event of that instant (thousands of flows may start together). A joining flow runs at
+ * its route's current levels until then. */
 tpudistResult_t rateJoin(simNet *n, uint32_t id, double now) {
   const simFlow *f = &n->flows[id];
   const uint32_t *res = SIM_FLOW_RES(f);
   for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(workPush(n, res[i]));
-  TD_CHECK(drain(n, now));
-  TD_CHECK(applyRate(n, id, now)); /* when no level moved */
+  return applyRate(n, id, now);
+}
+
+tpudistResult_t rateFlush(simNet *n, double now) {
   return drain(n, now);
 }
 
@@ -139,5 +150,5 @@ tpudistResult_t rateLeave(simNet *n, uint32_t id, double now) {
     n->flows[c].cap_rate = 1e300;
     TD_CHECK(applyRate(n, c, now));
   }
-  return drain(n, now);
+  return tpudistSuccess;
 }

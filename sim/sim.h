@@ -67,7 +67,8 @@ typedef struct {
   int window;              /* steps of a stream held at once (regenerated beyond) */
   int max_inflight;        /* issued, incomplete steps per stream (0: no limit; a limit can
                               deadlock schedules that rely on more concurrency) */
-  int max_dma;             /* messages a chip sends at once; matched ones queue (0: no limit) */
+  int max_dma;             /* messages a chip sends at once over one port; matched ones queue
+                              in order (0: no limit) */
   int fuse;                /* apply the fusion pass, as the runtime does (default 1) */
   double piece_bytes;      /* the executor's pipeline piece (TPU_DIST_CHUNK_BYTES, 128 KiB) */
   int functional;          /* move real data and check it */

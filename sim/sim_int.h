@@ -29,6 +29,7 @@ typedef struct {
   uint32_t hpos;   /* position of its drain event in the heap, or SIM_NO_FLOW */
   uint32_t send_slot, recv_slot; /* engine slots of the two ends */
   int src, dst;
+  uint32_t port; /* the port (first link) it leaves by */
   int active;
 } simFlow;
 
@@ -43,6 +44,7 @@ typedef struct {
   const tdTopo *topo;
   int nd;          /* axes used for links (0 when flat) */
   uint32_t nlinks; /* directed ICI links; injection/ejection resources follow */
+  int use_inj;     /* injection/ejection limits can bind (else left out of routes) */
   simRes *res;
   simFlow *flows;
   uint32_t nflows, capflows, *freeflows, nfree;
@@ -70,6 +72,9 @@ void netFree(simNet *n);
 tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, uint32_t send_slot,
                          uint32_t recv_slot, uint32_t feeder, uint32_t *id);
 /* Ends a drained flow at time now (frees its links; the flow stays until netRelease). */
+/* The port a message from src to dst leaves by: its first link, or src's injection resource
+ * (flat topologies, self messages). */
+uint32_t netPort(simNet *n, int src, int dst);
 tpudistResult_t netDrained(simNet *n, uint32_t id, double now);
 void netRelease(simNet *n, uint32_t id);
 tpudistResult_t netPush(simNet *n, double t, uint32_t kind, uint32_t id, uint32_t version);
@@ -80,6 +85,8 @@ tpudistResult_t netSetDrain(simNet *n, uint32_t id, double t);
 /* Max-min fair rates (rate.c): flow id joined / left its resources at now. */
 tpudistResult_t rateJoin(simNet *n, uint32_t id, double now);
 tpudistResult_t rateLeave(simNet *n, uint32_t id, double now);
+/* Re-levels what joins and leaves queued at this instant (before time moves on). */
+tpudistResult_t rateFlush(simNet *n, double now);
 
 /* ---- engine (engine.c) ---- */
 typedef struct {
@@ -101,6 +108,9 @@ typedef struct {
   uint32_t nsteps, cursor;
   simInflight *inflight;
   uint32_t ninflight, capinflight;
+  /* the in-flight step the cursor step last conflicted with (skip rechecks while it stands) */
+  uint32_t blk_slot, blk_gen;
+  int blk_rd, blk_valid;
 } simStreamState;
 
 typedef struct {
@@ -110,9 +120,7 @@ typedef struct {
   uint32_t live; /* streams not yet finished */
   int loaded, done;
   double finish;
-  void *buf[TD_NUM_BUFS];  /* functional mode */
-  uint32_t dma_active;     /* flows this chip is sending */
-  uint32_t q_head, q_tail; /* matched messages waiting for a DMA engine (SIM_NO_SLOT: none) */
+  void *buf[TD_NUM_BUFS]; /* functional mode */
 } simRankState;
 
 typedef struct {
@@ -120,8 +128,17 @@ typedef struct {
   double bytes;
 } simPending;
 
+/* Read/write element spans of a step (in-place aliasing applied). */
+typedef struct {
+  int n, dst; /* spans used; index of the dst span (-1 if none) */
+  int space[2];
+  uint64_t b[2], e[2];
+  int write[2];
+} simSpans;
+
 typedef struct {
   simStep step;
+  simSpans sp; /* computed once at issue */
   int rank;
   uint16_t stream;
   uint32_t idx;
@@ -155,6 +172,7 @@ typedef struct {
   uint32_t *ordcnt; /* nranks scratch counters for ordinals */
   simPending *pend;
   uint32_t npend, cappend, freepend;
+  uint32_t *port_active, *port_head, *port_tail; /* per port (first link): DMA queues */
   uint64_t held, max_held, generations, messages;
   double wire_bytes, now;
   int ranks_left;

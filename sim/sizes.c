@@ -5,6 +5,7 @@
 #include <string.h>
 
 #include "algos.h"
+#include "select.h"
 #include "sim.h"
 
 uint64_t simCountForBytes(tdColl coll, int nranks, uint64_t bytes, uint32_t elem_size) {
@@ -40,38 +41,45 @@ double simBusFactor(tdColl coll, int nranks) {
   }
 }
 
-/* Preference when no algorithm is named: topology-aware first on a torus, bandwidth-optimal
- * rings for large messages, logarithmic ones for small (the order the library's selection uses
- * for its candidates, without its cost evaluation). */
+/* The library's selection (select.h): its first candidate for (coll, bytes) that the simulator
+ * can run. The torus all-to-all's per-rank plan holds every block's route through the rank
+ * (O(N^2 hops) to build: 41 s for one rank of 4096), so above 1024 ranks the next candidate is
+ * taken. Falls back to the first generator that accepts the shape when selection fails. */
 tpudistResult_t simSelectAlgo(const tdTopo *topo, tdColl coll, uint64_t bytes, char *out,
                               size_t len, char *err) {
-  static const char *const large[] = {"torus", "ring2",  "ring",   "pairwise", "chain",
-                                      "tree",  "direct", "recdbl", NULL};
-  static const char *const small[] = {"recdbl",   "tree",  "torus",  "bruck", "ring",
-                                      "pairwise", "chain", "direct", NULL};
-  const char *const *pref = bytes >= (1u << 20) || coll == TD_COLL_ALLTOALL ? large : small;
-  int n = topo->nranks;
-  for (; *pref; pref++) {
-    const tdAlgo *a = algoFind(coll, *pref);
-    if (!a) continue;
+  tdSelectTable *t = NULL;
+  const char *names[TD_SELECT_MAX_CANDIDATES];
+  int n = 0;
+  char e2[TD_ERRLEN];
+  if (selectBuild(topo, topo->nranks, NULL, &t, e2) == tpudistSuccess)
+    n = selectCandidates(t, coll, bytes, names, TD_SELECT_MAX_CANDIDATES);
+  for (int i = 0; i < n; i++) {
+    if ((coll == TD_COLL_ALLTOALL || coll == TD_COLL_ALLTOALLV) && !strcmp(names[i], "torus") &&
+        topo->nranks > 1024)
+      continue;
+    snprintf(out, len, "%s", names[i]);
+    selectFree(t);
+    return tpudistSuccess;
+  }
+  selectFree(t);
+  for (const tdAlgo *a = tdAlgoTable; a->name; a++) {
+    if (a->coll != coll || !a->gen) continue;
     tdCollArgs args;
     memset(&args, 0, sizeof(args));
     args.coll = coll;
-    args.nranks = n;
-    args.rank = n - 1;
+    args.nranks = topo->nranks;
     args.count = 1;
     args.topo = topo;
     args.elem_size = 4;
     tdSched s;
     memset(&s, 0, sizeof(s));
-    char e2[TD_ERRLEN];
-    tpudistResult_t r = algoGenerate(&args, *pref, &s, e2);
+    tpudistResult_t r = algoGenerate(&args, a->name, &s, e2);
     schedFree(&s);
     if (r == tpudistSuccess) {
-      snprintf(out, len, "%s", *pref);
+      snprintf(out, len, "%s", a->name);
       return tpudistSuccess;
     }
   }
   return tdErr(err, tpudistNotSupported, "sim: no algorithm accepts %s on %d ranks",
-               schedCollName(coll), n);
+               schedCollName(coll), topo->nranks);
 }

@@ -112,10 +112,25 @@ tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing) {
   return res;
 }
 
+static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
+  return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
+}
+
 tpudistResult_t winSpan(const simEngine *e, int r, tdBufRef ref, int *space, uint64_t *b,
                         uint64_t *end) {
   const simRankState *rs = &e->ranks[r];
-  TD_CHECK(schedRefRange(&rs->lay, ref, rs->lay.count, b, end));
+  const tdLayout *l = ref.buf < TD_NUM_BUFS ? &rs->lay.layout[ref.buf] : NULL;
+  uint32_t k = l ? l->chunks_per_block : 0;
+  if (l && !l->offsets && k && ref.nchunks &&
+      ref.chunk + (uint64_t)ref.nchunks <= (uint64_t)l->nblocks * k) {
+    /* uniform: chunks are contiguous, so the span runs from the first's start to the last's end */
+    uint64_t n = rs->lay.count;
+    uint32_t c0 = ref.chunk, c1 = ref.chunk + ref.nchunks - 1;
+    *b = (uint64_t)(c0 / k) * n + subStart(n, k, c0 % k);
+    *end = (uint64_t)(c1 / k) * n + subStart(n, k, c1 % k + 1);
+  } else {
+    TD_CHECK(schedRefRange(&rs->lay, ref, rs->lay.count, b, end));
+  }
   *space = ref.buf;
   if (!rs->lay.inplace) return tpudistSuccess;
   tdColl c = rs->lay.coll;

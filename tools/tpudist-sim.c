@@ -23,7 +23,7 @@
 typedef struct {
   const char *preset, *topology, *coll, *algo, *algos, *csv, *plot, *fail;
   uint64_t bytes, min, max;
-  int twist, sweep, compare, functional, root, window, depth, dma, quiet;
+  int twist, sweep, compare, functional, root, window, depth, dma, quiet, step;
   double link_bw, latency, inj_bw, overhead, piece;
   tpudistDataType_t dtype;
   tpudistRedOp_t op;
@@ -35,7 +35,8 @@ static void usage(FILE *f) {
           "[--twist]\n"
           "         --coll allreduce|allgather|reducescatter|broadcast|reduce|alltoall\n"
           "         [--bytes N[K|M|G]] [--algo NAME|auto] [--root R]\n"
-          "         [--sweep [--min N] [--max N] [--algos a,b,c] [--csv FILE] [--plot FILE.png]]\n"
+          "         [--sweep [--min N] [--max N] [--step F] [--algos a,b,c] [--csv FILE] [--plot "
+          "FILE.png]]\n"
           "         [--compare-algos] [--functional [--dtype float32|int32|float64|int64]\n"
           "         [--op sum|max|min]] [--fail-links R:AXIS:DIR,...]\n"
           "         [--link-bw B/s] [--latency S] [--overhead S] [--inj-bw B/s] [--piece BYTES]\n"
@@ -121,6 +122,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->window = atoi(v);
     else if (!strcmp(a, "--depth"))
       o->depth = atoi(v);
+    else if (!strcmp(a, "--step"))
+      o->step = atoi(v);
     else if (!strcmp(a, "--dma"))
       o->dma = atoi(v);
     else if (!strcmp(a, "--link-bw"))
@@ -288,7 +291,7 @@ static int sweep(const Opts *o, const simConfig *cfg, tdColl coll, const char *a
   if (csv) fprintf(csv, "algo,bytes,time_s,algbw_GBps,busbw_GBps\n");
   printf("%-13s %14s %14s %12s %12s\n", "algo", "bytes", "time_us", "algbw_GB/s", "busbw_GB/s");
   for (int i = 0; i < n; i++)
-    for (uint64_t b = o->min; b <= o->max; b *= 4) {
+    for (uint64_t b = o->min; b <= o->max; b *= (uint64_t)(o->step > 1 ? o->step : 4)) {
       simResult r;
       if (runOne(cfg, coll, names[i], b, o->root, &r, 0)) break;
       int nr = cfg->topo->nranks;
@@ -307,7 +310,9 @@ static int sweep(const Opts *o, const simConfig *cfg, tdColl coll, const char *a
   char *slash = strrchr(script, '/');
   if (slash) snprintf(slash + 1, sizeof(script) - (size_t)(slash + 1 - script), "sim_plot.py");
   if (!slash || access(script, R_OK)) snprintf(script, sizeof(script), "tools/sim_plot.py");
-  snprintf(cmd, sizeof(cmd), "python3 '%s' '%s' '%s' '%s %s %s'", script, o->csv, o->plot,
+  /* the system interpreter carries matplotlib; a virtualenv's python3 may not */
+  const char *py = access("/usr/bin/python3", X_OK) == 0 ? "/usr/bin/python3" : "python3";
+  snprintf(cmd, sizeof(cmd), "%s '%s' '%s' '%s' '%s %s %s'", py, script, o->csv, o->plot,
            cfg->p.name, o->topology, o->coll);
   return system(cmd) == 0 ? 0 : -1;
 }
