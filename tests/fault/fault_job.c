@@ -111,7 +111,7 @@ static int modeKill(int rank, int n, int victim) {
   if (rank == victim) {
     static int delay;
     srand((unsigned)getpid());
-    delay = 300 + rand() % 400;
+    delay = envInt("TD_FAULT_KILL_MS", 300 + rand() % 400);
     pthread_t th;
     pthread_create(&th, NULL, killer, &delay);
   }
