@@ -239,15 +239,19 @@ static int batchProgress(tdComm *comm) {
 
 static void timeoutFail(tdComm *comm, uint64_t idle_ns) {
   tdOp *op = comm->priv->head;
-  char what[160] = "";
+  char what[400] = "";
   if (op->kind == TD_OP_COLL)
     execCollDescribe(op, what, sizeof(what));
   else
     snprintf(what, sizeof(what), "waiting for rank %d", op->p2p.peer);
-  char msg[TD_ERRLEN + 256];
+  char msg[TD_ERRLEN + 512];
   snprintf(msg, sizeof(msg), "%s seq %llu timed out after %llu ms without progress: %s", opName(op),
            (unsigned long long)op->seq, (unsigned long long)(idle_ns / 1000000), what);
-  commFailLocked(comm, tpudistTimeout, msg);
+  /* the whole description in the log; last_error keeps what fits (logged once: same text) */
+  TD_ERROR(TD_SUBSYS_EXEC, "%s rank %d: %s", comm->name, comm->rank, msg);
+  snprintf(comm->last_error, sizeof(comm->last_error), "%.*s", (int)sizeof(comm->last_error) - 1,
+           msg);
+  commFailLocked(comm, tpudistTimeout, comm->last_error);
 }
 
 int execProgressLocked(tdComm *comm) {

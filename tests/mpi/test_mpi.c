@@ -19,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi_ref.h"
 #include "tpu_dist.h"
@@ -55,8 +56,9 @@ static int ok(const Ctx *c, tpudistResult_t r, const char *what) {
           tpudistGetLastError(c->comm));
   tpudistResult_t async = tpudistSuccess;
   if (tpudistCommGetAsyncError(c->comm, &async) == tpudistSuccess && async != tpudistSuccess) {
-    fprintf(stderr, "[%d] %s is broken (%s): aborting the job\n", gWorldRank, c->name,
+    fprintf(stderr, "[%d] %s is broken (%s): aborting the job in 10 s\n", gWorldRank, c->name,
             tpudistGetErrorString(async));
+    sleep(10); /* lets the other ranks report what they wait for */
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
   return 0;
@@ -235,6 +237,45 @@ static void tAlltoallv(const Ctx *c, int dt, size_t maxc) {
   checkAlgo(c, "alltoallv", off * es);
 }
 
+/* MoE dispatch: one hot expert (the last rank) receives most tokens, most other counts are zero;
+ * each rank knows only its send counts, learns its receive counts with the counts exchange, then
+ * sizes its receive layout from them (counts first, then sized buffers). */
+static void tMoeDispatch(const Ctx *c, int dt, size_t tokens) {
+  char what[128];
+  int n = c->n, me = c->rank, hot = n - 1;
+  size_t es = refSize(dt), sc[64], sd[64], rc[64], rd[64], off = 0;
+  uint64_t seed = ++gSeed;
+  snprintf(what, sizeof(what), "moe dispatch %s tokens=%zu", dtName(dt), tokens);
+  for (int d = 0; d < n; d++) {
+    uint64_t h = refHash(seed, me, (size_t)d);
+    sc[d] = d == hot ? tokens : (h % 4 == 0 ? h % 7 : 0);
+    sd[d] = off;
+    off += sc[d];
+  }
+  if (!ok(c, tpudistAllToAllCounts(sc, rc, c->comm, NULL), "moe counts")) return;
+  off = 0;
+  for (int s = 0; s < n; s++) {
+    rd[s] = off;
+    off += rc[s];
+  }
+  for (int d = 0; d < n; d++)
+    for (size_t j = 0; j < sc[d]; j++) raw(gS, sd[d] + j, es, seed, me, (size_t)d * 100000 + j);
+  for (int s = 0; s < n; s++) {
+    uint64_t h = refHash(seed, s, (size_t)me);
+    size_t want = me == hot ? tokens : (h % 4 == 0 ? h % 7 : 0);
+    gChecks++;
+    if (rc[s] != want) {
+      gFail++;
+      fprintf(stderr, "[%d] %s: counts from %d: got %zu want %zu\n", gWorldRank, what, s, rc[s], want);
+      return;
+    }
+    for (size_t j = 0; j < rc[s]; j++) raw(gE, rd[s] + j, es, seed, s, (size_t)me * 100000 + j);
+  }
+  memset(gR, 0x55, off * es);
+  if (ok(c, tpudistAllToAllv(gS, sc, sd, gR, rc, rd, dt, c->comm, NULL), what))
+    compare(c, what, gR, gE, off, es);
+}
+
 /* ---- point to point and requests --------------------------------------------------------- */
 
 static void tSendRecv(const Ctx *c, int dt, size_t count) {
@@ -261,8 +302,9 @@ static void tSendRecv(const Ctx *c, int dt, size_t count) {
     tpudistRequest_t req;
     int src = -1;
     if (!ok(c, tpudistRecv(gR, count, dt, tpudistAnySource, c->comm, &req), what)) return;
-    if (!ok(c, tpudistWait(req), what)) return;
+    /* the source is asked before Wait, which frees the request */
     if (!ok(c, tpudistRequestSource(req, &src), "RequestSource")) return;
+    if (!ok(c, tpudistWait(req), what)) return;
     gChecks++;
     if (src <= 0 || src >= n || seen[src]++) {
       gFail++;
@@ -472,6 +514,8 @@ static void smallCross(const Ctx *c, int full) {
   tAlltoallv(c, tpudistInt32, 0);
   tAlltoallv(c, tpudistInt32, 9);
   tAlltoallv(c, tpudistFloat64, 700);
+  tMoeDispatch(c, tpudistBfloat16, 5000);
+  tMoeDispatch(c, tpudistFloat32, 1);
   tRequests(c);
 }
 

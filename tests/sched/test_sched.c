@@ -1,19 +1,18 @@
 /*
  * test_sched.c - every algorithm of tdAlgoTable over a matrix of shapes, through the validator
  * (collectives/validate.h) and the text format (collectives/sched_io.h):
- *   nranks 1..17, 24, 32, 64, 128 (flat; 4, 16, 8, 64, 128 stand for the tori 2x2, 4x4, 2x2x2,
- *   4x4x4, 4x4x8) x counts {0, 1, n-1, 3n+1, 1031} x in place / out of place (where the
- *   collective has an in-place form) x roots {0, n-1, n/2} (broadcast, reduce; sendrecv shifts)
- *   x count matrices (all-to-all-v: uniform, all zero, one hot receiver with zeros, sparse,
- *   skewed with gapped displacements).
- * For each shape every rank's schedule is generated, the set validated, each schedule dumped,
- * loaded and dumped again (byte-identical), fused with schedFuse when it is linked and validated
- * again (and in two randomised completion orders up to 32 ranks, for races that the lock-step
- * order hides). A schedule must serve every count of its shape (it is cached per shape): when the
- * sets generated for two counts differ, each is also validated at the other counts. A generator may
- * refuse a shape (tpudistNotSupported); the coverage report at the end lists, per collective and
- * rank count, the algorithms that accepted it, and the test fails if some shape has no accepting
- * generator.
+ *   nranks 1..17, 24, 32, 64, 128 flat, and the tori 2x2, 3x3, 4x4, 2x2x2, 4x2x2 themselves
+ *   (topology-aware generators refuse flat shapes; TD_FULL=1 adds 4x4x4, 4x4x8) x counts {0, 1, n-1, 3n+1, 1031} x in
+ * place / out of place (where the collective has an in-place form) x roots {0, n-1, n/2}
+ * (broadcast, reduce; sendrecv shifts) x count matrices (all-to-all-v: uniform, all zero, one hot
+ * receiver with zeros, sparse, skewed with gapped displacements). For each shape every rank's
+ * schedule is generated, the set validated, each schedule dumped, loaded and dumped again
+ * (byte-identical), fused with schedFuse when it is linked and validated again (and in two
+ * randomised completion orders up to 32 ranks, for races that the lock-step order hides). A
+ * schedule must serve every count of its shape (it is cached per shape): when the sets generated
+ * for two counts differ, each is also validated at the other counts. A generator may refuse a shape
+ * (tpudistNotSupported); the coverage report at the end lists, per collective and rank count, the
+ * algorithms that accepted it, and the test fails if some shape has no accepting generator.
  * TD_FULL=1 adds rank counts 48, 96, 255, 256 and counts {2, n, n+1, 7n-1}.
  */
 #include <stdlib.h>
@@ -24,10 +23,9 @@
 #include "sched_io.h"
 #include "validate.h"
 
-
 #define MAXALGO 16
 #define MAXCOUNTS 12
-#define MAXRANKCASES 32
+#define MAXRANKCASES 40
 
 static int g_full;
 static int g_failures;
@@ -38,6 +36,8 @@ static int g_validated, g_cross;
 /* Coverage: per collective and rank-count case, a bitmask of algorithms that accepted a shape. */
 static unsigned g_accepted[TD_NUM_COLLS][MAXRANKCASES];
 static int g_ranks[MAXRANKCASES], g_nranks_cases;
+static tdTopo g_topo[MAXRANKCASES];      /* flat, or the torus named in g_spec */
+static const char *g_spec[MAXRANKCASES]; /* NULL = flat */
 
 static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void failf(const char *fmt, ...) {
@@ -56,8 +56,10 @@ typedef struct {
 } Shape;
 
 static void shapeName(const Shape *sh, const char *algo, char *buf, size_t len) {
-  snprintf(buf, len, "%s/%s n=%d count=%llu inplace=%d root=%d", schedCollName(sh->a.coll), algo,
-           sh->a.nranks, (unsigned long long)sh->a.count, sh->a.inplace, sh->a.root);
+  char topo[48] = "flat";
+  if (sh->a.topo && sh->a.topo->ndims) topoFormat(sh->a.topo, topo, sizeof(topo));
+  snprintf(buf, len, "%s/%s n=%d (%s) count=%llu inplace=%d root=%d", schedCollName(sh->a.coll),
+           algo, sh->a.nranks, topo, (unsigned long long)sh->a.count, sh->a.inplace, sh->a.root);
 }
 
 /* One schedule set: every rank's schedule. */
@@ -272,13 +274,12 @@ static void runCounts(tdColl c, int N, int rc, int inplace, int root, const Algo
   uint64_t counts[MAXCOUNTS];
   int nc = countsFor(N, counts);
   static Set sets[MAXALGO][MAXCOUNTS];
-  tdTopo topo;
-  topoInitFlat(&topo, N);
+  const tdTopo *topo = &g_topo[rc];
   for (int k = 0; k < nc; k++) {
     Shape sh;
     memset(&sh, 0, sizeof(sh));
     sh.a.coll = c, sh.a.nranks = N, sh.a.root = root, sh.a.inplace = inplace;
-    sh.a.count = counts[k], sh.a.topo = &topo, sh.a.elem_size = 4;
+    sh.a.count = counts[k], sh.a.topo = topo, sh.a.elem_size = 4;
     Set keep[MAXALGO];
     memset(keep, 0, sizeof(keep));
     runAllAlgos(&sh, al, rc, keep);
@@ -287,7 +288,7 @@ static void runCounts(tdColl c, int N, int rc, int inplace, int root, const Algo
   for (int i = 0; i < al->n; i++) {
     Shape sh;
     memset(&sh, 0, sizeof(sh));
-    sh.a.coll = c, sh.a.nranks = N, sh.a.root = root, sh.a.inplace = inplace, sh.a.topo = &topo;
+    sh.a.coll = c, sh.a.nranks = N, sh.a.root = root, sh.a.inplace = inplace, sh.a.topo = topo;
     crossCounts(&sh, al->name[i], sets[i], counts, nc);
     for (int k = 0; k < nc; k++) {
       if (sets[i][k].n) {
@@ -345,13 +346,11 @@ static void runColl(tdColl c) {
     if (c == TD_COLL_ALLTOALLV) {
       size_t nn = (size_t)N * N;
       uint64_t *vc = malloc(nn * 8), *sd = malloc(nn * 8), *rd = malloc(nn * 8);
-      tdTopo topo;
-      topoInitFlat(&topo, N);
       for (int m = 0; m < 5; m++) {
         matrixFor(N, m, vc, sd, rd);
         Shape sh;
         memset(&sh, 0, sizeof(sh));
-        sh.a.coll = c, sh.a.nranks = N, sh.a.topo = &topo, sh.a.elem_size = 4;
+        sh.a.coll = c, sh.a.nranks = N, sh.a.topo = &g_topo[rc], sh.a.elem_size = 4;
         sh.a.v_counts = vc, sh.sd = sd, sh.rd = rd, sh.a.count = (uint64_t)m; /* names it */
         runAllAlgos(&sh, &al, rc, NULL);
       }
@@ -472,7 +471,8 @@ static void testCoverage(void) {
     AlgoList al;
     algosOf((tdColl)c, &al);
     for (int rc = 0; rc < g_nranks_cases; rc++) {
-      printf("  %-13s n=%-4d", schedCollName((tdColl)c), g_ranks[rc]);
+      printf("  %-13s n=%-4d %-6s", schedCollName((tdColl)c), g_ranks[rc],
+             g_spec[rc] ? g_spec[rc] : "");
       for (int i = 0; i < al.n; i++)
         if (g_accepted[c][rc] >> i & 1) printf(" %s", al.name[i]);
       if (!g_accepted[c][rc]) printf(" (none)");
@@ -495,6 +495,21 @@ int main(void) {
   for (size_t i = 0; i < sizeof(ci) / sizeof(ci[0]); i++) g_ranks[g_nranks_cases++] = ci[i];
   for (size_t i = 0; g_full && i < sizeof(full) / sizeof(full[0]); i++)
     g_ranks[g_nranks_cases++] = full[i];
+  for (int i = 0; i < g_nranks_cases; i++) topoInitFlat(&g_topo[i], g_ranks[i]);
+  /* the tori themselves, so that topology-aware generators run too */
+  static const char *const tori[] = {"2x2", "3x3", "4x4", "2x2x2", "4x2x2", "4x4x4", "4x4x8"};
+  for (size_t i = 0; i < sizeof(tori) / sizeof(tori[0]) - (g_full ? 0 : 2); i++) {
+    int n = 1;
+    for (const char *q = tori[i]; *q; q++)
+      if (*q >= '0' && *q <= '9' && (q == tori[i] || q[-1] == 'x')) n *= atoi(q);
+    char err[TD_ERRLEN];
+    if (topoParse(tori[i], n, &g_topo[g_nranks_cases], err) != tpudistSuccess) {
+      printf("topology %s: %s\n", tori[i], err);
+      return 1;
+    }
+    g_spec[g_nranks_cases] = tori[i];
+    g_ranks[g_nranks_cases++] = n;
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
   CU_TestInfo tests[] = {
       {"allreduce", testAllreduce},

@@ -363,12 +363,14 @@ static tpudistResult_t ringConsume(tdComm *comm, tdShmCtx *c, int p, int *moved)
   return tpudistSuccess;
 }
 
-/* 1 if the next CMA id's ack slot is free. */
+/* 1 if the next CMA id's ack slot is free: the send that used it last (id - TD_SHM_CMA_SLOTS)
+ * has been retired by cmaAcks here. Seeing its ack in the slot is not enough: once the slot is
+ * reused, the receiver may overwrite that ack with the new id's before cmaAcks reads it, and the
+ * old send would never complete. cma_wait is in id order, so its head is the oldest id in use. */
 static int cmaSlotFree(tdShmPeer *pe) {
   uint64_t id = pe->next_cma_id;
-  uint64_t want = id >= TD_SHM_CMA_SLOTS ? id - TD_SHM_CMA_SLOTS + 1 : 0;
-  uint64_t v = __atomic_load_n(&pe->ctl_out->cma_ack[id % TD_SHM_CMA_SLOTS], __ATOMIC_ACQUIRE);
-  return (v & ~TD_CMA_NACK) == want;
+  const tdXfer *oldest = pe->cma_wait.head;
+  return !oldest || (uint64_t)(uintptr_t)oldest->tp_priv[1] + TD_SHM_CMA_SLOTS > id;
 }
 
 /* Writes one record for the head of the send queue. 0 when the ring has no room. */
