@@ -5,22 +5,21 @@
 # library and the tests, and runs there the unit suites, the schedule suite and a small MPI suite
 # (mpirun -np 2 / -np 3 tests/mpi/test_mpi, socket and shm), plus the fault jobs for invalid
 # arguments and a killed rank. Any sanitizer report fails the run.
-#   tests/asan.sh [WORKDIR]     default: $TMPDIR/tpu_dist-asan (reused when present)
+#   tests/asan.sh [WORKDIR]     default: $TMPDIR/tpu_dist-asan (emptied first)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-${TMPDIR:-/tmp}/tpu_dist-asan}
 src=$work/src
+# a fresh copy every run: copied files keep their times, so objects of an older copy could look
+# newer than the sources they were built from
+rm -rf "$src"
 mkdir -p "$src"
 # a clean copy of the tracked files (changed ones included); unchanged files keep their times
 (cd "$top" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$src" || exit 1
 cd "$src" || exit 1
-if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
-  autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; exit 1; }
-fi
+autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; exit 1; }
 mkdir -p build-asan && cd build-asan || exit 1
-if [ ! -f Makefile ]; then
-  ../configure -q --enable-sanitizers >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
-fi
+../configure -q --enable-sanitizers >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
 jobs=${TD_MAKE_JOBS:-2}
 make -j"$jobs" >make.log 2>&1 && make -j"$jobs" check TESTS= >>make.log 2>&1 ||
   { grep -E "error|Error" make.log | head -20; exit 1; }
