@@ -2,7 +2,7 @@
 # tests/asan.sh - the AddressSanitizer + UndefinedBehaviorSanitizer pass: configures a separate,
 # out-of-tree build (build-asan, `../configure --enable-sanitizers`) from a clean copy of the
 # tracked sources (a source tree configured in place cannot host an out-of-tree build), builds the
-# library and the tests, and runs there the unit suites, the schedule suite and a small MPI suite
+# library and the tests, and runs there the unit suites, the schedule suite (up to 16 ranks) and a small MPI
 # (mpirun -np 2 / -np 3 tests/mpi/test_mpi, socket and shm), plus the fault jobs for invalid
 # arguments and a killed rank. Any sanitizer report fails the run.
 #   tests/asan.sh [WORKDIR]     default: $TMPDIR/tpu_dist-asan (emptied first)
@@ -51,7 +51,8 @@ run() {
 for t in topology kernels validate sched_io fuse cost bootstrap transport; do
   [ -x tests/unit/test_$t ] && run unit-$t tests/unit/test_$t
 done
-run sched tests/sched/test_sched
+# every generator through the validator, flat shapes up to 16 ranks and the small tori
+run sched env TD_SCHED_MAX_RANKS=16 tests/sched/test_sched
 # MPI runs: LeakSanitizer is off there (Open MPI's own allocations); ASan/UBSan stay on
 if [ -x tests/mpi/test_mpi ]; then
   run mpi-np2 env ASAN_OPTIONS=$ASAN_OPTIONS:detect_leaks=0 mpirun -np 2 tests/mpi/test_mpi
