@@ -111,7 +111,7 @@ static int modeKill(int rank, int n, int victim) {
   if (rank == victim) {
     static int delay;
     srand((unsigned)getpid());
-    delay = 300 + rand() % 400;
+    delay = envInt("TD_FAULT_KILL_MS", 300 + rand() % 400);
     pthread_t th;
     pthread_create(&th, NULL, killer, &delay);
   }
@@ -270,19 +270,20 @@ static int modeBadargs(int rank, int n) {
 
 /* ---- TPU_DIST_CHECK mismatch ------------------------------------------------------------- */
 
-static void expectMismatch(tpudistComm_t c, tpudistResult_t r, int odd, int rank,
-                           const char *what) {
+/* Every rank gets the same message: the others' call with "ranks 0-(n-2)", the odd one's with
+ * "rank n-1" (the odd rank is the last). */
+static void expectMismatch(tpudistComm_t c, tpudistResult_t r, int n, int rank, const char *what) {
   const char *msg = tpudistGetLastError(c);
-  char want[32];
-  snprintf(want, sizeof(want), "rank %d", odd);
+  char odd[32], rest[32];
+  snprintf(odd, sizeof(odd), "; rank %d called", n - 1);
+  if (n > 2)
+    snprintf(rest, sizeof(rest), ": ranks 0-%d called", n - 2);
+  else
+    snprintf(rest, sizeof(rest), ": rank 0 called");
   printf("rank %d: %s: %s\n", rank, what, msg);
   if (r != tpudistInvalidUsage) FAIL("%s: got %d, expected tpudistInvalidUsage", what, r);
-  if (!strstr(msg, "mismatch") || !strstr(msg, want))
-    FAIL("%s: the message does not name rank %d: '%s'", what, odd, msg);
-  if (rank == odd) {
-    snprintf(want, sizeof(want), "rank %d", odd == 0 ? 1 : 0);
-    if (!strstr(msg, want)) FAIL("%s: the odd rank's message names no other rank: '%s'", what, msg);
-  }
+  if (!strstr(msg, "collective mismatch") || !strstr(msg, odd) || !strstr(msg, rest))
+    FAIL("%s: the message does not name '%s' and '%s': '%s'", what, rest + 2, odd + 2, msg);
 }
 
 static int modeMismatch(int rank, int n) {
@@ -306,11 +307,11 @@ static int modeMismatch(int rank, int n) {
     if (round == 0) {
       size_t count = rank == odd ? 1001 : 1000;
       r = tpudistAllReduce(in, out, count, tpudistInt32, tpudistSum, sub, NULL);
-      expectMismatch(sub, r, odd, rank, "count 1001 on one rank");
+      expectMismatch(sub, r, n, rank, "count 1001 on one rank");
     } else {
       int root = rank == odd ? 1 : 0;
       r = tpudistBroadcast(in, out, 100, tpudistInt32, root, sub, NULL);
-      expectMismatch(sub, r, odd, rank, "root 1 on one rank");
+      expectMismatch(sub, r, n, rank, "root 1 on one rank");
     }
     if (nowMs() - t0 > 5000.0) FAIL("the mismatch took %.0f ms to report", nowMs() - t0);
     tpudistCommDestroy(sub);
