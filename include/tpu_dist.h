@@ -254,7 +254,8 @@ TPUDIST_API tpudistResult_t tpudistGroupEnd(void);
 TPUDIST_API tpudistResult_t tpudistWait(tpudistRequest_t req);
 /* *done = 1 and the request is freed once complete (its result returned); else *done = 0. */
 TPUDIST_API tpudistResult_t tpudistTest(tpudistRequest_t req, int *done);
-/* For a completed or pending receive: the sender's rank (known once matched). */
+/* For a pending receive (call before tpudistWait/Test, which free the request): progresses until
+ * the receive is matched (bounded by the communicator's timeout) and gives the sender's rank. */
 TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *source);
 
 /* Name of the algorithm of the most recent collective issued on comm ("ring", "torus", ...). */

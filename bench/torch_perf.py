@@ -1,0 +1,146 @@
+"""Times torch.distributed collectives on a backend (gloo, or tpu_dist through the plugin).
+
+    /usr/bin/python3 bench/torch_perf.py --backend gloo --np 2 --colls allreduce,alltoall \
+        --min 4096 --max 67108864 --iters 20 --csv out.csv
+
+Rows: coll,impl,nranks,bytes,time_us,algbw,busbw,wrong,algo — the same CSV as the C *_perf tools
+(-C). Times are medians over iterations, maximum over ranks. Results are checked (exact small
+integers) once per size.
+"""
+import argparse
+import os
+import sys
+import tempfile
+import time
+
+import torch
+import torch.distributed as dist
+import torch.multiprocessing as mp
+
+TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
+sys.path.insert(0, os.path.join(TOP, "python"))
+
+FACTORS = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
+           "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
+           "alltoallv": lambda n: (n - 1) / n}
+
+
+def skew_splits(n, rows_per_peer, skew):
+    """Rows each rank sends each peer: a fraction `skew` of everything goes to the last rank."""
+    m = []
+    for s in range(n):
+        row = []
+        for r in range(n):
+            v = (1.0 - skew) * rows_per_peer + (skew * rows_per_peer * n if r == n - 1 else 0)
+            row.append(int(v))
+        m.append(row)
+    return m
+
+
+def make_op(coll, nbytes, rank, n, skew):
+    elems = max(nbytes // 4, n)
+    if coll == "allreduce":
+        t = torch.full((elems,), float(rank + 1))
+        want = float(n * (n + 1) // 2)
+        return (lambda: dist.all_reduce(t)), (lambda: bool((t == want).all()) or None), nbytes
+    if coll == "allgather":
+        per = elems // n
+        src = torch.full((per,), float(rank))
+        outs = [torch.empty(per) for _ in range(n)]
+        return ((lambda: dist.all_gather(outs, src)),
+                (lambda: all(bool((outs[r] == r).all()) for r in range(n))), per * 4 * n)
+    if coll == "reducescatter":
+        per = elems // n
+        ins = [torch.full((per,), float(rank + 1)) for _ in range(n)]
+        out = torch.empty(per)
+        if hasattr(dist, "reduce_scatter") and dist.get_backend() != "gloo":
+            fn = lambda: dist.reduce_scatter(out, ins)  # noqa: E731
+        else:  # gloo on torch 1.13 has no reduce_scatter: all_reduce + slice, as users do
+            full = torch.cat(ins)
+            def fn():
+                full.fill_(float(rank + 1))
+                dist.all_reduce(full)
+                out.copy_(full[rank * per:(rank + 1) * per])
+        return fn, (lambda: bool((out == n * (n + 1) // 2).all())), per * 4 * n
+    if coll == "alltoall":
+        per = elems // n
+        src = torch.cat([torch.full((per,), float(rank * n + p)) for p in range(n)])
+        out = torch.empty(per * n)
+        return ((lambda: dist.all_to_all_single(out, src)),
+                (lambda: all(bool((out[p * per:(p + 1) * per] == p * n + rank).all())
+                             for p in range(n))), per * 4 * n)
+    if coll == "alltoallv":
+        rows = max(elems // n // 8, 1)
+        m = skew_splits(n, rows, skew)
+        src = torch.cat([torch.full((m[rank][p], 8), float(rank * n + p)) for p in range(n)])
+        osz = [m[p][rank] for p in range(n)]
+        out = torch.empty(sum(osz), 8)
+        def check():
+            off = 0
+            for p in range(n):
+                if not bool((out[off:off + osz[p]] == p * n + rank).all()):
+                    return False
+                off += osz[p]
+            return True
+        sent = sum(sum(r) for r in m) * 8 * 4 // n
+        return (lambda: dist.all_to_all_single(out, src, osz, m[rank])), check, sent
+    raise ValueError(coll)
+
+
+def worker(rank, n, a, init_file, rows):
+    if a.backend == "tpu_dist":
+        import tpu_dist  # noqa: F401
+    dist.init_process_group(a.backend, init_method="file://" + init_file, rank=rank, world_size=n)
+    for coll in a.colls.split(","):
+        size = a.min
+        while size <= a.max:
+            fn, check, algbytes = make_op(coll, size, rank, n, a.skew)
+            wrong = 0
+            fn()
+            ok = check()
+            wrong = 0 if ok else 1
+            for _ in range(a.warmup):
+                fn()
+            times = []
+            for _ in range(a.iters):
+                dist.barrier()
+                t0 = time.perf_counter()
+                fn()
+                times.append(time.perf_counter() - t0)
+            times.sort()
+            med = torch.tensor([times[len(times) // 2], float(wrong)])
+            dist.all_reduce(med, op=dist.ReduceOp.MAX)
+            if rank == 0:
+                t = med[0].item()
+                algbw = algbytes / t / 1e9
+                rows.append("%s,%s,%d,%d,%.3f,%.4f,%.4f,%d,%s" % (
+                    coll, a.backend, n, algbytes, t * 1e6, algbw, algbw * FACTORS[coll](n),
+                    int(med[1].item()), a.backend))
+            size *= 2
+    dist.destroy_process_group()
+
+
+def main():
+    ap = argparse.ArgumentParser()
+    ap.add_argument("--backend", default="gloo")
+    ap.add_argument("--np", type=int, default=2)
+    ap.add_argument("--colls", default="allreduce")
+    ap.add_argument("--min", type=int, default=4096)
+    ap.add_argument("--max", type=int, default=1 << 20)
+    ap.add_argument("--iters", type=int, default=20)
+    ap.add_argument("--warmup", type=int, default=3)
+    ap.add_argument("--skew", type=float, default=0.5)
+    ap.add_argument("--csv")
+    a = ap.parse_args()
+    with tempfile.TemporaryDirectory() as d:
+        rows = mp.Manager().list()
+        mp.spawn(worker, args=(a.np, a, os.path.join(d, "init"), rows), nprocs=a.np)
+        text = "\n".join(rows) + "\n"
+    if a.csv:
+        with open(a.csv, "a") as f:
+            f.write(text)
+    sys.stdout.write(text)
+
+
+if __name__ == "__main__":
+    main()

@@ -1,0 +1,46 @@
+"""Spawns one job of N ranks that runs a list of cases and reports every failure.
+
+Each case is a function(rank, world, group_ranks) run on every rank; it raises on a wrong result.
+Results are collected per rank into a shared dict so the test prints exactly which cases failed.
+"""
+import os
+import sys
+import tempfile
+import traceback
+
+import torch.multiprocessing as mp
+
+HERE = os.path.dirname(os.path.abspath(__file__))
+TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
+sys.path.insert(0, os.path.join(TOP, "python"))
+
+
+def _worker(rank, world, init_file, module_name, entry, results):
+    os.environ.setdefault("TPU_DIST_TIMEOUT_MS", "60000")
+    sys.path.insert(0, HERE)
+    import torch.distributed as dist
+    import tpu_dist  # noqa: F401  registers the backend
+
+    dist.init_process_group("tpu_dist", init_method="file://" + init_file, rank=rank,
+                            world_size=world)
+    mod = __import__(module_name)
+    failures = []
+    for name, fn in getattr(mod, entry)(world):
+        try:
+            fn(rank, world)
+        except Exception:  # noqa: BLE001  report every failing case, keep going
+            failures.append((name, traceback.format_exc(limit=4)))
+    dist.barrier()
+    results[rank] = failures
+    dist.destroy_process_group()
+
+
+def run_job(world, module_name, entry="cases"):
+    """Runs every case of module_name.entry(world) on `world` ranks; returns failures by rank."""
+    with tempfile.TemporaryDirectory() as d:
+        init_file = os.path.join(d, "init")
+        manager = mp.Manager()
+        results = manager.dict()
+        mp.spawn(_worker, args=(world, init_file, module_name, entry, results), nprocs=world,
+                 join=True)
+        return dict(results)
