@@ -261,7 +261,7 @@ static perfResult measure(const perfCtx *c, const perfColl *coll, void *send, vo
   int err = 0;
   if (inplace) coll->init(c, recv, count, c->o->root, 1);
   double t = timeRuns(c, coll, send, recv, count, inplace, &err);
-  if (err == tpudistNotSupported) {
+  if (err == tpudistNotSupported && inplace) { /* some collectives have no in-place form */
     res.supported = 0;
     return res;
   }

@@ -11,7 +11,9 @@
 typedef struct tdBootstrap tdBootstrap;
 
 /* Fills id with this process's listening address (or comm_id "host:port" when given: then every
- * rank computes the same id) and a random secret. */
+ * rank computes the same id) and a random secret. With comm_id, the secret is a hash of comm_id and
+ * TPU_DIST_COMM_SECRET (callers pass configGet()->comm_id when the user set TPU_DIST_COMM_ID). An
+ * id without comm_id must be used by rank 0 in this process (or a fork of it). */
 tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, char *err);
 /* Rendezvous of nranks ranks through the id's root (the root is rank 0). Checks the secret and
  * the library version of every peer; bounded by timeout_ms. */
@@ -30,6 +32,16 @@ tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, i
 /* Unblocks every wait of bs (from any thread). */
 void bootstrapAbort(tdBootstrap *bs);
 void bootstrapFree(tdBootstrap *bs);
+
+/* Accessors: rank and size in this channel, a hash unique to the communicator (from the id's secret
+ * and address, or the parent's hash and the split tag), and the secret peers must present. */
+int bootstrapRank(const tdBootstrap *bs);
+int bootstrapNranks(const tdBootstrap *bs);
+uint64_t bootstrapCommHash(const tdBootstrap *bs);
+uint64_t bootstrapSecret(const tdBootstrap *bs);
+
+/* Tests only: the library version this process presents in its hello. */
+void bootstrapTestSetVersion(uint32_t version);
 
 /* Host identity: hash of hostname, boot id and network namespace, or of hostid_override. */
 uint64_t bootstrapHostHash(const char *hostid_override);

@@ -42,6 +42,8 @@ const tdConfigVar tdConfigTable[] = {
      "host:port of rank 0 for bootstrap without MPI (as NCCL_COMM_ID)."},
     {"TPU_DIST_HOSTID", TD_CFG_STR, "", TD_OFF(hostid),
      "Overrides the host identity (hostname+boot id+netns hash) that decides who shares memory."},
+    {"TPU_DIST_COMM_SECRET", TD_CFG_STR, "", TD_OFF(comm_secret),
+     "Private string mixed into the bootstrap secret of TPU_DIST_COMM_ID jobs (set it on shared hosts)."},
     {"RANK", TD_CFG_INT, "-1", TD_OFF(env_rank), "Rank for tpudistCommInitEnv (torchrun style)."},
     {"WORLD_SIZE", TD_CFG_INT, "-1", TD_OFF(env_world_size),
      "Rank count for tpudistCommInitEnv (torchrun style)."},
@@ -59,6 +61,8 @@ const tdConfigVar tdConfigTable[] = {
      "Microseconds a wait spins before yielding, then sleeping."},
     {"TPU_DIST_PROGRESS_THREAD", TD_CFG_INT, "1", TD_OFF(progress_thread),
      "1: a background progress thread per communicator drives non-blocking requests."},
+    {"TPU_DIST_SHM_CMA_MIN_BYTES", TD_CFG_INT, "65536", TD_OFF(shm_cma_min_bytes),
+     "Smallest shm message sent single-copy (process_vm_readv); smaller ones go through the ring."},
     {NULL, TD_CFG_INT, NULL, 0, NULL},
 };
 
@@ -93,7 +97,8 @@ static void configLoadOnce(void) {
     } else if (v->offset == TD_OFF(debug_subsys)) {
       *(unsigned *)field = parseSubsys(val);
     } else if (v->type == TD_CFG_INT) {
-      if (v->offset == TD_OFF(chunk_bytes) || v->offset == TD_OFF(shm_buf_bytes))
+      if (v->offset == TD_OFF(chunk_bytes) || v->offset == TD_OFF(shm_buf_bytes) ||
+          v->offset == TD_OFF(shm_cma_min_bytes))
         *(long *)field = atol(val);
       else
         *(int *)field = atoi(val);

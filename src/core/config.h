@@ -1,56 +1,57 @@
 /*
- * config.h - the configuration table: every TPU_DIST_* and TPU_* variable, read once from the
- * environment (configGet) into one struct. The table (config.c) is also the source of
- * `tpudist-info -c` and docs/env.md. Runtime only: pure layers take these values as arguments.
+ * config.h - the one configuration table. Every TPU_DIST_* and TPU_* variable is read here, once
+ * (configLoad), parsed into tdConfig, and documented by the same table (tpudist-info -c and
+ * docs/env.md are generated from it). No other file calls getenv.
  */
 #ifndef TD_CONFIG_H_
 #define TD_CONFIG_H_
 
-#include <stdio.h>
+#include "td_base.h"
 
 typedef struct {
-  int timeout_ms;
-  int debug_level;       /* 0 errors only, 1 WARN, 2 INFO, 3 TRACE */
-  unsigned debug_subsys; /* tdSubsys mask */
-  int check;
-  const char *topology;
-  const char *algo;
-  const char *sched_dump_dir;
-  const char *sched_file;
-  const char *tpu_accelerator_type;
-  const char *tpu_topology;
-  const char *tpu_topology_wrap;
-  const char *tpu_topology_alt;
-  const char *tpu_chips_per_host_bounds;
-  const char *comm_id;
-  const char *hostid;
-  int env_rank;
-  int env_world_size;
-  const char *transports;
-  const char *socket_ifname;
-  long chunk_bytes;
-  int shm_cma;
-  long shm_buf_bytes;
-  int spin_us;
-  int progress_thread;
+  /* core */
+  int timeout_ms;            /* TPU_DIST_TIMEOUT_MS */
+  int debug_level;           /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
+  unsigned debug_subsys;     /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
+  int check;                 /* TPU_DIST_CHECK */
+  /* topology and algorithms */
+  const char *topology;      /* TPU_DIST_TOPOLOGY */
+  const char *algo;          /* TPU_DIST_ALGO */
+  const char *sched_dump_dir;/* TPU_DIST_SCHED_DUMP_DIR */
+  const char *sched_file;    /* TPU_DIST_SCHED_FILE */
+  const char *tpu_accelerator_type, *tpu_topology, *tpu_topology_wrap, *tpu_topology_alt,
+      *tpu_chips_per_host_bounds; /* TPU_* runtime variables */
+  /* bootstrap */
+  const char *comm_id;       /* TPU_DIST_COMM_ID host:port */
+  const char *hostid;        /* TPU_DIST_HOSTID */
+  const char *comm_secret;   /* TPU_DIST_COMM_SECRET: mixed into the TPU_DIST_COMM_ID secret */
+  int env_rank, env_world_size; /* RANK, WORLD_SIZE (-1 unset) */
+  /* transports and executor */
+  const char *transports;    /* TPU_DIST_TRANSPORTS */
+  const char *socket_ifname; /* TPU_DIST_SOCKET_IFNAME */
+  long chunk_bytes;          /* TPU_DIST_CHUNK_BYTES: pipeline piece size */
+  int shm_cma;               /* TPU_DIST_SHM_CMA: single-copy reads */
+  long shm_buf_bytes;        /* TPU_DIST_SHM_BUF_BYTES: per-pair ring size */
+  int spin_us;               /* TPU_DIST_SPIN_US: spin before yielding */
+  int progress_thread;       /* TPU_DIST_PROGRESS_THREAD */
+  long shm_cma_min_bytes;    /* TPU_DIST_SHM_CMA_MIN_BYTES: smallest message read with CMA */
 } tdConfig;
 
-typedef enum { TD_CFG_INT = 0, TD_CFG_STR = 1 } tdConfigType;
+typedef enum { TD_CFG_INT, TD_CFG_STR } tdConfigType;
 
 typedef struct {
-  const char *name;
+  const char *name;    /* environment variable */
   tdConfigType type;
-  const char *dflt;
-  size_t offset; /* into tdConfig */
-  const char *doc;
+  const char *dflt;    /* default as text ("" = unset) */
+  size_t offset;       /* in tdConfig */
+  const char *doc;     /* one line */
 } tdConfigVar;
 
-/* The table, terminated by an entry with name == NULL. */
 extern const tdConfigVar tdConfigTable[];
 
-/* The configuration, read from the environment on first call (thread-safe), then fixed. */
+/* Parsed once (thread-safe, idempotent); later calls return the same object. */
 const tdConfig *configGet(void);
-/* The table as text (one line per variable) or as a markdown table (docs/env.md). */
+/* Writes the table (name, default, current value, doc) as text or markdown. */
 void configPrint(FILE *f, int markdown);
 
 #endif /* TD_CONFIG_H_ */

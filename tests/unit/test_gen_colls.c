@@ -4,13 +4,15 @@
  * {0, 1, n-1, 3n+1, 1000} x in place / out of place x roots {0, n-1, n/2} (all-to-all-v: count
  * matrices with zeros, one hot receiver, random). Each schedule set is executed on tagged data
  * by the model of gen_sim.c (rendezvous sends, the IR's issue rules, NCCL aliasing) and the
- * outputs are compared with the collective's definition.
+ * outputs are compared with the collective's definition; every shape also goes through the
+ * validator (collectives/validate.h), plain and fused.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../cu_main.h"
 #include "gen_sim.h"
+#include "validate.h"
 
 static const int kRanks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 32, 64};
 #define NRANKS_CASES (int)(sizeof(kRanks) / sizeof(kRanks[0]))
@@ -23,13 +25,26 @@ typedef struct {
 
 static int g_failures;
 
+static void report(const tdCollArgs *a, const char *algo, const char *by, const char *msg) {
+  if (g_failures++ < 20)
+    fprintf(stderr, "%s %s n=%d root=%d inplace=%d count=%llu: %s: %s\n", schedCollName(a->coll),
+            algo, a->nranks, a->root, a->inplace, (unsigned long long)a->count, by, msg);
+}
+
+/* The fusion pass the runtime applies; referenced here so that a static link includes it (the
+ * validator only refers to it weakly). */
+void (*tdTestFuse)(tdSched *) = schedFuse;
+
+/* One shape: the validator on the plain and the fused schedules, then the execution model. */
 static void runOne(const tdCollArgs *a, const char *algo) {
-  char msg[TD_ERRLEN];
-  if (simCheck(a, algo, msg) != 0) {
-    if (g_failures++ < 20)
-      fprintf(stderr, "%s %s n=%d root=%d inplace=%d count=%llu: %s\n", schedCollName(a->coll),
-              algo, a->nranks, a->root, a->inplace, (unsigned long long)a->count, msg);
-  }
+  char msg[TD_ERRLEN] = "";
+  CU_ASSERT_PTR_NOT_NULL(tdTestFuse);
+  for (int fuse = 0; fuse < 2; fuse++)
+    if (validateAlgo(a, algo, fuse, msg) != tpudistSuccess)
+      report(a, algo, fuse ? "validator (fused)" : "validator", msg);
+  /* The model holds every element: it skips the largest all-to-alls (the validator does not). */
+  if (a->coll == TD_COLL_ALLTOALL && (uint64_t)a->nranks * a->nranks * a->count > 2000000) return;
+  if (simCheck(a, algo, msg) != 0) report(a, algo, "model", msg);
 }
 
 /* algoGenerate must refuse every rank of this shape with want. */
@@ -53,7 +68,7 @@ static int rootsFor(tdColl c, int n, int *roots) {
   }
   roots[0] = 0, roots[1] = n - 1, roots[2] = n / 2;
   int k = 3;
-  if (c == TD_COLL_SENDRECV) roots[k++] = 1; /* shift 1 */
+  if (c == TD_COLL_SENDRECV && n > 1) roots[k++] = 1; /* shift 1 */
   return k;
 }
 
@@ -75,7 +90,6 @@ static void runGen(Gen g) {
     for (int ci = 0; ci < 5; ci++)
       for (int ip = 0; ip < 2; ip++)
         for (int ri = 0; ri < nroots; ri++) {
-          if (n >= 32 && counts[ci] == 1000 && g.coll == TD_COLL_ALLTOALL) continue;
           tdCollArgs a;
           memset(&a, 0, sizeof(a));
           a.coll = g.coll, a.nranks = n, a.root = roots[ri], a.inplace = ip;
@@ -231,6 +245,39 @@ static void testCountIndependent(void) {
       }
 }
 
+static int countFused(const tdSched *s) {
+  int f = 0;
+  for (uint32_t q = 0; q < s->nstreams; q++)
+    for (uint32_t j = 0; j < s->streams[q].nsteps; j++)
+      f += s->streams[q].steps[j].op == TD_STEP_RECV_COPY_SEND ||
+           s->streams[q].steps[j].op == TD_STEP_RECV_REDUCE_SEND;
+  return f;
+}
+
+/* Forwarding generators are written so that schedFuse pipelines them: the ring's n-2 forwarded
+ * blocks and every forwarded chunk of a chain become fused steps. */
+static void testFusable(void) {
+  const int n = 7;
+  for (int g = 0; g < 8; g++) {
+    const Gen *G = &kGens[g];
+    if (!strcmp(G->algo, "recdbl")) continue;
+    for (int r = 0; r < n; r++) {
+      tdCollArgs a;
+      memset(&a, 0, sizeof(a));
+      a.coll = G->coll, a.nranks = n, a.rank = r, a.root = 2, a.count = 100;
+      tdSched s;
+      char err[TD_ERRLEN];
+      CU_ASSERT_EQUAL_FATAL(algoGenerate(&a, G->algo, &s, err), tpudistSuccess);
+      tdTestFuse(&s);
+      int want = n - 2, pos = (r - a.root + n) % n;
+      if (!strcmp(G->algo, "chain")) want = pos == 0 || pos == n - 1 ? 0 : 8;
+      if (!strcmp(G->algo, "tree")) want = pos >= 1 && pos <= 2 ? 8 : 0; /* inner, non-root */
+      CU_ASSERT_EQUAL(countFused(&s), want);
+      schedFree(&s);
+    }
+  }
+}
+
 /* Bad ranks and roots are refused with a reason, never crash. */
 static void testBadArgs(void) {
   tdCollArgs a;
@@ -281,6 +328,7 @@ int main(void) {
       {"sendrecv direct", testSendrecvDirect},
       {"count independence", testCountIndependent},
       {"bad arguments", testBadArgs},
+      {"fusable", testFusable},
       CU_TEST_INFO_NULL,
   };
   return tdCUnitMain("unit-gen-colls", tests);

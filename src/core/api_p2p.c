@@ -1,0 +1,178 @@
+/*
+ * api_p2p.c - point to point (tpudistSend / tpudistRecv, any source) and all-to-all-v. Point to
+ * point messages use the p2p stream and one key per ordered pair, matched in order (messages
+ * between two ranks arrive in the order sent), so an any-source receive can take any sender's
+ * next message. All-to-all-v runs in two phases inside one operation: an all-gather of every
+ * rank's send counts (the count matrix), then the data plan generated from that matrix.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_priv.h"
+#include "kernels.h"
+
+static tpudistResult_t p2pCall(const char *fn, tdOpKind kind, void *buf, size_t count,
+                               tpudistDataType_t dtype, int peer, tpudistComm_t comm,
+                               tpudistRequest_t *req) {
+  TD_CHECK(commEnter(comm ? &comm->c : NULL, fn));
+  tdComm *c = &comm->c;
+  tpudistResult_t r = tpudistSuccess;
+  size_t esize = kernelDtypeValid(dtype) ? kernelDtypeSize(dtype) : 0, bytes = 0;
+  if (!esize) {
+    r = commError(c, tpudistInvalidArgument, "%s: unknown datatype %d", fn, (int)dtype);
+  } else if (__builtin_mul_overflow(count, esize, &bytes) || bytes > (SIZE_MAX >> 1)) {
+    r = commError(c, tpudistInvalidArgument, "%s: count %zu overflows", fn, count);
+  } else if ((peer < 0 || peer >= c->nranks) && !(kind == TD_OP_RECV && peer == tpudistAnySource)) {
+    r = commError(c, tpudistInvalidArgument, "%s: peer %d out of range [0, %d)", fn, peer,
+                  c->nranks);
+  } else if (count && !buf) {
+    r = commError(c, tpudistInvalidArgument, "%s: buffer is NULL", fn);
+  }
+  if (r != tpudistSuccess) goto out;
+  tdOp *op = execOpAlloc(c);
+  if (!op) {
+    r = commError(c, tpudistNoMemory, "%s: out of memory", fn);
+    goto out;
+  }
+  op->kind = kind;
+  op->seq = 0;
+  op->esize = esize;
+  op->dtype = dtype;
+  memset(&op->p2p, 0, sizeof(op->p2p));
+  op->p2p.peer = peer;
+  op->p2p.key.seq = 0;
+  op->p2p.key.stream = TD_P2P_STREAM;
+  op->p2p.buf = buf;
+  op->p2p.len = bytes;
+  op->p2p.dtype = dtype;
+  op->p2p.source = -1;
+  r = commIssue(op, req);
+out:
+  commLeave(c);
+  return r;
+}
+
+TPUDIST_API tpudistResult_t tpudistSend(const void *sendbuff, size_t count,
+                                        tpudistDataType_t datatype, int peer, tpudistComm_t comm,
+                                        tpudistRequest_t *req) {
+  return p2pCall("Send", TD_OP_SEND, (void *)sendbuff, count, datatype, peer, comm, req);
+}
+
+TPUDIST_API tpudistResult_t tpudistRecv(void *recvbuff, size_t count, tpudistDataType_t datatype,
+                                        int peer, tpudistComm_t comm, tpudistRequest_t *req) {
+  return p2pCall("Recv", TD_OP_RECV, recvbuff, count, datatype, peer, comm, req);
+}
+
+/* ---- all-to-all-v ------------------------------------------------------------------------ */
+
+/* op->vbuf: [0,n) send counts | [n, n+n*n) matrix | sdispls | rdispls | recvcounts. */
+static tpudistResult_t vCheck(tdComm *c, const size_t *sc, const size_t *sd, const size_t *rc,
+                              const size_t *rd, const void *sb, const void *rb, size_t esize) {
+  if (!sc || !sd || !rc || !rd)
+    return commError(c, tpudistInvalidArgument,
+                     "AllToAllv: a counts or displacements array is NULL");
+  for (int p = 0; p < c->nranks; p++) {
+    size_t end;
+    if (__builtin_add_overflow(sd[p], sc[p], &end) || __builtin_mul_overflow(end, esize, &end) ||
+        __builtin_add_overflow(rd[p], rc[p], &end) || __builtin_mul_overflow(end, esize, &end))
+      return commError(c, tpudistInvalidArgument, "AllToAllv: counts for peer %d overflow", p);
+    if ((sc[p] && !sb) || (rc[p] && !rb))
+      return commError(c, tpudistInvalidArgument, "AllToAllv: %s is NULL",
+                       sb ? "recvbuff" : "sendbuff");
+  }
+  return tpudistSuccess;
+}
+
+TPUDIST_API tpudistResult_t tpudistAllToAllv(const void *sendbuff, const size_t sendcounts[],
+                                             const size_t sdispls[], void *recvbuff,
+                                             const size_t recvcounts[], const size_t rdispls[],
+                                             tpudistDataType_t datatype, tpudistComm_t comm,
+                                             tpudistRequest_t *req) {
+  TD_CHECK(commEnter(comm ? &comm->c : NULL, "AllToAllv"));
+  tdComm *c = &comm->c;
+  char err[TD_ERRLEN] = "";
+  int n = c->nranks;
+  tdOp *op = NULL;
+  const tdSched *sched = NULL;
+  tpudistResult_t r = tpudistSuccess;
+  if (!kernelDtypeValid(datatype)) {
+    r = commError(c, tpudistInvalidArgument, "AllToAllv: unknown datatype %d", (int)datatype);
+    goto out;
+  }
+  size_t esize = kernelDtypeSize(datatype);
+  if ((r = vCheck(c, sendcounts, sdispls, recvcounts, rdispls, sendbuff, recvbuff, esize)))
+    goto out;
+  r = commGetSched(c, TD_COLL_ALLGATHER, 0, 0, (uint64_t)n, (uint64_t)n * n * 8, 8, &sched, err);
+  if (r != tpudistSuccess) {
+    r = commError(c, r, "AllToAllv: counts exchange: %s", err);
+    goto out;
+  }
+  if (!(op = execOpAlloc(c))) {
+    r = commError(c, tpudistNoMemory, "AllToAllv: out of memory");
+    goto out;
+  }
+  size_t need = (size_t)n * n + 4 * (size_t)n;
+  if (need > op->vbuf_cap) {
+    free(op->vbuf);
+    op->vbuf = malloc(need * sizeof(uint64_t));
+    op->vbuf_cap = op->vbuf ? need : 0;
+    if (!op->vbuf) {
+      op->done = 1;
+      execOpRelease(op);
+      r = commError(c, tpudistNoMemory, "AllToAllv: out of memory for the count matrix");
+      goto out;
+    }
+  }
+  uint64_t *v = op->vbuf, *sd = v + n + (size_t)n * n, *rd = sd + n, *rc = rd + n;
+  for (int p = 0; p < n; p++) {
+    v[p] = sendcounts[p];
+    sd[p] = sdispls[p];
+    rd[p] = rdispls[p];
+    rc[p] = recvcounts[p];
+  }
+  op->kind = TD_OP_COLL;
+  op->coll = TD_COLL_ALLTOALLV;
+  op->vphase = 0;
+  op->sched = sched;
+  op->seq = c->priv->coll_seq;
+  c->priv->coll_seq += 2;
+  op->n = (uint64_t)n;
+  op->esize = 8;
+  op->dtype = datatype;
+  op->redop = tpudistSum;
+  op->bufs[TD_BUF_INPUT] = (char *)v;
+  op->bufs[TD_BUF_OUTPUT] = (char *)(v + n);
+  op->vsend = (void *)sendbuff;
+  op->vrecv = recvbuff;
+  r = commIssue(op, req);
+out:
+  commLeave(c);
+  return r;
+}
+
+/* Phase two, called by the executor (lock held) when the counts exchange is done. */
+tpudistResult_t collAlltoallvData(tdOp *op, char *err) {
+  tdComm *c = op->comm;
+  int n = c->nranks;
+  uint64_t *v = op->vbuf, *m = v + n, *sd = m + (size_t)n * n, *rd = sd + n, *rc = rd + n;
+  for (int p = 0; p < n; p++)
+    if (m[(size_t)p * n + c->rank] != rc[p])
+      return tdErr(err, tpudistInvalidArgument,
+                   "AllToAllv: rank %d sends %llu elements to rank %d, which expects %llu", p,
+                   (unsigned long long)m[(size_t)p * n + c->rank], c->rank,
+                   (unsigned long long)rc[p]);
+  size_t esize = kernelDtypeSize((tpudistDataType_t)op->dtype);
+  if (op->owns_sched) schedFree(&op->own_sched);
+  op->owns_sched = 0;
+  TD_CHECK(commGenAlltoallv(c, m, sd, rd, (uint32_t)esize, &op->own_sched, err));
+  op->owns_sched = 1;
+  op->sched = &op->own_sched;
+  op->algo = c->last_algo;
+  op->vphase = 1;
+  op->seq++;
+  op->n = 0;
+  op->esize = esize;
+  op->bufs[TD_BUF_INPUT] = op->vsend;
+  op->bufs[TD_BUF_OUTPUT] = op->vrecv;
+  return tpudistSuccess;
+}

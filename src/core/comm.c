@@ -1,0 +1,292 @@
+/*
+ * comm.c - communicators: unique id, init (id, TPU_DIST_COMM_ID, external store), split (one
+ * all-gather of (color, key) over the parent's bootstrap, then bootstrapSplit: no new global
+ * rendezvous), destroy, abort (any thread), and the queries (count, rank, topology, async error).
+ * Also the registry of live communicators that every API call checks (use after destroy is an
+ * error, not a crash).
+ */
+#include <sched.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+#include "comm_priv.h"
+#include "log.h"
+#include "registry.h"
+
+static pthread_mutex_t gLiveLock = PTHREAD_MUTEX_INITIALIZER;
+static tdComm **gLive;
+static int gNLive, gLiveCap;
+
+static int liveIndex(const tdComm *c) {
+  for (int i = 0; i < gNLive; i++)
+    if (gLive[i] == c) return i;
+  return -1;
+}
+
+static tpudistResult_t liveAdd(tdComm *c) {
+  pthread_mutex_lock(&gLiveLock);
+  if (gNLive == gLiveCap) {
+    int cap = gLiveCap ? gLiveCap * 2 : 16;
+    tdComm **n = realloc(gLive, sizeof(*n) * cap);
+    if (!n) {
+      pthread_mutex_unlock(&gLiveLock);
+      return tpudistNoMemory;
+    }
+    gLive = n;
+    gLiveCap = cap;
+  }
+  gLive[gNLive++] = c;
+  pthread_mutex_unlock(&gLiveLock);
+  return tpudistSuccess;
+}
+
+/* Removes c from the registry; returns 0 if it was not there. */
+static int liveRemove(tdComm *c) {
+  pthread_mutex_lock(&gLiveLock);
+  int i = liveIndex(c);
+  if (i >= 0) gLive[i] = gLive[--gNLive];
+  pthread_mutex_unlock(&gLiveLock);
+  return i >= 0;
+}
+
+tpudistResult_t commEnter(tdComm *comm, const char *fn) {
+  if (!comm)
+    return fn ? commError(NULL, tpudistInvalidArgument, "%s: comm is NULL", fn)
+              : tpudistInvalidArgument;
+  pthread_mutex_lock(&gLiveLock);
+  int found = liveIndex(comm) >= 0;
+  if (found) __atomic_add_fetch(&comm->priv->in_calls, 1, __ATOMIC_SEQ_CST);
+  pthread_mutex_unlock(&gLiveLock);
+  if (!found)
+    return fn ? commError(NULL, tpudistInvalidUsage,
+                          "%s: communicator %p was destroyed or is not valid", fn, (void *)comm)
+              : tpudistInvalidUsage;
+  if (fn && comm->aborted) {
+    commLeave(comm);
+    return commError(NULL, tpudistAborted, "%s: communicator %s was aborted", fn, comm->name);
+  }
+  return tpudistSuccess;
+}
+
+void commLeave(tdComm *comm) {
+  __atomic_sub_fetch(&comm->priv->in_calls, 1, __ATOMIC_SEQ_CST);
+}
+
+/* ---- creation ---------------------------------------------------------------------------- */
+
+static tdComm *commAlloc(int nranks, int rank) {
+  tdComm *c = calloc(1, sizeof(struct tpudistComm));
+  struct tdCommPriv *p = calloc(1, sizeof(*p));
+  if (!c || !p) {
+    free(c);
+    free(p);
+    return NULL;
+  }
+  c->priv = p;
+  c->nranks = nranks;
+  c->rank = rank;
+  c->cfg = configGet();
+  c->timeout_ms = c->cfg->timeout_ms > 0 ? c->cfg->timeout_ms : 300000;
+  c->last_algo = "none";
+  pthread_mutex_init(&p->lock, NULL);
+  pthread_cond_init(&p->cond, NULL);
+  return c;
+}
+
+static void commFree(tdComm *c) {
+  if (!c) return;
+  struct tdCommPriv *p = c->priv;
+  execCommFree(c);
+  commSchedFree(c);
+  commSelectFree(c);
+  if (c->bootstrap) bootstrapFree(c->bootstrap);
+  free(p->ord_send);
+  free(p->ord_recv);
+  pthread_mutex_destroy(&p->lock);
+  pthread_cond_destroy(&p->cond);
+  free(p);
+  free(c);
+}
+
+static int configTimeout(const tpudistConfig_t *uc) {
+  return (uc && uc->timeoutMs != TPUDIST_CONFIG_UNDEF_INT && uc->timeoutMs > 0) ? uc->timeoutMs : 0;
+}
+
+static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
+  if (!uc) return tpudistSuccess;
+  if (uc->magic != TPUDIST_CONFIG_MAGIC || uc->size < sizeof(size_t) + 2 * sizeof(unsigned))
+    return tdErr(err, tpudistInvalidArgument,
+                 "config not initialised with TPUDIST_CONFIG_INITIALIZER (magic 0x%x)", uc->magic);
+  return tpudistSuccess;
+}
+
+/* Topology: config.topology, else the parent's sub-block, else TPU_DIST_TOPOLOGY, else the TPU
+ * runtime variables, else flat. */
+static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
+                                    const int *members, char *err) {
+  const tdConfig *cfg = c->cfg;
+  if (uc && uc->size >= sizeof(tpudistConfig_t) && uc->topology)
+    return topoParse(uc->topology, c->nranks, &c->topo, err);
+  if (parent) {
+    topoSubBlock(&parent->topo, members, c->nranks, &c->topo);
+    return tpudistSuccess;
+  }
+  if (cfg->topology) return topoParse(cfg->topology, c->nranks, &c->topo, err);
+  tdTpuEnv env = {cfg->tpu_accelerator_type, cfg->tpu_topology, cfg->tpu_topology_wrap,
+                  cfg->tpu_topology_alt, cfg->tpu_chips_per_host_bounds};
+  tpudistResult_t r = topoFromTpuEnv(&env, c->nranks, &c->topo, err);
+  if (r == tpudistNotSupported) {
+    topoInitFlat(&c->topo, c->nranks);
+    return tpudistSuccess;
+  }
+  return r;
+}
+
+/* Everything after the bootstrap channel exists: transports, peer exchange, topology,
+ * selection, executor. */
+static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
+                                 const int *members, char *err) {
+  c->priv->ord_send = calloc(c->nranks, sizeof(int));
+  c->priv->ord_recv = calloc(c->nranks, sizeof(int));
+  if (!c->priv->ord_send || !c->priv->ord_recv)
+    return tdErr(err, tpudistNoMemory, "out of memory for %d peers", c->nranks);
+  TD_CHECK(transportConnect(c, err));
+  TD_CHECK(commTopoInit(c, uc, parent, members, err));
+  TD_CHECK(commSelectInit(c, err));
+  TD_CHECK(execCommInit(c, err));
+  char topo[64];
+  topoFormat(&c->topo, topo, sizeof(topo));
+  TD_INFO(TD_SUBSYS_INIT, "%s: rank %d of %d, topology %s, %d transport(s)", c->name, c->rank,
+          c->nranks, topo, c->ntransports);
+  return liveAdd(c);
+}
+
+static void commSetName(tdComm *c, const tpudistConfig_t *uc, const char *dflt_prefix) {
+  if (uc && uc->commName)
+    snprintf(c->name, sizeof(c->name), "%s", uc->commName);
+  else
+    snprintf(c->name, sizeof(c->name), "%s%08llx", dflt_prefix,
+             (unsigned long long)(c->comm_hash & 0xffffffffull));
+}
+
+/* Tears down a communicator that never became live. */
+static void commDiscard(tdComm *c) {
+  execCommStop(c);
+  transportFiniAll(c);
+  commFree(c);
+}
+
+static tpudistResult_t initCommon(tpudistComm_t *out, int nranks, const tpudistUniqueId *id,
+                                  int rank, const tpudistStore_t *store, const char *prefix,
+                                  const tpudistConfig_t *uc) {
+  char err[TD_ERRLEN] = "";
+  tpudistResult_t r;
+  if (!out) return commError(NULL, tpudistInvalidArgument, "init: comm pointer is NULL");
+  if (nranks < 1 || rank < 0 || rank >= nranks)
+    return commError(NULL, tpudistInvalidArgument, "init: rank %d out of range for %d ranks", rank,
+                     nranks);
+  if ((r = checkUserConfig(uc, err)) != tpudistSuccess) return commErrorMsg(NULL, r, err);
+  tdComm *c = commAlloc(nranks, rank);
+  if (!c) return commError(NULL, tpudistNoMemory, "init: out of memory");
+  if (configTimeout(uc)) c->timeout_ms = configTimeout(uc);
+  if (store)
+    r = bootstrapInitStore(store, prefix, rank, nranks, c->timeout_ms, &c->bootstrap, err);
+  else
+    r = bootstrapInit(id, rank, nranks, c->timeout_ms, &c->bootstrap, err);
+  if (r != tpudistSuccess) {
+    commFree(c);
+    return commErrorMsg(NULL, r, err);
+  }
+  c->comm_hash = bootstrapCommHash(c->bootstrap);
+  commSetName(c, uc, "comm-");
+  if ((r = commSetup(c, uc, NULL, NULL, err)) != tpudistSuccess) {
+    commDiscard(c);
+    return commErrorMsg(NULL, r, err);
+  }
+  *out = (tpudistComm_t)c;
+  return tpudistSuccess;
+}
+
+TPUDIST_API tpudistResult_t tpudistGetUniqueId(tpudistUniqueId *uniqueId) {
+  char err[TD_ERRLEN] = "";
+  if (!uniqueId) return commError(NULL, tpudistInvalidArgument, "GetUniqueId: id is NULL");
+  tpudistResult_t r = bootstrapGetUniqueId(uniqueId, configGet()->comm_id, err);
+  return r == tpudistSuccess ? r : commErrorMsg(NULL, r, err);
+}
+
+TPUDIST_API tpudistResult_t tpudistCommInitRank(tpudistComm_t *comm, int nranks,
+                                                tpudistUniqueId commId, int rank) {
+  return initCommon(comm, nranks, &commId, rank, NULL, NULL, NULL);
+}
+
+TPUDIST_API tpudistResult_t tpudistCommInitRankConfig(tpudistComm_t *comm, int nranks,
+                                                      tpudistUniqueId commId, int rank,
+                                                      const tpudistConfig_t *config) {
+  return initCommon(comm, nranks, &commId, rank, NULL, NULL, config);
+}
+
+TPUDIST_API tpudistResult_t tpudistCommInitEnv(tpudistComm_t *comm, int nranks, int rank,
+                                               const tpudistConfig_t *config) {
+  const tdConfig *cfg = configGet();
+  char err[TD_ERRLEN] = "";
+  tpudistUniqueId id;
+  if (!cfg->comm_id)
+    return commError(NULL, tpudistInvalidArgument, "CommInitEnv: TPU_DIST_COMM_ID is not set");
+  if (nranks < 0) nranks = cfg->env_world_size;
+  if (rank < 0) rank = cfg->env_rank;
+  if (nranks < 1 || rank < 0)
+    return commError(NULL, tpudistInvalidArgument,
+                     "CommInitEnv: rank %d / size %d not given (set RANK and WORLD_SIZE)", rank,
+                     nranks);
+  tpudistResult_t r = bootstrapGetUniqueId(&id, cfg->comm_id, err);
+  if (r != tpudistSuccess) return commErrorMsg(NULL, r, err);
+  return initCommon(comm, nranks, &id, rank, NULL, NULL, config);
+}
+
+TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks, int rank,
+                                                 const tpudistStore_t *store, const char *prefix,
+                                                 const tpudistConfig_t *config) {
+  if (!store || !store->set || !store->get || !prefix)
+    return commError(NULL, tpudistInvalidArgument,
+                     "CommInitStore: store, its set/get callbacks and prefix must not be NULL");
+  return initCommon(comm, nranks, NULL, rank, store, prefix, config);
+}
+
+/* ---- split, destroy (used by comm_life.c) ------------------------------------------------ */
+
+tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *members,
+                                uint64_t tag, uint64_t hash, const tpudistConfig_t *uc,
+                                tdComm **out, char *err) {
+  TD_CHECK(checkUserConfig(uc, err));
+  tdComm *c = commAlloc(n, newrank);
+  if (!c) return tdErr(err, tpudistNoMemory, "split: out of memory");
+  c->timeout_ms = configTimeout(uc) ? configTimeout(uc) : parent->timeout_ms;
+  tpudistResult_t r =
+      bootstrapSplit(parent->bootstrap, members, n, newrank, tag, &c->bootstrap, err);
+  if (r != tpudistSuccess) {
+    commFree(c);
+    return r;
+  }
+  c->comm_hash = bootstrapCommHash(c->bootstrap);
+  (void)hash;
+  commSetName(c, uc, "comm-");
+  if ((r = commSetup(c, uc, parent, members, err)) != tpudistSuccess) {
+    commDiscard(c);
+    return r;
+  }
+  *out = c;
+  return tpudistSuccess;
+}
+
+int commLiveRemove(tdComm *c) {
+  return liveRemove(c);
+}
+
+void commDestroyNow(tdComm *c) {
+  execCommStop(c);
+  transportFiniAll(c);
+  commFree(c);
+}

@@ -1,0 +1,178 @@
+/*
+ * comm_sched.c - schedules for a communicator: the first selected candidate that accepts the
+ * shape, generated once per (collective, algorithm, root, in-place) and cached (refusals too);
+ * TPU_DIST_SCHED_DUMP_DIR dumps each new schedule; TPU_DIST_SCHED_FILE runs a hand-written one.
+ * All-to-all-v plans are generated per call from the exchanged count matrix (not cached).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algos.h"
+#include "comm_priv.h"
+#include "log.h"
+#if __has_include("sched_io.h")
+#include "sched_io.h"
+#define TD_HAVE_SCHED_IO 1
+#endif
+
+#pragma weak schedFuse
+
+static void schedDump(tdComm *comm, const tdSched *s) {
+  const char *dir = comm->cfg->sched_dump_dir;
+  if (!dir) return;
+  char path[512];
+  snprintf(path, sizeof(path), "%s/%s-%s-n%d-r%d.sched", dir, schedCollName(s->coll), s->algo,
+           s->nranks, s->rank);
+  FILE *f = fopen(path, "w");
+  if (!f) {
+    TD_WARN(TD_SUBSYS_COLL, "cannot write schedule dump %s", path);
+    return;
+  }
+#ifdef TD_HAVE_SCHED_IO
+  schedDumpFile(s, f);
+#endif
+  fclose(f);
+}
+
+static tdSchedEntry *cacheFind(struct tdCommPriv *p, tdColl coll, int root, int inplace,
+                               const char *algo) {
+  for (int i = 0; i < p->ncache; i++) {
+    tdSchedEntry *e = p->cache[i];
+    if (e->coll == coll && e->root == root && e->inplace == inplace && !strcmp(e->algo, algo))
+      return e;
+  }
+  return NULL;
+}
+
+static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
+                                   uint32_t esize, const char *algo, char *err) {
+  struct tdCommPriv *p = comm->priv;
+  if (p->ncache == p->cache_cap) {
+    int cap = p->cache_cap ? 2 * p->cache_cap : 16;
+    tdSchedEntry **n = realloc(p->cache, sizeof(*n) * cap);
+    if (!n) return NULL;
+    p->cache = n;
+    p->cache_cap = cap;
+  }
+  tdSchedEntry *e = calloc(1, sizeof(*e));
+  if (!e) return NULL;
+  e->coll = coll;
+  e->root = root;
+  e->inplace = inplace;
+  snprintf(e->algo, sizeof(e->algo), "%s", algo);
+  tdCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.coll = coll;
+  a.nranks = comm->nranks;
+  a.rank = comm->rank;
+  a.root = root;
+  a.inplace = inplace;
+  a.count = count;
+  a.topo = &comm->topo;
+  a.elem_size = esize;
+  e->gen_res = algoGenerate(&a, algo, &e->sched, err);
+  if (e->gen_res == tpudistSuccess) {
+    if (schedFuse) schedFuse(&e->sched);
+    schedDump(comm, &e->sched);
+    TD_INFO(TD_SUBSYS_COLL, "%s: generated %s/%s root %d inplace %d (%u streams)", comm->name,
+            schedCollName(coll), algo, root, inplace, e->sched.nstreams);
+  }
+  p->cache[p->ncache++] = e;
+  return e;
+}
+
+/* TPU_DIST_SCHED_FILE: this rank's schedule from the file, if it is for coll. */
+static const tdSched *fileSched(tdComm *comm, tdColl coll, char *err) {
+  struct tdCommPriv *p = comm->priv;
+  if (!comm->cfg->sched_file) return NULL;
+  if (!p->file_scheds) {
+    tdSched *all = NULL;
+    int n = 0;
+#ifdef TD_HAVE_SCHED_IO
+    if (schedLoadPath(comm->cfg->sched_file, &all, &n, err) != tpudistSuccess) return NULL;
+#else
+    tdErr(err, tpudistNotSupported, "schedule files are not supported in this build");
+    return NULL;
+#endif
+    p->file_scheds = all;
+    p->nfile_scheds = n;
+  }
+  for (int i = 0; i < p->nfile_scheds; i++) {
+    const tdSched *s = &p->file_scheds[i];
+    if (s->coll == coll && s->rank == comm->rank && s->nranks == comm->nranks) return s;
+  }
+  return NULL;
+}
+
+tpudistResult_t commGetSched(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
+                             uint64_t bytes, uint32_t esize, const tdSched **out, char *err) {
+  struct tdCommPriv *p = comm->priv;
+  const tdSched *fs = fileSched(comm, coll, err);
+  if (fs) {
+    *out = fs;
+    comm->last_algo = "file";
+    return tpudistSuccess;
+  }
+  const char *names[TD_SELECT_MAX_CANDIDATES];
+  int nc = commSelectCandidates(comm, coll, bytes, names, TD_SELECT_MAX_CANDIDATES);
+  char why[TD_ERRLEN] = "no candidate algorithm";
+  for (int i = 0; i < nc; i++) {
+    tdSchedEntry *e = cacheFind(p, coll, root, inplace, names[i]);
+    if (!e) e = cacheGenerate(comm, coll, root, inplace, count, esize, names[i], why);
+    if (!e) return tdErr(err, tpudistNoMemory, "out of memory caching a schedule");
+    if (e->gen_res == tpudistSuccess) {
+      const tdAlgo *a = algoFind(coll, e->algo);
+      comm->last_algo = a ? a->name : "unknown";
+      *out = &e->sched;
+      return tpudistSuccess;
+    }
+  }
+  return tdErr(err, tpudistNotSupported,
+               "no algorithm for %s on %d ranks (root %d, in place %d): %s", schedCollName(coll),
+               comm->nranks, root, inplace, why);
+}
+
+tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uint64_t *sdispls,
+                                 const uint64_t *rdispls, uint32_t esize, tdSched *s, char *err) {
+  uint64_t total = 0;
+  for (int i = 0; i < comm->nranks * comm->nranks; i++) total += matrix[i];
+  uint64_t bytes = total * esize / (uint64_t)comm->nranks;
+  const char *names[TD_SELECT_MAX_CANDIDATES];
+  int nc = commSelectCandidates(comm, TD_COLL_ALLTOALLV, bytes, names, TD_SELECT_MAX_CANDIDATES);
+  tdCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.coll = TD_COLL_ALLTOALLV;
+  a.nranks = comm->nranks;
+  a.rank = comm->rank;
+  a.v_counts = matrix;
+  a.v_sdispls = sdispls;
+  a.v_rdispls = rdispls;
+  a.topo = &comm->topo;
+  a.elem_size = esize;
+  tpudistResult_t r = tdErr(err, tpudistNotSupported, "no algorithm for alltoallv");
+  for (int i = 0; i < nc; i++) {
+    r = algoGenerate(&a, names[i], s, err);
+    if (r == tpudistSuccess) {
+      if (schedFuse) schedFuse(s);
+      const tdAlgo *al = algoFind(TD_COLL_ALLTOALLV, names[i]);
+      comm->last_algo = al ? al->name : "unknown";
+      return r;
+    }
+  }
+  return r;
+}
+
+void commSchedFree(tdComm *comm) {
+  struct tdCommPriv *p = comm->priv;
+  for (int i = 0; i < p->ncache; i++) {
+    if (p->cache[i]->gen_res == tpudistSuccess) schedFree(&p->cache[i]->sched);
+    free(p->cache[i]);
+  }
+  free(p->cache);
+  p->cache = NULL;
+  p->ncache = p->cache_cap = 0;
+  for (int i = 0; i < p->nfile_scheds; i++) schedFree(&p->file_scheds[i]);
+  free(p->file_scheds);
+  p->file_scheds = NULL;
+  p->nfile_scheds = 0;
+}

@@ -1,0 +1,89 @@
+/*
+ * group.c - tpudistGroupStart/End. Calls inside a group are collected per thread; GroupEnd issues
+ * each communicator's calls together as one batch (they run concurrently, so dependent sends and
+ * receives cannot deadlock), then blocks until those issued with a NULL request are done.
+ * Groups nest; only the outermost GroupEnd issues.
+ */
+#include <stdlib.h>
+
+#include "comm_priv.h"
+
+typedef struct {
+  tdOp *op;
+  int wait, issued;
+} tdGroupItem;
+
+static __thread int tlsDepth;
+static __thread tdGroupItem *tlsItems;
+static __thread int tlsN, tlsCap;
+static __thread tdOp **tlsBatch;
+static __thread int tlsBatchCap;
+
+int groupActive(void) {
+  return tlsDepth > 0;
+}
+
+tpudistResult_t groupAdd(tdOp *op, int wait_at_end) {
+  if (tlsN == tlsCap) {
+    int cap = tlsCap ? 2 * tlsCap : 32;
+    tdGroupItem *n = realloc(tlsItems, sizeof(*n) * cap);
+    tdOp **b = realloc(tlsBatch, sizeof(*b) * cap);
+    if (b) {
+      tlsBatch = b;
+      tlsBatchCap = cap;
+    }
+    if (!n || !b) return commError(op->comm, tpudistNoMemory, "group: out of memory");
+    tlsItems = n;
+    tlsCap = cap;
+  }
+  tlsItems[tlsN].op = op;
+  tlsItems[tlsN].wait = wait_at_end;
+  tlsItems[tlsN].issued = 0;
+  tlsN++;
+  return tpudistSuccess;
+}
+
+TPUDIST_API tpudistResult_t tpudistGroupStart(void) {
+  tlsDepth++;
+  return tpudistSuccess;
+}
+
+/* Queues the collected operations, one batch per communicator, in call order. */
+static void groupIssue(void) {
+  for (int i = 0; i < tlsN; i++) {
+    if (tlsItems[i].issued) continue;
+    tdComm *comm = tlsItems[i].op->comm;
+    int n = 0;
+    for (int j = i; j < tlsN; j++) {
+      if (!tlsItems[j].issued && tlsItems[j].op->comm == comm) {
+        tlsBatch[n++] = tlsItems[j].op;
+        tlsItems[j].issued = 1;
+      }
+    }
+    if (commEnter(comm, NULL) != tpudistSuccess) continue;
+    execEnqueue(comm, tlsBatch, n);
+    commLeave(comm);
+  }
+}
+
+TPUDIST_API tpudistResult_t tpudistGroupEnd(void) {
+  if (tlsDepth == 0) return commError(NULL, tpudistInvalidUsage, "GroupEnd without GroupStart");
+  if (--tlsDepth > 0) return tpudistSuccess;
+  groupIssue();
+  int n = tlsN;
+  tlsN = 0;
+  tpudistResult_t res = tpudistSuccess;
+  for (int i = 0; i < n; i++) {
+    if (!tlsItems[i].wait) continue;
+    tdOp *op = tlsItems[i].op;
+    if (commEnter(op->comm, "GroupEnd") != tpudistSuccess) {
+      if (res == tpudistSuccess) res = tpudistAborted;
+      continue;
+    }
+    tpudistResult_t r = execWait(op);
+    if (r != tpudistSuccess && res == tpudistSuccess) res = r;
+    execOpRelease(op);
+    commLeave(op->comm);
+  }
+  return res;
+}

@@ -1,0 +1,78 @@
+/*
+ * request.c - requests (a request is the operation object itself): issuing an operation (deferred
+ * in a group; with a NULL request outside a group the call blocks), tpudistWait, tpudistTest,
+ * tpudistRequestSource and tpudistLastAlgorithm.
+ */
+#include "comm_priv.h"
+
+tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
+  tdComm *comm = op->comm;
+  if (groupActive()) {
+    tpudistResult_t r = groupAdd(op, req == NULL);
+    if (r != tpudistSuccess) {
+      op->done = 1;
+      execOpRelease(op);
+      return r;
+    }
+    if (req) *req = (tpudistRequest_t)op;
+    return tpudistSuccess;
+  }
+  execEnqueue(comm, &op, 1);
+  if (req) {
+    *req = (tpudistRequest_t)op;
+    return tpudistSuccess;
+  }
+  tpudistResult_t r = execWait(op);
+  execOpRelease(op);
+  return r;
+}
+
+static tpudistResult_t reqCheck(tdOp *op, const char *fn, int allow_freed) {
+  if (!op) return commError(NULL, tpudistInvalidArgument, "%s: request is NULL", fn);
+  if (op->magic == TD_OP_MAGIC || (allow_freed && op->magic == TD_OP_FREED)) return tpudistSuccess;
+  return commError(NULL, tpudistInvalidUsage, "%s: request is not valid (already completed?)", fn);
+}
+
+TPUDIST_API tpudistResult_t tpudistWait(tpudistRequest_t req) {
+  tdOp *op = (tdOp *)req;
+  TD_CHECK(reqCheck(op, "Wait", 0));
+  tdComm *comm = op->comm;
+  TD_CHECK(commEnter(comm, "Wait"));
+  tpudistResult_t r = execWait(op);
+  if (op->done) execOpRelease(op);
+  commLeave(comm);
+  return r;
+}
+
+TPUDIST_API tpudistResult_t tpudistTest(tpudistRequest_t req, int *done) {
+  tdOp *op = (tdOp *)req;
+  TD_CHECK(reqCheck(op, "Test", 0));
+  tdComm *comm = op->comm;
+  if (!done) return commError(comm, tpudistInvalidArgument, "Test: done is NULL");
+  TD_CHECK(commEnter(comm, "Test"));
+  int d = 0;
+  tpudistResult_t r = execTest(op, &d);
+  if (d && op->done) execOpRelease(op);
+  *done = d;
+  commLeave(comm);
+  return r;
+}
+
+TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *source) {
+  tdOp *op = (tdOp *)req;
+  TD_CHECK(reqCheck(op, "RequestSource", 1));
+  if (!source) return commError(op->comm, tpudistInvalidArgument, "RequestSource: source is NULL");
+  if (op->kind != TD_OP_RECV)
+    return commError(op->comm, tpudistInvalidArgument, "RequestSource: not a receive request");
+  int s = op->done ? op->source : op->p2p.source;
+  if (s < 0) return tpudistInProgress;
+  *source = s;
+  return tpudistSuccess;
+}
+
+TPUDIST_API const char *tpudistLastAlgorithm(tpudistComm_t comm) {
+  if (!comm || commEnter(&comm->c, NULL) != tpudistSuccess) return "invalid";
+  const char *a = comm->c.last_algo;
+  commLeave(&comm->c);
+  return a;
+}

@@ -1,0 +1,127 @@
+/*
+ * exec.h - the executor and progress engine. An operation (tdOp, which is also the public
+ * request) is one collective schedule bound to buffers, or one point-to-point transfer. Operations
+ * of a communicator run in issue order, batch by batch (a batch is one call, or every call of one
+ * tpudistGroupStart/End on that communicator; the operations of a batch run concurrently).
+ *
+ * Locking: everything here runs under the communicator's lock (priv->lock). The background
+ * progress thread drives non-blocking requests; a thread that waits drives progress itself (the
+ * progress thread sleeps while anyone waits), so a blocking call on an idle communicator runs
+ * inline. Waits spin (TPU_DIST_SPIN_US), then sched_yield, then nanosleep, and are bounded by the
+ * communicator's timeout (no progress for timeout_ms is tpudistTimeout).
+ */
+#ifndef TD_EXEC_H_
+#define TD_EXEC_H_
+
+#include "comm.h"
+#include "sched_ir.h"
+
+typedef enum { TD_OP_COLL = 0, TD_OP_SEND, TD_OP_RECV } tdOpKind;
+
+/* Runtime state of one schedule step while an operation executes. */
+typedef struct {
+  uint8_t state; /* TD_RT_WAIT, TD_RT_ISSUED, TD_RT_DONE */
+  uint32_t npieces;
+  uint32_t xin, xout;       /* first receive / send xfer in op->xfers, or UINT32_MAX */
+  uint32_t rin, rout, fwd;  /* receives done, sends done, fused sends posted (in order) */
+  uint32_t ord_in, ord_out; /* message ordinals (per stream and ordered pair) */
+  char *src, *dst;          /* bound pointers */
+  size_t len;               /* bytes the step moves */
+  uintptr_t rb[2], re[2];   /* read ranges (addresses) */
+  uintptr_t wb, we;         /* write range */
+} tdStepRt;
+
+#define TD_RT_WAIT 0
+#define TD_RT_ISSUED 1
+#define TD_RT_DONE 2
+
+#define TD_OP_MAGIC 0x7d0b5e11u
+#define TD_OP_FREED 0x7d0bdeadu
+
+typedef struct tdOp {
+  unsigned magic;
+  tdComm *comm;
+  tdOpKind kind;
+  uint64_t batch; /* batch id (issue order) */
+  int queued;     /* in the communicator's queue */
+  int started;
+  volatile int done;
+  tpudistResult_t result;
+  int source;        /* receives: who sent */
+  struct tdOp *next; /* queue or free list */
+  struct tdOp *all_next;
+  /* collective */
+  tdColl coll;
+  const tdSched *sched; /* cached, or &own_sched */
+  tdSched own_sched;
+  int owns_sched;
+  const char *algo;
+  uint64_t seq;
+  uint64_t n; /* block count bound to the schedule */
+  size_t esize;
+  int dtype, redop, avg, root;
+  uint64_t avg_count; /* elements of OUTPUT to divide for Avg (0: none) */
+  char *bufs[TD_NUM_BUFS];
+  void *scratch;
+  size_t scratch_cap;
+  tdStepRt *rt;
+  size_t rt_cap;
+  uint32_t stream_base[TD_MAX_STREAMS], lo[TD_MAX_STREAMS], nx[TD_MAX_STREAMS];
+  tdXfer *xfers;
+  size_t xfer_cap, nxfers;
+  uint64_t inflight; /* xfers posted and not yet done */
+  /* all-to-all-v: phase 0 = counts exchange, 1 = data */
+  int vphase;
+  uint64_t *vbuf; /* nranks send counts, then nranks*nranks matrix, then 2*nranks displs */
+  size_t vbuf_cap;
+  const size_t *vrecvcounts;
+  void *vsend, *vrecv;
+  /* point to point */
+  tdXfer p2p;
+} tdOp;
+
+/* Per-communicator executor state lives in tdCommPriv (comm_priv.h). */
+tpudistResult_t execCommInit(tdComm *comm, char *err);
+/* Stops the progress thread (call after execDrain or on abort). */
+void execCommStop(tdComm *comm);
+/* Frees every operation object (after the transports are finalized). */
+void execCommFree(tdComm *comm);
+
+/* An operation object from the communicator's free list (fields reset), or NULL. */
+tdOp *execOpAlloc(tdComm *comm);
+/* Returns op to the free list (or keeps it aside while transfers still reference it). */
+void execOpRelease(tdOp *op);
+/* Queues ops (one batch, in order) and wakes the progress thread. */
+void execEnqueue(tdComm *comm, tdOp **ops, int n);
+/* Completes op (bounded), progressing inline; returns its result. op is not released. */
+tpudistResult_t execWait(tdOp *op);
+/* One progress pass; *done = op->done. */
+tpudistResult_t execTest(tdOp *op, int *done);
+/* Waits until the queue is empty (bounded); returns the first error seen, if any. */
+tpudistResult_t execDrain(tdComm *comm);
+/* Marks the communicator aborted/broken and wakes every wait and the progress thread. */
+void execAbort(tdComm *comm, tpudistResult_t res);
+
+/* ---- internals shared by exec files ---- */
+/* One progress pass over the transports and the active batch; returns non-zero if anything
+ * moved. Caller holds the lock. */
+int execProgressLocked(tdComm *comm);
+/* Prepares a collective operation to run (binding, ordinals, xfers, scratch). */
+tpudistResult_t execCollStart(tdOp *op, char *err);
+/* Advances a started collective; sets *progressed; marks op done when finished. */
+tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err);
+/* Describes what op waits for (for timeout messages). */
+void execCollDescribe(const tdOp *op, char *buf, size_t len);
+/* Posts a send/receive on the transport reaching peer. */
+tpudistResult_t execPostSend(tdComm *comm, tdXfer *x);
+tpudistResult_t execPostRecv(tdComm *comm, tdXfer *x);
+/* Backoff state for waits. */
+typedef struct {
+  uint64_t idle_since_ns;
+  int spin_us;
+} tdBackoff;
+uint64_t execNowNs(void);
+void execBackoffInit(tdBackoff *b, int spin_us);
+void execBackoff(tdBackoff *b, int progressed);
+
+#endif /* TD_EXEC_H_ */

@@ -1,0 +1,354 @@
+/*
+ * exec_coll.c - executing one rank's schedule (docs/schedule-ir.md). Binding: each step's
+ * symbolic buffer references become pointers (schedRefRange with the bound count), its bytes are
+ * sliced into pieces of TPU_DIST_CHUNK_BYTES, and each message gets its key (sequence, stream,
+ * ordinal per (stream, ordered pair), piece). Issue rule: within a stream, steps issue in order; a
+ * step issues when its cross-stream deps are done and no earlier incomplete step of its stream
+ * writes what it reads or writes, or reads what it writes (read/write sets from tdStepSemTable,
+ * compared as address ranges, so in-place aliasing is handled). Receives that reduce pass
+ * reduce_src to the transport; fused steps forward each piece as soon as it has arrived; COPY and
+ * REDUCE run locally (kernelReduce).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "comm_priv.h"
+#include "kernels.h"
+#include "log.h"
+
+#define TD_NONE UINT32_MAX
+
+static size_t pieceBytes(const tdOp *op) {
+  long cb = op->comm->cfg->chunk_bytes > 0 ? op->comm->cfg->chunk_bytes : 131072;
+  size_t p = (size_t)cb - (size_t)cb % op->esize;
+  return p ? p : op->esize;
+}
+
+static tpudistResult_t growBuf(void **buf, size_t *cap, size_t need, size_t elem, int prefault) {
+  if (need <= *cap) return tpudistSuccess;
+  size_t n = need + need / 4;
+  void *p = NULL;
+  if (posix_memalign(&p, 64, n * elem) != 0) return tpudistNoMemory;
+  if (prefault) memset(p, 0, n * elem);
+  free(*buf);
+  *buf = p;
+  *cap = n;
+  return tpudistSuccess;
+}
+
+static tpudistResult_t bindRef(const tdOp *op, tdBufRef ref, char **ptr, size_t *len, char *err) {
+  uint64_t b, e;
+  if (schedRefRange(op->sched, ref, op->n, &b, &e) != tpudistSuccess)
+    return tdErr(err, tpudistInternalError, "schedule %s/%s: bad reference %s chunk %u+%u",
+                 schedCollName(op->sched->coll), op->sched->algo, schedBufName(ref.buf), ref.chunk,
+                 ref.nchunks);
+  *len = (size_t)(e - b) * op->esize;
+  *ptr = op->bufs[ref.buf] ? op->bufs[ref.buf] + b * op->esize : NULL;
+  if (*len && !*ptr)
+    return tdErr(err, tpudistInternalError, "schedule %s/%s uses %s, which is NULL on rank %d",
+                 schedCollName(op->sched->coll), op->sched->algo, schedBufName(ref.buf),
+                 op->comm->rank);
+  return tpudistSuccess;
+}
+
+/* Binds step st into rt: pointers, length, pieces, read/write ranges. */
+static tpudistResult_t bindStep(tdOp *op, const tdStep *st, tdStepRt *rt, char *err) {
+  unsigned f = tdStepSemTable[st->op].flags;
+  size_t slen = 0, dlen = 0;
+  rt->src = rt->dst = NULL;
+  if (f & TD_SEM_READ_SRC || st->op == TD_STEP_SEND)
+    TD_CHECK(bindRef(op, st->src, &rt->src, &slen, err));
+  if (f & (TD_SEM_WRITE_DST | TD_SEM_READ_DST))
+    TD_CHECK(bindRef(op, st->dst, &rt->dst, &dlen, err));
+  if ((f & TD_SEM_READ_SRC) && (f & TD_SEM_WRITE_DST) && slen != dlen)
+    return tdErr(err, tpudistInternalError,
+                 "schedule %s/%s: %s step with %zu source and %zu "
+                 "destination bytes",
+                 schedCollName(op->sched->coll), op->sched->algo, tdStepSemTable[st->op].name, slen,
+                 dlen);
+  rt->len = (f & TD_SEM_WRITE_DST) ? dlen : slen;
+  int wire = (f & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT)) != 0;
+  size_t P = pieceBytes(op);
+  rt->npieces = wire ? (rt->len ? (uint32_t)((rt->len + P - 1) / P) : 1) : 1;
+  rt->state = TD_RT_WAIT;
+  rt->rin = rt->rout = rt->fwd = 0;
+  rt->rb[0] = rt->re[0] = rt->rb[1] = rt->re[1] = rt->wb = rt->we = 0;
+  if (f & TD_SEM_READ_SRC && slen) {
+    rt->rb[0] = (uintptr_t)rt->src;
+    rt->re[0] = rt->rb[0] + slen;
+  }
+  if (f & TD_SEM_READ_DST && dlen) {
+    rt->rb[1] = (uintptr_t)rt->dst;
+    rt->re[1] = rt->rb[1] + dlen;
+  }
+  if (f & TD_SEM_WRITE_DST && dlen) {
+    rt->wb = (uintptr_t)rt->dst;
+    rt->we = rt->wb + dlen;
+  }
+  rt->xin = rt->xout = TD_NONE;
+  if (f & TD_SEM_WIRE_IN) {
+    rt->xin = (uint32_t)op->nxfers;
+    op->nxfers += rt->npieces;
+  }
+  if (f & TD_SEM_WIRE_OUT) {
+    rt->xout = (uint32_t)op->nxfers;
+    op->nxfers += rt->npieces;
+  }
+  return tpudistSuccess;
+}
+
+static tpudistResult_t checkStep(const tdOp *op, const tdStep *st, char *err) {
+  const tdSched *s = op->sched;
+  int n = op->comm->nranks;
+  if (st->op >= TD_NUM_STEP_OPS) return tdErr(err, tpudistInternalError, "bad step op %u", st->op);
+  int rp = schedRecvPeer(st), sp = schedSendPeer(st);
+  unsigned f = tdStepSemTable[st->op].flags;
+  if (((f & TD_SEM_WIRE_IN) && (rp < 0 || rp >= n)) ||
+      ((f & TD_SEM_WIRE_OUT) && (sp < 0 || sp >= n)))
+    return tdErr(err, tpudistInternalError, "schedule %s/%s: peer out of range (%d/%d of %d)",
+                 schedCollName(s->coll), s->algo, rp, sp, n);
+  for (int k = 0; k < 2; k++)
+    if (st->deps[k].stream != TD_NO_DEP &&
+        (st->deps[k].stream >= s->nstreams ||
+         st->deps[k].step >= s->streams[st->deps[k].stream].nsteps))
+      return tdErr(err, tpudistInternalError, "schedule %s/%s: dependency on missing step %u:%u",
+                   schedCollName(s->coll), s->algo, st->deps[k].stream, st->deps[k].step);
+  return tpudistSuccess;
+}
+
+/* Message ordinals: position among messages of the same stream and ordered pair. */
+static void assignOrdinals(tdOp *op, uint32_t s) {
+  const tdStream *str = &op->sched->streams[s];
+  int *cs = op->comm->priv->ord_send, *cr = op->comm->priv->ord_recv;
+  for (uint32_t j = 0; j < str->nsteps; j++) {
+    const tdStep *st = &str->steps[j];
+    tdStepRt *rt = &op->rt[op->stream_base[s] + j];
+    int rp = schedRecvPeer(st), sp = schedSendPeer(st);
+    if (rp >= 0) rt->ord_in = (uint32_t)cr[rp]++;
+    if (sp >= 0) rt->ord_out = (uint32_t)cs[sp]++;
+  }
+  for (uint32_t j = 0; j < str->nsteps; j++) {
+    const tdStep *st = &str->steps[j];
+    int rp = schedRecvPeer(st), sp = schedSendPeer(st);
+    if (rp >= 0) cr[rp] = 0;
+    if (sp >= 0) cs[sp] = 0;
+  }
+}
+
+tpudistResult_t execCollStart(tdOp *op, char *err) {
+  const tdSched *s = op->sched;
+  size_t total = 0;
+  for (uint32_t i = 0; i < s->nstreams; i++) total += s->streams[i].nsteps;
+  if (growBuf((void **)&op->rt, &op->rt_cap, total ? total : 1, sizeof(tdStepRt), 0) !=
+      tpudistSuccess)
+    return tdErr(err, tpudistNoMemory, "out of memory for %zu schedule steps", total);
+  size_t scratch = (size_t)schedBufElems(s, TD_BUF_SCRATCH, op->n) * op->esize;
+  if (growBuf(&op->scratch, &op->scratch_cap, scratch, 1, 1) != tpudistSuccess)
+    return tdErr(err, tpudistNoMemory, "out of memory for %zu scratch bytes", scratch);
+  op->bufs[TD_BUF_SCRATCH] = scratch ? op->scratch : NULL;
+  op->nxfers = 0;
+  op->inflight = 0;
+  size_t base = 0;
+  for (uint32_t i = 0; i < s->nstreams; i++) {
+    op->stream_base[i] = (uint32_t)base;
+    op->lo[i] = op->nx[i] = 0;
+    for (uint32_t j = 0; j < s->streams[i].nsteps; j++) {
+      TD_CHECK(checkStep(op, &s->streams[i].steps[j], err));
+      TD_CHECK(bindStep(op, &s->streams[i].steps[j], &op->rt[base + j], err));
+    }
+    assignOrdinals(op, i);
+    base += s->streams[i].nsteps;
+  }
+  if (growBuf((void **)&op->xfers, &op->xfer_cap, op->nxfers ? op->nxfers : 1, sizeof(tdXfer), 0) !=
+      tpudistSuccess)
+    return tdErr(err, tpudistNoMemory, "out of memory for %zu transfers", op->nxfers);
+  return tpudistSuccess;
+}
+
+static int overlap(uintptr_t ab, uintptr_t ae, uintptr_t bb, uintptr_t be) {
+  return ab < be && bb < ae;
+}
+
+/* Earlier step a conflicts with later step b. */
+static int conflicts(const tdStepRt *a, const tdStepRt *b) {
+  if (a->we > a->wb) {
+    if (overlap(a->wb, a->we, b->wb, b->we)) return 1;
+    for (int k = 0; k < 2; k++)
+      if (overlap(a->wb, a->we, b->rb[k], b->re[k])) return 1;
+  }
+  if (b->we > b->wb)
+    for (int k = 0; k < 2; k++)
+      if (overlap(a->rb[k], a->re[k], b->wb, b->we)) return 1;
+  return 0;
+}
+
+static int canIssue(const tdOp *op, uint32_t s, uint32_t j) {
+  const tdStep *st = &op->sched->streams[s].steps[j];
+  for (int k = 0; k < 2; k++) {
+    const tdDep *d = &st->deps[k];
+    if (d->stream != TD_NO_DEP && op->rt[op->stream_base[d->stream] + d->step].state != TD_RT_DONE)
+      return 0;
+  }
+  const tdStepRt *rt = op->rt + op->stream_base[s];
+  for (uint32_t i = op->lo[s]; i < j; i++)
+    if (rt[i].state != TD_RT_DONE && conflicts(&rt[i], &rt[j])) return 0;
+  return 1;
+}
+
+static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint32_t s, uint32_t k,
+                                 int send, char *err) {
+  size_t P = pieceBytes(op), off = (size_t)k * P;
+  tdXfer *x = &op->xfers[(send ? rt->xout : rt->xin) + k];
+  memset(x, 0, sizeof(*x));
+  x->peer = send ? schedSendPeer(st) : st->peer;
+  x->key.seq = op->seq;
+  x->key.stream = s;
+  x->key.ordinal = send ? rt->ord_out : rt->ord_in;
+  x->key.piece = k;
+  x->len = rt->len ? TD_MIN(P, rt->len - off) : 0;
+  char *base = send && st->op == TD_STEP_SEND ? rt->src : rt->dst;
+  x->buf = base ? base + off : NULL;
+  if (!send && (st->op == TD_STEP_RECV_REDUCE || st->op == TD_STEP_RECV_REDUCE_SEND))
+    x->reduce_src = rt->src ? rt->src + off : NULL;
+  x->dtype = op->dtype;
+  x->op = op->redop;
+  x->source = -1;
+  op->inflight++;
+  tpudistResult_t r = send ? execPostSend(op->comm, x) : execPostRecv(op->comm, x);
+  if (r != tpudistSuccess)
+    return tdErr(err, r, "stream %u: posting a %s of %zu bytes %s rank %d failed: %s", s,
+                 send ? "send" : "receive", x->len, send ? "to" : "from", x->peer,
+                 op->comm->last_error);
+  return tpudistSuccess;
+}
+
+static tpudistResult_t issueStep(tdOp *op, uint32_t s, uint32_t j, char *err) {
+  const tdStep *st = &op->sched->streams[s].steps[j];
+  tdStepRt *rt = &op->rt[op->stream_base[s] + j];
+  rt->state = TD_RT_ISSUED;
+  switch (st->op) {
+    case TD_STEP_COPY:
+      if (rt->len && rt->dst != rt->src) memmove(rt->dst, rt->src, rt->len);
+      rt->state = TD_RT_DONE;
+      return tpudistSuccess;
+    case TD_STEP_REDUCE:
+      if (rt->len)
+        kernelReduce(rt->dst, rt->dst, rt->src, rt->len / op->esize, op->dtype, op->redop);
+      rt->state = TD_RT_DONE;
+      return tpudistSuccess;
+    case TD_STEP_SEND:
+      for (uint32_t k = 0; k < rt->npieces; k++) TD_CHECK(postPiece(op, st, rt, s, k, 1, err));
+      return tpudistSuccess;
+    default:
+      for (uint32_t k = 0; k < rt->npieces; k++) TD_CHECK(postPiece(op, st, rt, s, k, 0, err));
+      return tpudistSuccess;
+  }
+}
+
+static tpudistResult_t xferDone(tdOp *op, const tdXfer *x, uint32_t s, const char *what,
+                                char *err) {
+  __atomic_thread_fence(__ATOMIC_ACQUIRE);
+  op->inflight--;
+  if (x->result == tpudistSuccess) return tpudistSuccess;
+  return tdErr(err, x->result, "stream %u: %s rank %d failed: %s", s, what, x->peer,
+               op->comm->last_error);
+}
+
+/* Advances an issued step: counts finished pieces, forwards fused pieces in order. */
+static tpudistResult_t pollStep(tdOp *op, uint32_t s, uint32_t j, int *changed, char *err) {
+  const tdStep *st = &op->sched->streams[s].steps[j];
+  tdStepRt *rt = &op->rt[op->stream_base[s] + j];
+  if (rt->xin != TD_NONE)
+    while (rt->rin < rt->npieces && op->xfers[rt->xin + rt->rin].done) {
+      TD_CHECK(xferDone(op, &op->xfers[rt->xin + rt->rin], s, "receive from", err));
+      rt->rin++;
+      *changed = 1;
+    }
+  int fused = st->op == TD_STEP_RECV_REDUCE_SEND || st->op == TD_STEP_RECV_COPY_SEND;
+  while (fused && rt->fwd < rt->rin) {
+    TD_CHECK(postPiece(op, st, rt, s, rt->fwd, 1, err));
+    rt->fwd++;
+    *changed = 1;
+  }
+  if (rt->xout != TD_NONE) {
+    uint32_t posted = fused ? rt->fwd : rt->npieces;
+    while (rt->rout < posted && op->xfers[rt->xout + rt->rout].done) {
+      TD_CHECK(xferDone(op, &op->xfers[rt->xout + rt->rout], s, "send to", err));
+      rt->rout++;
+      *changed = 1;
+    }
+  }
+  if ((rt->xin == TD_NONE || rt->rin == rt->npieces) &&
+      (rt->xout == TD_NONE || rt->rout == rt->npieces)) {
+    rt->state = TD_RT_DONE;
+    *changed = 1;
+  }
+  return tpudistSuccess;
+}
+
+/* One pass over stream s: poll in-flight steps, retire the done prefix, issue what may issue. */
+static tpudistResult_t streamPass(tdOp *op, uint32_t s, int *changed, char *err) {
+  uint32_t n = op->sched->streams[s].nsteps;
+  tdStepRt *rt = op->rt + op->stream_base[s];
+  for (uint32_t j = op->lo[s]; j < op->nx[s]; j++)
+    if (rt[j].state == TD_RT_ISSUED) TD_CHECK(pollStep(op, s, j, changed, err));
+  while (op->lo[s] < op->nx[s] && rt[op->lo[s]].state == TD_RT_DONE) op->lo[s]++;
+  while (op->nx[s] < n && canIssue(op, s, op->nx[s])) {
+    TD_CHECK(issueStep(op, s, op->nx[s], err));
+    op->nx[s]++;
+    *changed = 1;
+  }
+  while (op->lo[s] < op->nx[s] && rt[op->lo[s]].state == TD_RT_DONE) op->lo[s]++;
+  return tpudistSuccess;
+}
+
+/* Defined in src/core/api_v.c: phase two of all-to-all-v (generate and bind the data plan). */
+tpudistResult_t collAlltoallvData(tdOp *op, char *err);
+
+tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
+  for (;;) {
+    int changed;
+    do {
+      changed = 0;
+      for (uint32_t s = 0; s < op->sched->nstreams; s++) TD_CHECK(streamPass(op, s, &changed, err));
+      if (changed) *progressed = 1;
+    } while (changed);
+    for (uint32_t s = 0; s < op->sched->nstreams; s++)
+      if (op->lo[s] < op->sched->streams[s].nsteps) return tpudistSuccess;
+    if (op->coll == TD_COLL_ALLTOALLV && op->vphase == 0) {
+      TD_CHECK(collAlltoallvData(op, err));
+      TD_CHECK(execCollStart(op, err));
+      *progressed = 1;
+      continue;
+    }
+    if (op->avg_count)
+      kernelFinishAvg(op->bufs[TD_BUF_OUTPUT], op->avg_count, op->dtype, op->comm->nranks);
+    op->result = tpudistSuccess;
+    op->done = 1;
+    *progressed = 1;
+    return tpudistSuccess;
+  }
+}
+
+void execCollDescribe(const tdOp *op, char *buf, size_t len) {
+  const tdSched *s = op->sched;
+  for (uint32_t i = 0; s && i < s->nstreams; i++) {
+    if (op->lo[i] >= s->streams[i].nsteps) continue;
+    uint32_t j = op->lo[i];
+    const tdStep *st = &s->streams[i].steps[j];
+    const tdStepRt *rt = &op->rt[op->stream_base[i] + j];
+    if (rt->state == TD_RT_WAIT) {
+      snprintf(buf, len, "%s stream %u step %u (%s) not issued (dependencies)", s->algo, i, j,
+               tdStepSemTable[st->op].name);
+    } else if (rt->xin != TD_NONE && rt->rin < rt->npieces) {
+      snprintf(buf, len, "%s stream %u step %u (%s) waiting for rank %d (piece %u of %u)", s->algo,
+               i, j, tdStepSemTable[st->op].name, st->peer, rt->rin, rt->npieces);
+    } else {
+      snprintf(buf, len, "%s stream %u step %u (%s) waiting for rank %d to take piece %u of %u",
+               s->algo, i, j, tdStepSemTable[st->op].name, schedSendPeer(st), rt->rout,
+               rt->npieces);
+    }
+    return;
+  }
+  snprintf(buf, len, "nothing pending");
+}

@@ -1,0 +1,127 @@
+/*
+ * shm.h - internals of the shared-memory transport (shm.c: matching and progress; shm_seg.c:
+ * segments, CMA probing and peer liveness).
+ *
+ * One segment per pair of ranks on a host, named /tdshm-<comm hash>-<lower rank>-<higher rank>,
+ * created lazily by whichever side needs it first (O_CREAT|O_EXCL decides; the other opens it and
+ * waits until the creator has published its magic). The second side to map it unlinks the name at
+ * once, so nothing is left in /dev/shm after a crash once a pair has connected. It holds a header
+ * page and two rings (lower->higher, higher->lower) of TPU_DIST_SHM_BUF_BYTES each.
+ *
+ * A ring carries 64-byte records: PAD (skip to the ring's end), FRAG (a piece of a message whose
+ * bytes follow the header, padded to 64) and CMA (a descriptor: the receiver reads the message
+ * straight from the sender's memory with process_vm_readv and acknowledges it in the ring's ack
+ * slots). head (producer) and tail (consumer) are byte counters on their own cache lines, published
+ * with release stores and read with acquire loads.
+ */
+#ifndef TD_SHM_H_
+#define TD_SHM_H_
+
+#include "registry.h"
+
+#define TD_SHM_MAGIC 0x316d6873647470ull /* "ptdshm1" */
+#define TD_SHM_CMA_SLOTS 64
+#define TD_SHM_HDR_BYTES 4096
+#define TD_SHM_CTL_BYTES 4096
+#define TD_SHM_REC 64
+#define TD_SHM_STAGE (1u << 20)
+#define TD_SHM_CMA_CHUNK (4u << 20)
+
+enum { TD_REC_PAD = 1, TD_REC_FRAG = 2, TD_REC_CMA = 3 };
+enum { SHM_NONE, SHM_OPENING, SHM_READY, SHM_FAILED };
+enum { CMA_UNKNOWN = 0, CMA_OK = 1, CMA_OFF = 2 };
+
+typedef struct {
+  uint64_t seq;
+  uint32_t stream, ordinal, piece;
+  uint32_t type;
+  uint64_t total;  /* message bytes */
+  uint64_t off;    /* FRAG: offset of this piece in the message */
+  uint64_t flen;   /* FRAG: payload bytes following this header */
+  uint64_t addr;   /* CMA: address in the sender */
+  uint64_t cma_id; /* CMA: acknowledgement id */
+} tdShmRec;
+
+typedef struct {
+  _Alignas(64) volatile uint64_t head;
+  _Alignas(64) volatile uint64_t tail;
+  _Alignas(64) volatile uint64_t cma_ack[TD_SHM_CMA_SLOTS]; /* id+1 once read */
+} tdShmRingCtl;
+
+typedef struct {
+  volatile uint64_t magic; /* published last by the creator */
+  uint64_t ring_bytes;
+  int32_t lo, hi;
+  volatile int32_t pid[2];
+  volatile uint64_t base[2]; /* each side's mapping address (CMA probe target) */
+  volatile int32_t mapped[2];
+  volatile int32_t cma_ok[2]; /* per ring (direction), set by its receiver */
+} tdShmSegHdr;
+
+/* An unexpected message: bytes copied out of the ring, or a CMA descriptor. */
+typedef struct tdShmUnexp {
+  int peer;
+  tdMsgKey key;
+  int cma;
+  size_t total, got;
+  uint64_t addr, cma_id;
+  tdXfer *waiter; /* receive matched while the bytes are still arriving */
+  struct tdShmUnexp *next;
+  char data[];
+} tdShmUnexp;
+
+/* A receive being read with process_vm_readv. */
+typedef struct tdShmCmaRead {
+  tdXfer *r;
+  int peer;
+  uint64_t addr, cma_id;
+  size_t total, done;
+  struct tdShmCmaRead *next;
+} tdShmCmaRead;
+
+typedef struct {
+  int state, side, creator;
+  char name[64];
+  void *map;
+  size_t map_bytes;
+  tdShmSegHdr *hdr;
+  tdShmRingCtl *ctl_out, *ctl_in;
+  char *data_out, *data_in;
+  uint64_t ring_bytes, frag_max;
+  int pidfd; /* peer liveness (-1: not open / not available) */
+  /* sending */
+  tdXferQueue sendq;    /* head is being written */
+  tdXferQueue cma_wait; /* CMA sends waiting for their acknowledgement */
+  uint64_t next_cma_id;
+  /* receiving */
+  tdXfer *rcur;         /* receive of the message in progress in the incoming ring */
+  tdShmUnexp *ucur;     /* or the unexpected message being copied out */
+  int discard;          /* or a message being dropped (length mismatch) */
+  uint64_t parked_head; /* head seen when the ring's first message was left in place; 0 none */
+  char why[TD_ERRLEN];
+} tdShmPeer;
+
+typedef struct {
+  tdShmPeer *peers;
+  int *active; /* peers whose segment exists or is being opened, in first-use order */
+  int nactive;
+  tdXferQueue posted;
+  tdShmUnexp *unexp_head, *unexp_tail;
+  tdShmCmaRead *reads;
+  char *stage; /* CMA reduce staging, touched at commInit */
+  int64_t next_live_ms;
+  int use_cma;
+  size_t cma_min;
+  uint64_t ring_bytes;
+  int my_pid;
+} tdShmCtx;
+
+/* shm_seg.c */
+tpudistResult_t shmConnect(tdComm *comm, tdShmCtx *c, int p);
+void shmDisconnect(tdShmCtx *c, int p);
+void shmProbeCma(tdShmCtx *c, tdShmPeer *pe);
+/* 1 if peer p is known to have exited. */
+int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p);
+int64_t shmNowMs(void);
+
+#endif /* TD_SHM_H_ */

@@ -1,0 +1,212 @@
+/*
+ * shm_seg.c - shared-memory segments of the shm transport (layout in shm.h): lazy creation by
+ * either side of a pair (O_CREAT|O_EXCL decides who creates), a free-space check of /dev/shm
+ * before creating (a clear error naming the bytes needed and available), space reserved with
+ * posix_fallocate so a full /dev/shm is an error here and never a SIGBUS later, unlinking as soon
+ * as both sides have mapped, the CMA probe (the receiver reads the sender's header through
+ * process_vm_readv once; a refusal or TPU_DIST_SHM_CMA=0 means the ring carries everything), and
+ * peer liveness through a pidfd (a peer that exited fails its transfers instead of hanging them).
+ */
+#include <errno.h>
+#include <fcntl.h>
+#include <poll.h>
+#include <signal.h>
+#include <stdlib.h>
+#include <string.h>
+#include <sys/mman.h>
+#include <sys/stat.h>
+#include <sys/statvfs.h>
+#include <sys/syscall.h>
+#include <sys/uio.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "log.h"
+#include "shm.h"
+
+int64_t shmNowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (int64_t)ts.tv_sec * 1000 + ts.tv_nsec / 1000000;
+}
+
+static size_t segBytes(uint64_t ring_bytes) {
+  return TD_SHM_HDR_BYTES + 2 * TD_SHM_CTL_BYTES + 2 * (size_t)ring_bytes;
+}
+
+/* Points the peer's views into its mapping. */
+static void segViews(tdShmPeer *pe) {
+  char *m = pe->map;
+  int out = pe->side, in = 1 - pe->side;
+  pe->hdr = (tdShmSegHdr *)m;
+  pe->ring_bytes = pe->hdr->ring_bytes;
+  pe->ctl_out = (tdShmRingCtl *)(m + TD_SHM_HDR_BYTES + (size_t)out * TD_SHM_CTL_BYTES);
+  pe->ctl_in = (tdShmRingCtl *)(m + TD_SHM_HDR_BYTES + (size_t)in * TD_SHM_CTL_BYTES);
+  char *data = m + TD_SHM_HDR_BYTES + 2 * TD_SHM_CTL_BYTES;
+  pe->data_out = data + (size_t)out * pe->ring_bytes;
+  pe->data_in = data + (size_t)in * pe->ring_bytes;
+  pe->frag_max = (pe->ring_bytes / 4) & ~(uint64_t)(TD_SHM_REC - 1);
+}
+
+/* This side has mapped: publish pid and base, then mark mapped. */
+static void segPublish(tdShmCtx *c, tdShmPeer *pe) {
+  pe->hdr->pid[pe->side] = c->my_pid;
+  pe->hdr->base[pe->side] = (uint64_t)(uintptr_t)pe->map;
+  __atomic_store_n(&pe->hdr->mapped[pe->side], 1, __ATOMIC_RELEASE);
+  pe->state = SHM_READY;
+}
+
+static tpudistResult_t segCreate(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int fd, int p) {
+  size_t bytes = segBytes(c->ring_bytes);
+  struct statvfs sv;
+  if (fstatvfs(fd, &sv) == 0 && (unsigned long long)sv.f_bavail * sv.f_frsize < bytes) {
+    unsigned long long avail = (unsigned long long)sv.f_bavail * sv.f_frsize;
+    close(fd);
+    shm_unlink(pe->name);
+    return transportError(comm, tpudistNoMemory,
+                          "shm: /dev/shm has %llu bytes free, the segment for ranks %d and %d "
+                          "needs %zu (enlarge /dev/shm, e.g. docker --shm-size, lower "
+                          "TPU_DIST_SHM_BUF_BYTES, or set TPU_DIST_TRANSPORTS=socket)",
+                          avail, TD_MIN(comm->rank, p), TD_MAX(comm->rank, p), bytes);
+  }
+  int e = ftruncate(fd, (off_t)bytes) != 0 ? errno : posix_fallocate(fd, 0, (off_t)bytes);
+  void *m = e ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (!e && m == MAP_FAILED) e = errno;
+  close(fd);
+  if (e) {
+    shm_unlink(pe->name);
+    return transportError(comm, e == ENOSPC ? tpudistNoMemory : tpudistSystemError,
+                          "shm: cannot reserve %zu bytes for %s in /dev/shm: %s", bytes, pe->name,
+                          strerror(e));
+  }
+  pe->map = m;
+  pe->map_bytes = bytes;
+  pe->creator = 1;
+  tdShmSegHdr *h = m;
+  h->ring_bytes = c->ring_bytes;
+  h->lo = TD_MIN(comm->rank, p);
+  h->hi = TD_MAX(comm->rank, p);
+  segViews(pe);
+  segPublish(c, pe);
+  __atomic_store_n(&h->magic, TD_SHM_MAGIC, __ATOMIC_RELEASE);
+  return tpudistSuccess;
+}
+
+/* The other side created the segment: map it once it is complete. Stays OPENING otherwise. */
+static tpudistResult_t segOpen(tdComm *comm, tdShmCtx *c, tdShmPeer *pe) {
+  int fd = shm_open(pe->name, O_RDWR, 0600);
+  if (fd < 0) {
+    if (errno == ENOENT) return tpudistSuccess; /* not yet (or the creator is gone) */
+    return transportError(comm, tpudistSystemError, "shm: open %s: %s", pe->name, strerror(errno));
+  }
+  struct stat st;
+  if (fstat(fd, &st) != 0 || st.st_size < (off_t)(TD_SHM_HDR_BYTES + 2 * TD_SHM_CTL_BYTES)) {
+    close(fd);
+    return tpudistSuccess; /* still being sized */
+  }
+  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  close(fd);
+  if (m == MAP_FAILED)
+    return transportError(comm, tpudistSystemError, "shm: map %s: %s", pe->name, strerror(errno));
+  tdShmSegHdr *h = m;
+  if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != TD_SHM_MAGIC ||
+      segBytes(h->ring_bytes) != (size_t)st.st_size) {
+    munmap(m, (size_t)st.st_size);
+    return tpudistSuccess; /* not initialised yet */
+  }
+  pe->map = m;
+  pe->map_bytes = (size_t)st.st_size;
+  pe->creator = 0;
+  segViews(pe);
+  segPublish(c, pe);
+  shm_unlink(pe->name); /* both sides have it now */
+  return tpudistSuccess;
+}
+
+tpudistResult_t shmConnect(tdComm *comm, tdShmCtx *c, int p) {
+  tdShmPeer *pe = &c->peers[p];
+  if (pe->state == SHM_READY) return tpudistSuccess;
+  if (pe->state == SHM_FAILED)
+    return transportError(comm, tpudistRemoteError, "shm: rank %d: %s", p, pe->why);
+  if (pe->state == SHM_NONE) {
+    pe->side = comm->rank < p ? 0 : 1;
+    snprintf(pe->name, sizeof(pe->name), "/tdshm-%016llx-%d-%d",
+             (unsigned long long)comm->comm_hash, TD_MIN(comm->rank, p), TD_MAX(comm->rank, p));
+    pe->state = SHM_OPENING;
+    c->active[c->nactive++] = p;
+    int fd = shm_open(pe->name, O_RDWR | O_CREAT | O_EXCL, 0600);
+    if (fd >= 0) {
+      tpudistResult_t res = segCreate(comm, c, pe, fd, p);
+      if (res != tpudistSuccess) {
+        pe->state = SHM_FAILED;
+        snprintf(pe->why, sizeof(pe->why), "%s", comm->last_error);
+      }
+      return res;
+    }
+    if (errno != EEXIST)
+      return transportError(comm, tpudistSystemError, "shm: create %s: %s", pe->name,
+                            strerror(errno));
+  }
+  return segOpen(comm, c, pe);
+}
+
+void shmDisconnect(tdShmCtx *c, int p) {
+  tdShmPeer *pe = &c->peers[p];
+  (void)c;
+  if (pe->map) {
+    if (pe->creator && !__atomic_load_n(&pe->hdr->mapped[1 - pe->side], __ATOMIC_ACQUIRE))
+      shm_unlink(pe->name); /* the peer never mapped it */
+    munmap(pe->map, pe->map_bytes);
+    pe->map = NULL;
+  }
+  if (pe->pidfd >= 0) close(pe->pidfd);
+  pe->pidfd = -1;
+}
+
+void shmProbeCma(tdShmCtx *c, tdShmPeer *pe) {
+  int in = 1 - pe->side;
+  if (pe->hdr->cma_ok[in] != CMA_UNKNOWN) return;
+  if (!__atomic_load_n(&pe->hdr->mapped[in], __ATOMIC_ACQUIRE)) return;
+  int ok = CMA_OFF;
+  if (c->use_cma) {
+    uint64_t word = 0;
+    struct iovec l = {&word, sizeof(word)};
+    struct iovec r = {(void *)(uintptr_t)pe->hdr->base[in], sizeof(word)};
+    ssize_t n = process_vm_readv(pe->hdr->pid[in], &l, 1, &r, 1, 0);
+    if (n == (ssize_t)sizeof(word) && word == TD_SHM_MAGIC)
+      ok = CMA_OK;
+    else
+      TD_INFO(TD_SUBSYS_SHM, "shm: single-copy reads from pid %d refused (%s): using the ring",
+              pe->hdr->pid[in], n < 0 ? strerror(errno) : "short read");
+  }
+  __atomic_store_n(&pe->hdr->cma_ok[in], ok, __ATOMIC_RELEASE);
+}
+
+/* /proc/<pid>/stat state Z or X, or no such process. */
+static int procGone(int pid) {
+  char path[64], buf[256];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return kill(pid, 0) != 0 && errno == ESRCH;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *rp = strrchr(buf, ')');
+  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p) {
+  int pid = comm->peers[p].pid;
+  const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
+  const char *theirs = strchr(comm->peers[p].shm_name, ':');
+  if (!mine || !theirs || strcmp(mine, theirs) != 0) return 0; /* other pid namespace: unknown */
+  if (pe->pidfd < 0) {
+#ifdef SYS_pidfd_open
+    pe->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
+    if (pe->pidfd < 0 && errno == ESRCH) return 1;
+#endif
+    if (pe->pidfd < 0) return procGone(pid);
+  }
+  struct pollfd pf = {pe->pidfd, POLLIN, 0};
+  return poll(&pf, 1, 0) > 0;
+}
