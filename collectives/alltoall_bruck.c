@@ -39,6 +39,7 @@ static tpudistResult_t bruckRound(tdSched *s, int P, int rank, int k, tdBufRef *
 tpudistResult_t genAlltoallBruck(const tdCollArgs *a, tdSched *s, char *err) {
   int P = a->nranks, rank = a->rank;
   if (P < 1) return tdErr(err, tpudistInvalidArgument, "bruck: %d ranks", P);
+  if (a->inplace) return tdErr(err, tpudistNotSupported, "all-to-all has no in-place form");
   uint32_t total = 0;
   for (int k = 0; (1 << k) < P; k++)
     for (int i = 1; i < P; i++)

@@ -147,6 +147,16 @@ static tpudistResult_t a2aEmit(const tdCollArgs *a, tdSched *s, const a2aList *l
   return tpudistSuccess;
 }
 
+/* Untwisted tori: a dimension-ordered route s -> d only visits ranks that equal s or d on every
+ * axis but (at most) the one being travelled, so others need no route computed. */
+static int mayPass(const tdTopo *t, const int (*c)[TD_MAX_DIMS], int me, int s, int d) {
+  if (t->twisted) return 1;
+  int off = 0;
+  for (int b = 0; b < t->ndims; b++)
+    if (c[me][b] != c[s][b] && c[me][b] != c[d][b]) off++;
+  return off <= 1;
+}
+
 static tpudistResult_t genA2A(const tdCollArgs *a, tdSched *s, char *err) {
   if (!a->topo || a->topo->ndims <= 0)
     return tdErr(err, tpudistNotSupported,
@@ -154,15 +164,19 @@ static tpudistResult_t genA2A(const tdCollArgs *a, tdSched *s, char *err) {
   if (a->topo->nranks != a->nranks)
     return tdErr(err, tpudistNotSupported, "torus of %d chips does not match %d ranks",
                  a->topo->nranks, a->nranks);
+  if (a->inplace) return tdErr(err, tpudistNotSupported, "all-to-all has no in-place form");
   if (a->coll == TD_COLL_ALLTOALLV && (!a->v_counts || !a->v_sdispls || !a->v_rdispls))
     return tdErr(err, tpudistInvalidArgument, "alltoallv needs the count matrix and displacements");
   a2aList l = {0}, tr = {0};
   tdHop *hops = malloc(sizeof(tdHop) * A2A_MAX_HOPS);
-  tpudistResult_t r = hops ? tpudistSuccess : tpudistNoMemory;
+  int(*c)[TD_MAX_DIMS] = malloc(sizeof(*c) * (size_t)a->nranks);
+  tpudistResult_t r = hops && c ? tpudistSuccess : tpudistNoMemory;
+  for (int q = 0; q < a->nranks && c; q++) topoRankToCoords(a->topo, q, c[q]);
   for (int src = 0; src < a->nranks && r == tpudistSuccess; src++)
     for (int dst = 0; dst < a->nranks && r == tpudistSuccess; dst++)
-      if (src != dst && vcount(a, src, dst) > 0)
+      if (src != dst && vcount(a, src, dst) > 0 && mayPass(a->topo, c, a->rank, src, dst))
         r = routeEvents(a->topo, a->rank, src, dst, hops, &l, err);
+  free(c);
   for (size_t i = 0; i < l.n && r == tpudistSuccess; i++)
     if (!l.ev[i].send && l.ev[i].d != a->rank) r = evPush(&tr, l.ev[i]);
   if (r == tpudistSuccess) {

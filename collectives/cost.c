@@ -151,6 +151,7 @@ static tpudistResult_t streamPreds(tdCostPlan *p, size_t *cap, int r, uint32_t s
         res = tpudistInternalError;
       else
         res = predPush(p, cap, (uint32_t)g);
+      p->has_deps = 1;
     }
     p->steps[base + i].npred = (uint32_t)p->npreds - p->steps[base + i].pred_first;
   }
@@ -247,6 +248,7 @@ static tpudistResult_t planIndex(tdCostPlan *p) {
         p->steps[g].rank = r;
         p->steps[g].stream = (uint16_t)st;
         p->steps[g].idx = i;
+        p->steps[g].op = p->scheds[r].streams[st].steps[i].op;
       }
     }
   return tpudistSuccess;
@@ -273,8 +275,17 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   p->cursor = p->next ? p->next + (p->nstreams ? p->nstreams : 1) : NULL;
   p->posted_s = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1) * 2);
   p->posted_r = p->posted_s ? p->posted_s + (p->nsteps ? p->nsteps : 1) : NULL;
-  p->hops = malloc(sizeof(tdHop) * 4096);
-  if (!p->done || !p->busy || !p->next || !p->posted_s || !p->hops) return tpudistNoMemory;
+  p->hops = malloc(sizeof(tdHop) * TD_COST_MAX_HOPS);
+  p->tmp_links = malloc(sizeof(uint32_t) * TD_COST_MAX_HOPS);
+  if (!p->done || !p->busy || !p->next || !p->posted_s || !p->hops || !p->tmp_links)
+    return tpudistNoMemory;
+  if (p->topo && p->topo->ndims > 0 && p->nranks <= TD_COST_ROUTE_CACHE_RANKS) {
+    size_t n2 = (size_t)p->nranks * (size_t)p->nranks;
+    p->route_first = malloc(sizeof(uint32_t) * n2);
+    p->route_len = malloc(sizeof(uint16_t) * n2);
+    if (!p->route_first || !p->route_len) return tpudistNoMemory;
+    for (size_t i = 0; i < n2; i++) p->route_first[i] = TD_COST_NONE;
+  }
   return tpudistSuccess;
 }
 
@@ -312,7 +323,15 @@ void costPlanFree(tdCostPlan *p) {
   free(p->heap);
   free(p->posted_s);
   free(p->hops);
+  free(p->tmp_links);
+  free(p->route_first);
+  free(p->route_len);
+  free(p->route_links);
   free(p);
+}
+
+uint64_t costPlanSteps(const tdCostPlan *p) {
+  return p->nsteps;
 }
 
 void costPlanStats(const tdCostPlan *p, uint64_t *messages, double *link_bytes) {

@@ -49,6 +49,8 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
                              uint32_t elem_size, double *seconds, char *err);
 /* Messages and bytes on the wire of the last evaluation (totals over ranks), for tests. */
 void costPlanStats(const tdCostPlan *p, uint64_t *messages, double *link_bytes);
+/* Steps over all ranks (the work of one evaluation is proportional to it). */
+uint64_t costPlanSteps(const tdCostPlan *p);
 void costPlanFree(tdCostPlan *p);
 
 /* costPlanGenerate + costPlanEval + costPlanFree. */

@@ -14,9 +14,21 @@ static const tdStep *stepOf(const tdCostPlan *p, uint32_t g) {
   return &p->scheds[c->rank].streams[c->stream].steps[c->idx];
 }
 
+static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
+  return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
+}
+
 static uint64_t refBytes(const tdCostPlan *p, int rank, tdBufRef r) {
+  const tdSched *s = &p->scheds[rank];
+  const tdLayout *l = r.buf < TD_NUM_BUFS ? &s->layout[r.buf] : NULL;
+  uint32_t k = l ? l->chunks_per_block : 0;
+  if (l && !l->offsets && k && r.nchunks && r.chunk / k == (r.chunk + r.nchunks - 1) / k &&
+      r.chunk / k < l->nblocks) { /* uniform, within one block: closed form */
+    uint32_t s0 = r.chunk % k;
+    return (subStart(p->count, k, s0 + r.nchunks) - subStart(p->count, k, s0)) * p->es;
+  }
   uint64_t b, e;
-  if (schedRefRange(&p->scheds[rank], r, p->count, &b, &e) != tpudistSuccess) return 0;
+  if (schedRefRange(s, r, p->count, &b, &e) != tpudistSuccess) return 0;
   return (e - b) * p->es;
 }
 
@@ -41,30 +53,61 @@ static tpudistResult_t heapPush(tdCostPlan *p, double t, uint32_t g, uint32_t ki
   }
   size_t i = p->nheap++;
   p->heap[i] = (cpEvent){t, g, kind};
-  while (i > 0 && evLess(&p->heap[i], &p->heap[(i - 1) / 2])) {
-    cpEvent tmp = p->heap[i];
-    p->heap[i] = p->heap[(i - 1) / 2];
-    p->heap[(i - 1) / 2] = tmp;
-    i = (i - 1) / 2;
+  cpEvent ev = p->heap[i];
+  while (i > 0 && evLess(&ev, &p->heap[(i - 1) / 4])) { /* 4-ary heap */
+    p->heap[i] = p->heap[(i - 1) / 4];
+    i = (i - 1) / 4;
   }
+  p->heap[i] = ev;
   return tpudistSuccess;
 }
 
 static cpEvent heapPop(tdCostPlan *p) {
-  cpEvent top = p->heap[0];
-  p->heap[0] = p->heap[--p->nheap];
-  size_t i = 0;
+  cpEvent top = p->heap[0], last = p->heap[--p->nheap];
+  size_t i = 0, n = p->nheap;
   for (;;) {
-    size_t l = 2 * i + 1, r = l + 1, m = i;
-    if (l < p->nheap && evLess(&p->heap[l], &p->heap[m])) m = l;
-    if (r < p->nheap && evLess(&p->heap[r], &p->heap[m])) m = r;
-    if (m == i) break;
-    cpEvent tmp = p->heap[i];
+    size_t c = 4 * i + 1, m = c;
+    if (c >= n) break;
+    for (size_t j = c + 1; j < c + 4 && j < n; j++)
+      if (evLess(&p->heap[j], &p->heap[m])) m = j;
+    if (!evLess(&p->heap[m], &last)) break;
     p->heap[i] = p->heap[m];
-    p->heap[m] = tmp;
     i = m;
   }
+  if (n > 0) p->heap[i] = last;
   return top;
+}
+
+/* Links (indices into busy[]) of the torus route src -> dst, cached per pair when possible. */
+static int routeLinks(tdCostPlan *p, int src, int dst, const uint32_t **links) {
+  size_t pair = (size_t)src * (size_t)p->nranks + (size_t)dst;
+  if (p->route_first && p->route_first[pair] != TD_COST_NONE) {
+    *links = p->route_links + p->route_first[pair];
+    return p->route_len[pair];
+  }
+  int nh = topoRoute(p->topo, src, dst, p->hops, TD_COST_MAX_HOPS);
+  if (nh < 0 || nh > TD_COST_MAX_HOPS) nh = 0;
+  for (int h = 0; h < nh; h++) {
+    const tdHop *hp = &p->hops[h];
+    p->tmp_links[h] =
+        (uint32_t)(((size_t)hp->from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 +
+                   (hp->dir > 0));
+  }
+  *links = p->tmp_links;
+  if (!p->route_first || nh > UINT16_MAX) return nh;
+  if (p->nroute_links + (size_t)nh > p->caproute_links) {
+    size_t cap = TD_MAX(p->caproute_links * 2, p->nroute_links + (size_t)nh + 1024);
+    uint32_t *n = realloc(p->route_links, sizeof(uint32_t) * cap);
+    if (!n) return nh; /* no cache, still correct */
+    p->route_links = n;
+    p->caproute_links = cap;
+  }
+  memcpy(p->route_links + p->nroute_links, p->tmp_links, sizeof(uint32_t) * (size_t)nh);
+  p->route_first[pair] = (uint32_t)p->nroute_links;
+  p->route_len[pair] = (uint16_t)nh;
+  p->nroute_links += (size_t)nh;
+  *links = p->route_links + p->route_first[pair];
+  return nh;
 }
 
 /* Reserves the links from src to dst for bytes starting at t0; returns the arrival time. */
@@ -85,14 +128,12 @@ static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t
   size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src; /* the sender's issue port */
   t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
   p->busy[inj] = t0;
-  int nh = topoRoute(p->topo, src, dst, p->hops, 4096);
-  if (nh < 0 || nh > 4096) nh = 0;
+  const uint32_t *links;
+  int nh = routeLinks(p, src, dst, &links);
   double dt = (double)bytes / m->link_bw, fin = t0;
   for (int h = 0; h < nh; h++) {
-    const tdHop *hp = &p->hops[h];
-    size_t l = ((size_t)hp->from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 + (hp->dir > 0);
-    double b = TD_MAX(t0, p->busy[l]);
-    p->busy[l] = b + dt;
+    double b = TD_MAX(t0, p->busy[links[h]]);
+    p->busy[links[h]] = b + dt;
     fin = TD_MAX(fin, b + dt);
   }
   p->link_bytes += (double)bytes * nh;
@@ -127,10 +168,10 @@ static tpudistResult_t post(tdCostPlan *p, uint32_t g, int side, double t) {
 }
 
 static tpudistResult_t issue(tdCostPlan *p, uint32_t g, double t) {
-  const tdStep *st = stepOf(p, g);
-  unsigned f = tdStepSemTable[st->op].flags;
+  unsigned f = tdStepSemTable[p->steps[g].op].flags;
   if (f & TD_SEM_WIRE_IN) return post(p, g, 1, t);
   if (f & TD_SEM_WIRE_OUT) return post(p, g, 0, t);
+  const tdStep *st = stepOf(p, g);
   double bytes = (double)refBytes(p, p->steps[g].rank, st->src);
   return heapPush(p, t + bytes / p->m->mem_bw, g, 0);
 }
@@ -159,6 +200,7 @@ static tpudistResult_t evalReset(tdCostPlan *p) {
   memset(p->cursor, 0, sizeof(uint32_t) * p->nstreams);
   for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = -1;
   p->nheap = 0;
+  p->end = 0;
   p->messages = 0;
   p->link_bytes = 0;
   return tpudistSuccess;
@@ -172,7 +214,6 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
   TD_CHECK(evalReset(p));
   tpudistResult_t r = tpudistSuccess;
   for (uint32_t sid = 0; sid < p->nstreams && r == tpudistSuccess; sid++) r = tryStream(p, sid, 0);
-  p->end = 0;
   while (p->nheap > 0 && r == tpudistSuccess) {
     cpEvent e = heapPop(p);
     if (e.kind == 1) {

@@ -7,6 +7,8 @@
 #include "cost.h"
 
 #define TD_COST_NONE UINT32_MAX
+#define TD_COST_ROUTE_CACHE_RANKS 2048
+#define TD_COST_MAX_HOPS 4096
 
 typedef struct {
   uint32_t pred_first, npred;
@@ -14,6 +16,7 @@ typedef struct {
   int rank;
   uint16_t stream;
   uint8_t needed; /* some later step waits for this one's completion */
+  uint8_t op;     /* tdStepOp */
   uint32_t idx;
 } cpStep;
 
@@ -55,6 +58,11 @@ struct tdCostPlan {
   uint64_t messages;
   double link_bytes;
   tdHop *hops;
+  /* route cache per (src, dst) when nranks <= TD_COST_ROUTE_CACHE_RANKS: links of the route */
+  uint32_t *route_first; /* nranks^2, UINT32_MAX = not computed yet */
+  uint16_t *route_len;
+  uint32_t *route_links, *tmp_links;
+  size_t nroute_links, caproute_links;
 };
 
 #endif /* TD_COST_INT_H_ */

@@ -12,10 +12,14 @@
  * All-to-all-v is costed as all-to-all with equal blocks for algorithms that have an all-to-all
  * twin of the same name (same step structure); others with an equal count matrix per bucket.
  *
- * Every rank is simulated (no sampling). Time bound: TD_SELECT_BUDGET_S; candidates not reached
- * in time, and every candidate of all-to-all beyond TD_SELECT_MAX_A2A_RANKS ranks or of other
- * collectives beyond TD_SELECT_MAX_RANKS, are ranked after the costed ones by a fixed order
- * (latency algorithms first up to 64 KiB, bandwidth algorithms above), accepted by rank 0.
+ * Every rank is simulated (no sampling: most generators are not rank-symmetric, e.g. trees, and
+ * contention depends on all flows). The bound on build time is a deterministic work budget, so
+ * that every rank builds the same table: TD_SELECT_WORK_BUDGET step evaluations (steps of a
+ * plan x buckets evaluated) in all; a candidate whose evaluation would exceed what is left, and
+ * every candidate of all-to-all(v) beyond TD_SELECT_MAX_A2A_RANKS ranks or of other collectives
+ * beyond TD_SELECT_MAX_RANKS (where generating all ranks is itself too slow), is ranked after
+ * the costed ones by a fixed order (latency algorithms first up to 64 KiB, bandwidth algorithms
+ * above), if rank 0's generator accepts the shape. 64 ranks on 4x4x4 are costed in full.
  */
 #include "select.h"
 
@@ -28,7 +32,7 @@
 #include "cost.h"
 
 #define TD_SELECT_NBUCKETS 31
-#define TD_SELECT_BUDGET_S 0.9
+#define TD_SELECT_WORK_BUDGET 40000000ull
 #define TD_SELECT_MAX_RANKS 1024
 #define TD_SELECT_MAX_A2A_RANKS 256
 #define TD_SELECT_SMALL_BYTES 65536
@@ -44,6 +48,7 @@ struct tdSelectTable {
   int norder[TD_NUM_COLLS][TD_SELECT_NBUCKETS];
   const char *override[TD_NUM_COLLS];
   int partial;
+  uint64_t work; /* step evaluations spent */
   double build_s;
 };
 
@@ -128,13 +133,26 @@ static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const td
   tpudistResult_t r = tpudistSuccess;
   for (int b = 0; b < TD_SELECT_NBUCKETS && r == tpudistSuccess; b++) {
     uint64_t n = bucketCount(c, t->nranks, b);
+    if (b > 0 && c != TD_COLL_ALLTOALLV && n == bucketCount(c, t->nranks, b - 1)) {
+      out[b] = out[b - 1]; /* same block count as the bucket below (clamped at 1) */
+      continue;
+    }
     if (c == TD_COLL_ALLTOALLV) { /* explicit layouts: one plan per bucket */
       for (size_t k = 0; k < (size_t)t->nranks * (size_t)t->nranks; k++) mat[k] = n;
       costPlanFree(p);
       p = NULL;
     }
-    if (!p) r = costPlanGenerate(&a, t->cand[c][i], &p, err);
+    if (!p) {
+      r = costPlanGenerate(&a, t->cand[c][i], &p, err);
+      if (r == tpudistSuccess &&
+          t->work + costPlanSteps(p) * TD_SELECT_NBUCKETS > TD_SELECT_WORK_BUDGET) {
+        costPlanFree(p);
+        free(mat);
+        return tpudistTimeout; /* over budget: rank it by the fixed order */
+      }
+    }
     if (r == tpudistSuccess) r = costPlanEval(p, m, n, 4, &out[b], err);
+    if (r == tpudistSuccess) t->work += costPlanSteps(p);
   }
   costPlanFree(p);
   free(mat);
@@ -161,20 +179,23 @@ static int tooBig(const tdSelectTable *t, tdColl c) {
   return t->nranks > TD_SELECT_MAX_RANKS;
 }
 
-static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m, double t0) {
+static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m) {
   char err[TD_ERRLEN];
   for (int i = 0; i < t->ncand[c]; i++) {
     for (int b = 0; b < TD_SELECT_NBUCKETS; b++) t->cost[c][i][b] = -2;
     if (c == TD_COLL_ALLTOALLV && copyTwin(t, i)) continue;
-    if (c == TD_COLL_SENDRECV || tooBig(t, c) || nowSeconds() - t0 > TD_SELECT_BUDGET_S) {
+    tpudistResult_t rc = tpudistTimeout;
+    if (c != TD_COLL_SENDRECV && !tooBig(t, c)) rc = costCandidate(t, c, i, m);
+    if (rc != tpudistTimeout)
+      TD_CHECK(rc);
+    else {
       tpudistResult_t r = accepts(t, c, t->cand[c][i], err);
       if (r == tpudistNoMemory) return r;
       if (r != tpudistSuccess)
         for (int b = 0; b < TD_SELECT_NBUCKETS; b++) t->cost[c][i][b] = -1;
+      for (int b = 0; b < TD_SELECT_NBUCKETS && r == tpudistSuccess; b++) t->cost[c][i][b] = -2;
       if (c != TD_COLL_SENDRECV && r == tpudistSuccess) t->partial = 1;
-      continue;
     }
-    TD_CHECK(costCandidate(t, c, i, m));
   }
   return tpudistSuccess;
 }
@@ -270,7 +291,7 @@ tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override
   costModelDefault(topo, &m);
   for (int c = 0; c < TD_NUM_COLLS && r == tpudistSuccess; c++) {
     if (t->override[c]) continue;
-    r = costColl(t, (tdColl)c, &m, t0);
+    r = costColl(t, (tdColl)c, &m);
     for (int b = 0; b < TD_SELECT_NBUCKETS && r == tpudistSuccess; b++)
       orderBucket(t, (tdColl)c, b);
   }
@@ -336,4 +357,15 @@ void selectPrint(const tdSelectTable *t, FILE *f) {
 
 void selectFree(tdSelectTable *t) {
   free(t);
+}
+
+tpudistResult_t selectPrintTopology(const char *spec, int nranks, const char *override, FILE *f,
+                                    char *err) {
+  tdTopo t;
+  TD_CHECK(topoParse(spec, nranks > 0 ? nranks : 0, &t, err));
+  tdSelectTable *s;
+  TD_CHECK(selectBuild(&t, nranks > 0 ? nranks : t.nranks, override, &s, err));
+  selectPrint(s, f);
+  selectFree(s);
+  return tpudistSuccess;
 }

@@ -23,5 +23,10 @@ int selectCandidates(const tdSelectTable *t, tdColl coll, uint64_t bytes, const 
 /* One greppable line per (collective, size bucket). */
 void selectPrint(const tdSelectTable *t, FILE *f);
 void selectFree(tdSelectTable *t);
+/* For `tpudist-info -s`: parses a TPU_DIST_TOPOLOGY spec ("4x4x4", "4x4x8:twist", "flat(8)"),
+ * builds the table for nranks ranks (<= 0: the topology's chip count) with the optional override
+ * and prints it to f. */
+tpudistResult_t selectPrintTopology(const char *spec, int nranks, const char *override, FILE *f,
+                                    char *err);
 
 #endif /* TD_SELECT_H_ */

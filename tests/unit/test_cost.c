@@ -1,0 +1,214 @@
+/*
+ * test_cost.c - the cost model (collectives/cost.h). Hand-built schedules whose times follow
+ * from the model's parameters by hand: one message on a flat pair, a local copy, two flows
+ * sharing a torus link (twice as long) against disjoint or opposite flows (not), stalls and
+ * unmatched messages reported. Then the acceptance rankings over generated schedules: on a 4x4x4
+ * torus with equal links the torus all-reduce is at least 2x faster than the 1-D ring at 64 MiB
+ * and a latency-optimal algorithm is cheapest at 8 bytes; all-to-all is faster on a twisted
+ * 4x4x8 than on the plain one.
+ */
+#include <math.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "../cu_main.h"
+#include "algos.h"
+#include "cost.h"
+
+/* Strong references: a static link pulls these generators in (the table refers to them
+ * weakly). */
+static const tdGenFn kLinked[] = {genAllreduceRing,   genAllreduceRing2,        genAllreduceTree,
+                                  genAllreduceRecdbl, genAllreduceRabenseifner, genAlltoallPairwise,
+                                  genAlltoallDirect};
+
+static const tdCostModel kModel = {1e-6, 1e9, 1e9, 1e9, 0};
+
+static void initScheds(tdSched *s, int n) {
+  for (int r = 0; r < n; r++) {
+    tdCollArgs a;
+    memset(&a, 0, sizeof(a));
+    a.coll = TD_COLL_SENDRECV, a.nranks = n, a.rank = r;
+    schedInit(&s[r], &a, "hand");
+    schedSetLayout(&s[r], TD_BUF_INPUT, 1, 1);
+    schedSetLayout(&s[r], TD_BUF_OUTPUT, (uint32_t)n, 1);
+  }
+}
+
+static void add(tdSched *s, tdStep st) {
+  CU_ASSERT_FATAL(schedAppend(s, 0, &st, NULL) == tpudistSuccess);
+}
+
+static void addMsg(tdSched *s, int from, int to) {
+  add(&s[from], schedSend(to, schedRef(TD_BUF_INPUT, 0, 1)));
+  add(&s[to], schedRecv(from, schedRef(TD_BUF_OUTPUT, (uint32_t)from, 1))); /* no conflicts */
+}
+
+/* Evaluates (and frees) the schedules at n elements of 4 bytes. */
+static tpudistResult_t eval(const tdTopo *t, tdSched *s, int n, const tdCostModel *m,
+                            uint64_t count, double *sec) {
+  char err[TD_ERRLEN] = "";
+  tdCostPlan *p;
+  tpudistResult_t r = costPlanCreate(t, s, n, &p, err);
+  if (r != tpudistSuccess) return r;
+  r = costPlanEval(p, m, count, 4, sec, err);
+  costPlanFree(p);
+  return r;
+}
+
+static int near(double a, double b) {
+  return fabs(a - b) <= 1e-9 * fabs(b) + 1e-15;
+}
+
+static void testFlatMessage(void) {
+  tdTopo t;
+  topoInitFlat(&t, 2);
+  tdCostModel m = kModel;
+  m.msg_overhead = 2e-7;
+  tdSched *s = calloc(2, sizeof(tdSched));
+  initScheds(s, 2);
+  addMsg(s, 0, 1);
+  double sec;
+  CU_ASSERT_FATAL(eval(&t, s, 2, &m, 1000, &sec) == tpudistSuccess);
+  CU_ASSERT(near(sec, 2e-7 + 4000 / 1e9 + 1e-6)); /* overhead + bytes/copy_bw + latency */
+}
+
+static void testLocalCopy(void) {
+  tdTopo t;
+  topoInitFlat(&t, 1);
+  tdSched *s = calloc(1, sizeof(tdSched));
+  initScheds(s, 1);
+  add(&s[0], schedCopy(schedRef(TD_BUF_INPUT, 0, 1), schedRef(TD_BUF_OUTPUT, 0, 1)));
+  add(&s[0], schedCopy(schedRef(TD_BUF_OUTPUT, 0, 1), schedRef(TD_BUF_INPUT, 0, 1)));
+  double sec;
+  CU_ASSERT_FATAL(eval(&t, s, 1, &kModel, 250, &sec) == tpudistSuccess);
+  CU_ASSERT(near(sec, 2 * 1000 / 1e9)); /* two dependent copies of 1000 bytes */
+}
+
+/* A 4-rank ring (1-D torus with wrap): 0 -> 2 takes links 0->1, 1->2. */
+static double ringFlows(const int (*flows)[2], int nflows) {
+  tdTopo t;
+  int dims[1] = {4}, wrap[1] = {1};
+  char err[TD_ERRLEN] = "";
+  CU_ASSERT_FATAL(topoInit(&t, 1, dims, wrap, 0, err) == tpudistSuccess);
+  tdSched *s = calloc(4, sizeof(tdSched));
+  initScheds(s, 4);
+  for (int i = 0; i < nflows; i++) addMsg(s, flows[i][0], flows[i][1]);
+  double sec = -1;
+  CU_ASSERT(eval(&t, s, 4, &kModel, 250000, &sec) == tpudistSuccess);
+  return sec;
+}
+
+static void testContention(void) {
+  const double B = 1e6 / 1e9, L = 1e-6; /* 1 MB over 1 GB/s, 1 us per hop */
+  const int one[][2] = {{0, 2}};
+  const int shared[][2] = {{0, 2}, {1, 2}};   /* both use link 1->2 */
+  const int disjoint[][2] = {{0, 2}, {3, 0}}; /* 3->0 is the wrap link */
+  const int opposite[][2] = {{0, 1}, {1, 0}}; /* one link each way */
+  CU_ASSERT(near(ringFlows(one, 1), B + 2 * L));
+  double sh = ringFlows(shared, 2);
+  CU_ASSERT(sh >= 2 * B + L - 1e-12 && sh <= 2 * B + 2 * L + 1e-12);
+  CU_ASSERT(near(ringFlows(disjoint, 2), B + 2 * L));
+  CU_ASSERT(near(ringFlows(opposite, 2), B + L));
+}
+
+static void testStallAndUnmatched(void) {
+  tdTopo t;
+  topoInitFlat(&t, 2);
+  tdSched *s = calloc(2, sizeof(tdSched));
+  initScheds(s, 2);
+  for (int r = 0; r < 2; r++) { /* each receives before it sends what it received: stall */
+    add(&s[r], schedRecv(1 - r, schedRef(TD_BUF_OUTPUT, 0, 1)));
+    add(&s[r], schedSend(1 - r, schedRef(TD_BUF_OUTPUT, 0, 1)));
+  }
+  double sec;
+  CU_ASSERT(eval(&t, s, 2, &kModel, 10, &sec) == tpudistInternalError);
+  s = calloc(2, sizeof(tdSched));
+  initScheds(s, 2);
+  add(&s[0], schedSend(1, schedRef(TD_BUF_INPUT, 0, 1))); /* nobody receives it */
+  CU_ASSERT(eval(&t, s, 2, &kModel, 10, &sec) == tpudistInternalError);
+}
+
+static double estimate(const char *spec, tdColl c, const char *algo, uint64_t count) {
+  tdTopo t;
+  char err[TD_ERRLEN] = "";
+  CU_ASSERT_FATAL(topoParse(spec, 0, &t, err) == tpudistSuccess);
+  tdCostModel m;
+  costModelDefault(&t, &m);
+  tdCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.coll = c, a.nranks = t.nranks, a.topo = &t, a.count = count, a.elem_size = 4;
+  double sec = -1;
+  tpudistResult_t r = costEstimate(&a, algo, &m, &sec, err);
+  if (r != tpudistSuccess) fprintf(stderr, "%s %s %s: %s\n", spec, schedCollName(c), algo, err);
+  return r == tpudistSuccess ? sec : -1;
+}
+
+static void testAllreduceRanking(void) {
+  for (size_t i = 0; i < sizeof(kLinked) / sizeof(kLinked[0]); i++) CU_ASSERT(kLinked[i] != NULL);
+  double torus = estimate("4x4x4", TD_COLL_ALLREDUCE, "torus", 16u << 20);
+  double ring = estimate("4x4x4", TD_COLL_ALLREDUCE, "ring", 16u << 20);
+  printf("\n4x4x4 all-reduce 64 MiB: torus %.1f us, ring %.1f us\n", torus * 1e6, ring * 1e6);
+  CU_ASSERT(torus > 0 && ring > 0 && 2 * torus <= ring);
+  const char *best = NULL;
+  double bestc = 0;
+  for (const tdAlgo *a = tdAlgoTable; a->name; a++) {
+    if (a->coll != TD_COLL_ALLREDUCE || !a->gen) continue;
+    double c = estimate("4x4x4", TD_COLL_ALLREDUCE, a->name, 2); /* 8 bytes */
+    printf("4x4x4 all-reduce 8 B: %s %.2f us\n", a->name, c * 1e6);
+    if (c > 0 && (!best || c < bestc)) best = a->name, bestc = c;
+  }
+  CU_ASSERT_FATAL(best != NULL);
+  CU_ASSERT(strcmp(best, "recdbl") == 0 || strcmp(best, "tree") == 0);
+}
+
+/* Fused steps (recv_reduce_send) are costed too, close to the unfused plan. */
+static void testFused(void) {
+  tdTopo t;
+  char err[TD_ERRLEN] = "";
+  CU_ASSERT_FATAL(topoParse("4x4", 0, &t, err) == tpudistSuccess);
+  tdCostModel m;
+  costModelDefault(&t, &m);
+  double sec[2] = {-1, -1};
+  for (int fused = 0; fused < 2; fused++) {
+    tdCollArgs a;
+    memset(&a, 0, sizeof(a));
+    a.coll = TD_COLL_ALLREDUCE, a.nranks = 16, a.topo = &t;
+    tdSched *s = calloc(16, sizeof(tdSched));
+    for (int r = 0; r < 16; r++) {
+      a.rank = r;
+      CU_ASSERT_FATAL(algoGenerate(&a, "torus", &s[r], err) == tpudistSuccess);
+      if (fused) schedFuse(&s[r]);
+    }
+    CU_ASSERT(eval(&t, s, 16, &m, 1 << 20, &sec[fused]) == tpudistSuccess);
+  }
+  CU_ASSERT(sec[0] > 0 && sec[1] > 0 && sec[1] <= sec[0] * 1.1 && sec[0] <= sec[1] * 1.1);
+}
+
+static void testTwistedAlltoall(void) {
+  const char *algos[] = {"torus", "direct", "pairwise"};
+  double bestPlain = 0, bestTwist = 0;
+  for (int i = 0; i < 3; i++) {
+    double p = estimate("4x4x8", TD_COLL_ALLTOALL, algos[i], 8192);
+    double t = estimate("4x4x8:twist", TD_COLL_ALLTOALL, algos[i], 8192);
+    printf("\n4x4x8 all-to-all 32 KiB blocks, %s: plain %.1f us, twisted %.1f us", algos[i],
+           p * 1e6, t * 1e6);
+    CU_ASSERT(p > 0 && t > 0);
+    if (i == 0) CU_ASSERT(t < p); /* the neighbour-only schedule follows the shorter routes */
+    bestPlain = i == 0 || p < bestPlain ? p : bestPlain;
+    bestTwist = i == 0 || t < bestTwist ? t : bestTwist;
+  }
+  printf("\nbest: plain %.1f us, twisted %.1f us\n", bestPlain * 1e6, bestTwist * 1e6);
+  CU_ASSERT(bestTwist < bestPlain);
+}
+
+int main(void) {
+  CU_TestInfo tests[] = {{"flat message", testFlatMessage},
+                         {"local copy", testLocalCopy},
+                         {"link contention", testContention},
+                         {"stall and unmatched", testStallAndUnmatched},
+                         {"fused steps", testFused},
+                         {"4x4x4 all-reduce ranking", testAllreduceRanking},
+                         {"twisted 4x4x8 all-to-all", testTwistedAlltoall},
+                         CU_TEST_INFO_NULL};
+  return tdCUnitMain("cost", tests);
+}

@@ -1,0 +1,173 @@
+/*
+ * test_select.c - the selection table (collectives/select.h): built for 64 ranks on 4x4x4 in
+ * under 1 s of CPU time, one greppable line per (collective, size bucket), candidates cheapest
+ * first (torus for large all-reduce, a latency algorithm for small), bucket boundaries,
+ * overrides (TPU_DIST_ALGO syntax) with clear errors for unknown collectives, unknown algorithms
+ * and algorithms that refuse the shape, a flat topology without torus candidates, and the same
+ * table on every build (so that all ranks agree).
+ */
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "../cu_main.h"
+#include "algos.h"
+#include "select.h"
+
+/* Strong references: a static link pulls these generators in (the table refers to them
+ * weakly). */
+static const tdGenFn kLinked[] = {
+    genAllreduceRing,     genAllreduceRing2,        genAllreduceTree,
+    genAllreduceRecdbl,   genAllreduceRabenseifner, genAllgatherRing,
+    genAllgatherRecdbl,   genReducescatterRing,     genReducescatterRecdbl,
+    genBroadcastChain,    genBroadcastTree,         genReduceChain,
+    genReduceTree,        genAlltoallPairwise,      genAlltoallDirect,
+    genAlltoallvPairwise, genAlltoallvDirect,       genSendrecvDirect};
+
+static void parse(const char *spec, tdTopo *t) {
+  char err[TD_ERRLEN] = "";
+  CU_ASSERT_FATAL(topoParse(spec, 0, t, err) == tpudistSuccess);
+}
+
+static char *printed(const tdSelectTable *s) {
+  char *buf = NULL;
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  selectPrint(s, f);
+  fclose(f);
+  return buf;
+}
+
+/* The printed line for (coll, bytes), or NULL. */
+static const char *findLine(const char *text, const char *coll, unsigned long long bytes) {
+  char key[96];
+  snprintf(key, sizeof(key), "select %s bytes=%llu ", coll, bytes);
+  for (const char *p = text; p && *p; p = strchr(p, '\n') ? strchr(p, '\n') + 1 : NULL)
+    if (strncmp(p, key, strlen(key)) == 0) return p;
+  return NULL;
+}
+
+static void testBuild4x4x4(void) {
+  for (size_t i = 0; i < sizeof(kLinked) / sizeof(kLinked[0]); i++) CU_ASSERT(kLinked[i] != NULL);
+  tdTopo t;
+  parse("4x4x4", &t);
+  tdSelectTable *s = NULL;
+  char err[TD_ERRLEN] = "";
+  clock_t c0 = clock();
+  CU_ASSERT_FATAL(selectBuild(&t, 64, NULL, &s, err) == tpudistSuccess);
+  double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
+  printf("\nselection table for 64 ranks on 4x4x4: %.3f s CPU\n", cpu);
+  CU_ASSERT(cpu < 1.0);
+  char *text = printed(s);
+  int lines = 0;
+  for (const char *p = text; (p = strstr(p, "\nselect ")); p++) lines++;
+  CU_ASSERT_EQUAL(lines, TD_NUM_COLLS * 31);
+  for (int c = 0; c < TD_NUM_COLLS; c++)
+    for (int b = 0; b <= 30; b++)
+      CU_ASSERT_PTR_NOT_NULL(findLine(text, schedCollName(c), 1ull << b));
+  CU_ASSERT_PTR_NULL(findLine(text, "allreduce", 3));
+  const char *l = findLine(text, "allreduce", 64ull << 20);
+  CU_ASSERT(l && strncmp(strstr(l, "best="), "best=torus ", 11) == 0);
+  l = findLine(text, "allreduce", 8);
+  CU_ASSERT(l && (strncmp(strstr(l, "best="), "best=recdbl ", 12) == 0 ||
+                  strncmp(strstr(l, "best="), "best=tree ", 10) == 0));
+  const char *names[TD_SELECT_MAX_CANDIDATES];
+  int n = selectCandidates(s, TD_COLL_ALLREDUCE, 64ull << 20, names, TD_SELECT_MAX_CANDIDATES);
+  CU_ASSERT(n >= 2 && strcmp(names[0], "torus") == 0);
+  /* 5 bytes falls in the 8-byte bucket; beyond 1 GiB in the last one */
+  n = selectCandidates(s, TD_COLL_ALLREDUCE, 5, names, 1);
+  CU_ASSERT(n == 1 && strstr(findLine(text, "allreduce", 8), names[0]) != NULL);
+  n = selectCandidates(s, TD_COLL_ALLREDUCE, 5ull << 30, names, 1);
+  CU_ASSERT(n == 1 && strcmp(names[0], "torus") == 0);
+  n = selectCandidates(s, TD_COLL_ALLTOALL, 64, names, TD_SELECT_MAX_CANDIDATES);
+  int bruck = 0, torus = 0;
+  for (int i = 0; i < n; i++)
+    bruck |= !strcmp(names[i], "bruck"), torus |= !strcmp(names[i], "torus");
+  CU_ASSERT(bruck && torus);
+  /* a second build gives the same table (every rank must agree) */
+  tdSelectTable *s2 = NULL;
+  CU_ASSERT_FATAL(selectBuild(&t, 64, NULL, &s2, err) == tpudistSuccess);
+  char *text2 = printed(s2);
+  CU_ASSERT_STRING_EQUAL(strchr(text, '\n'), strchr(text2, '\n')); /* all but the timing line */
+  free(text);
+  free(text2);
+  selectFree(s);
+  selectFree(s2);
+}
+
+static void testOverrides(void) {
+  tdTopo t, flat;
+  parse("2x2x2", &t);
+  topoInitFlat(&flat, 8);
+  tdSelectTable *s = NULL;
+  char err[TD_ERRLEN] = "";
+  const char *names[4];
+  CU_ASSERT_FATAL(selectBuild(&t, 8, "allreduce=ring,alltoall=bruck", &s, err) == tpudistSuccess);
+  CU_ASSERT(selectCandidates(s, TD_COLL_ALLREDUCE, 1 << 20, names, 4) == 1);
+  CU_ASSERT_STRING_EQUAL(names[0], "ring");
+  CU_ASSERT(selectCandidates(s, TD_COLL_ALLTOALL, 8, names, 4) == 1);
+  CU_ASSERT_STRING_EQUAL(names[0], "bruck");
+  CU_ASSERT(selectCandidates(s, TD_COLL_ALLGATHER, 8, names, 4) >= 2); /* not overridden */
+  char *text = printed(s);
+  CU_ASSERT_PTR_NOT_NULL(
+      strstr(findLine(text, "allreduce", 8), "best=ring est_us=- candidates=ring override=1"));
+  free(text);
+  selectFree(s);
+  s = NULL;
+  CU_ASSERT(selectBuild(&t, 8, "allreduse=ring", &s, err) == tpudistInvalidArgument);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown collective 'allreduse'"));
+  CU_ASSERT(selectBuild(&t, 8, "allreduce=rings", &s, err) == tpudistInvalidArgument);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown algorithm 'rings'"));
+  CU_ASSERT(selectBuild(&t, 8, "allreduce", &s, err) == tpudistInvalidArgument);
+  CU_ASSERT(selectBuild(&flat, 8, "allgather=torus", &s, err) == tpudistNotSupported);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "torus refuses allgather"));
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "flat"));
+  CU_ASSERT(selectBuild(&t, 8, "alltoall=bruck,broadcast=pairwise", &s, err) ==
+            tpudistInvalidArgument);
+  CU_ASSERT_PTR_NULL(s);
+}
+
+static void testFlat(void) {
+  tdTopo t;
+  topoInitFlat(&t, 8);
+  tdSelectTable *s = NULL;
+  char err[TD_ERRLEN] = "";
+  CU_ASSERT_FATAL(selectBuild(&t, 8, NULL, &s, err) == tpudistSuccess);
+  const char *names[TD_SELECT_MAX_CANDIDATES];
+  for (int c = 0; c < TD_NUM_COLLS; c++)
+    for (int b = 0; b <= 30; b++) {
+      int n = selectCandidates(s, (tdColl)c, 1ull << b, names, TD_SELECT_MAX_CANDIDATES);
+      CU_ASSERT(n >= 1);
+      for (int i = 0; i < n; i++) CU_ASSERT(strcmp(names[i], "torus") != 0);
+    }
+  selectFree(s);
+  parse("4x4", &t);
+  CU_ASSERT(selectBuild(&t, 8, NULL, &s, err) == tpudistInvalidArgument); /* 16 chips, 8 ranks */
+}
+
+/* What `tpudist-info -s` prints: the rank count defaults to the chip count. */
+static void testPrintTopology(void) {
+  char *buf = NULL, err[TD_ERRLEN] = "";
+  size_t len = 0;
+  FILE *f = open_memstream(&buf, &len);
+  CU_ASSERT(selectPrintTopology("2x2x2", 0, NULL, f, err) == tpudistSuccess);
+  CU_ASSERT(selectPrintTopology("flat(4)", 0, "allreduce=ring", f, err) == tpudistSuccess);
+  fclose(f);
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "topology 2x2x2 nranks 8 "));
+  CU_ASSERT_PTR_NOT_NULL(strstr(buf, "topology flat(4) nranks 4 "));
+  CU_ASSERT_PTR_NOT_NULL(findLine(buf, "reducescatter", 1ull << 30));
+  free(buf);
+  f = fopen("/dev/null", "w");
+  CU_ASSERT(selectPrintTopology("4x4", 8, NULL, f, err) == tpudistInvalidArgument);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "16"));
+  fclose(f);
+}
+
+int main(void) {
+  CU_TestInfo tests[] = {{"4x4x4 table", testBuild4x4x4},
+                         {"overrides", testOverrides},
+                         {"flat", testFlat},
+                         {"print for a topology", testPrintTopology},
+                         CU_TEST_INFO_NULL};
+  return tdCUnitMain("select", tests);
+}
