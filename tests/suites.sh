@@ -34,6 +34,7 @@ suite main-job 180 scripts/main-job
 suite mpi-check 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 mpirun -np 3 tests/mpi/test_mpi
 suite sched-file 60 tests/mpi/sched_file.sh
 # shm stress: many back-to-back 4-rank ring all-reduces (single-copy on, then off)
+suite unit-shm-acks 120 tests/unit/test_shm_acks
 suite stress-ring 480 tests/mpi/stress_ring.sh
 suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
 suite mpi-algos 420 tests/mpi/algos.sh
