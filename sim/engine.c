@@ -143,9 +143,9 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
 }
 
 static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
+  if (e->cfg->max_dma <= 0) return flowStart(e, ss, rs, bytes, 0);
   uint32_t port = netPort(&e->net, e->slots[ss].rank, e->slots[rs].rank);
-  if (e->cfg->max_dma <= 0 || e->port_active[port] < (uint32_t)e->cfg->max_dma)
-    return flowStart(e, ss, rs, bytes, port);
+  if (e->port_active[port] < (uint32_t)e->cfg->max_dma) return flowStart(e, ss, rs, bytes, port);
   uint32_t id = e->freepend;
   if (id != SIM_NO_SLOT) {
     e->freepend = e->pend[id].next;
@@ -218,10 +218,7 @@ static tpudistResult_t postEnd(simEngine *e, uint32_t slot, int send) {
 /* ---- issue ---- */
 static int stepComplete(const simRankState *rs, uint32_t stream, uint32_t idx) {
   const simStreamState *ss = &rs->st[stream];
-  if (idx >= ss->cursor) return 0;
-  for (uint32_t i = 0; i < ss->ninflight; i++)
-    if (ss->inflight[i].idx == idx) return 0;
-  return 1;
+  return idx < ss->cursor && (ss->done[idx >> 3] >> (idx & 7) & 1);
 }
 
 static tpudistResult_t stepSpans(const simEngine *e, int r, const simStep *st, simSpans *sp) {
@@ -319,6 +316,7 @@ static tpudistResult_t issue(simEngine *e, int r, uint32_t stream, const simStep
   s->rank = r;
   s->stream = (uint16_t)stream;
   s->idx = ss->cursor;
+  s->ipos = ss->ninflight;
   ss->inflight[ss->ninflight].slot = id;
   ss->inflight[ss->ninflight++].idx = ss->cursor;
   ss->cursor++;
@@ -339,6 +337,7 @@ static void rankFinish(simEngine *e, int r) {
     e->held -= rs->st[i].win_n;
     free(rs->st[i].win);
     free(rs->st[i].inflight);
+    free(rs->st[i].done);
   }
   free(rs->st);
   rs->st = NULL;
@@ -373,11 +372,10 @@ static tpudistResult_t complete(simEngine *e, uint32_t slot) {
   simSlot *s = &e->slots[slot];
   int r = s->rank;
   simStreamState *ss = &e->ranks[r].st[s->stream];
-  for (uint32_t i = 0; i < ss->ninflight; i++)
-    if (ss->inflight[i].slot == slot) {
-      ss->inflight[i] = ss->inflight[--ss->ninflight];
-      break;
-    }
+  uint32_t i = s->ipos;
+  ss->inflight[i] = ss->inflight[--ss->ninflight];
+  if (i < ss->ninflight) e->slots[ss->inflight[i].slot].ipos = i;
+  ss->done[s->idx >> 3] |= (uint8_t)(1u << (s->idx & 7));
   s->used = 0;
   e->freeslots[e->nfreeslots++] = slot;
   return advance(e, r);
@@ -463,6 +461,7 @@ static void engineFree(simEngine *e) {
     for (uint32_t i = 0; rs->st && i < rs->nstreams; i++) {
       free(rs->st[i].win);
       free(rs->st[i].inflight);
+      free(rs->st[i].done);
     }
     free(rs->st);
     for (int b = 0; b < TD_NUM_BUFS; b++) {

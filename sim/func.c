@@ -16,8 +16,14 @@
 
 #define FUNC_MAX_BYTES (1ull << 30)
 
+double simInputValue(int r, uint64_t i, int fractional) {
+  double v = (double)((int)(((uint64_t)r * 131u + i * 7u) % 61u) - 30);
+  if (fractional) v = v / 7.0 + (double)((r * 17 + (int)(i % 101)) % 13) / 3.0;
+  return v;
+}
+
 static double funcVal(int r, uint64_t i) {
-  return (double)((int)(((uint64_t)r * 131u + i * 7u) % 61u) - 30);
+  return simInputValue(r, i, 0);
 }
 
 static void funcStore(void *p, uint64_t i, double v, tpudistDataType_t dt) {
@@ -96,7 +102,8 @@ tpudistResult_t funcInit(simEngine *e) {
     int sp;
     uint64_t sh, n = schedBufElems(&rs->lay, TD_BUF_INPUT, rs->lay.count);
     funcAlias(e, r, TD_BUF_INPUT, &sp, &sh);
-    for (uint64_t i = 0; i < n; i++) funcStore(rs->buf[sp], sh + i, funcVal(r, i), dt);
+    for (uint64_t i = 0; i < n; i++)
+      funcStore(rs->buf[sp], sh + i, simInputValue(r, i, e->cfg->fractional), dt);
   }
   return tpudistSuccess;
 }
@@ -187,6 +194,20 @@ static int funcExpect(const simEngine *e, int r, uint64_t i, double *v) {
 
 int funcCheck(simEngine *e, char *msg) {
   const tdCollArgs *a = &e->args;
+  if (e->cfg->on_output)
+    for (int r = 0; r < e->nranks; r++) {
+      int sp;
+      uint64_t sh;
+      funcAlias(e, r, TD_BUF_OUTPUT, &sp, &sh);
+      uint64_t n = schedBufElems(&e->ranks[r].lay, TD_BUF_OUTPUT, e->ranks[r].lay.count);
+      if (sp != TD_BUF_OUTPUT) n = a->count;
+      e->cfg->on_output(e->cfg->output_ctx, r, (const char *)e->ranks[r].buf[sp] + sh * e->es,
+                        (size_t)(n * e->es));
+    }
+  if (e->cfg->fractional) {
+    snprintf(msg, TD_ERRLEN, "functional: fractional inputs (not self-checked)");
+    return 1;
+  }
   if (a->coll == TD_COLL_ALLTOALLV || a->coll == TD_COLL_SENDRECV) {
     snprintf(msg, TD_ERRLEN, "functional: %s is not checked", schedCollName(a->coll));
     return 0;

@@ -74,7 +74,15 @@ typedef struct {
   int functional;          /* move real data and check it */
   tpudistDataType_t dtype; /* functional mode */
   tpudistRedOp_t op;
+  int fractional; /* functional inputs with fractions (order-sensitive sums; no self-check) */
+  /* functional mode: called once per rank at the end with its OUTPUT buffer (NULL: none) */
+  void (*on_output)(void *ctx, int rank, const void *buf, size_t bytes);
+  void *output_ctx;
 } simConfig;
+
+/* Element i of rank r's functional input: small integers, or with fractions when fractional is
+ * set (sums then depend on the order of reduction; the runtime differential test uses them). */
+double simInputValue(int rank, uint64_t i, int fractional);
 
 /* Defaults: window 256, no depth or DMA limit, timing only, float32 sum. */
 void simConfigDefault(simConfig *c, const simPreset *p, const tdTopo *topo);

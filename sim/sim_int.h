@@ -108,6 +108,7 @@ typedef struct {
   uint32_t nsteps, cursor;
   simInflight *inflight;
   uint32_t ninflight, capinflight;
+  uint8_t *done; /* one bit per step: completed (deps are looked up here) */
   /* the in-flight step the cursor step last conflicted with (skip rechecks while it stands) */
   uint32_t blk_slot, blk_gen;
   int blk_rd, blk_valid;
@@ -143,6 +144,7 @@ typedef struct {
   uint16_t stream;
   uint32_t idx;
   uint32_t gen;       /* bumped on every reuse: events name (slot, gen) */
+  uint32_t ipos;      /* position in its stream's in-flight list */
   int phase;          /* fused: 0 receiving only, 1 also forwarding */
   int fwd_waiting;    /* fused: the forward drained before the receive was done */
   uint32_t fwd_flow;  /* fused: the forward's flow */

@@ -47,6 +47,8 @@ static tpudistResult_t winFirst(simRankState *rs, tdSched *s) {
   for (uint32_t i = 0; i < s->nstreams; i++) {
     simStreamState *ss = &rs->st[i];
     ss->nsteps = s->streams[i].nsteps;
+    ss->done = calloc(ss->nsteps / 8 + 1, 1);
+    if (!ss->done) return tpudistNoMemory;
     if (ss->nsteps) rs->live++;
   }
   rs->loaded = 1;

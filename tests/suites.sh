@@ -55,3 +55,4 @@ suite fuzz 900 tests/fuzz/run.sh
 # sanitizers: out-of-tree ASan+UBSan build; unit, sched, small MPI and fault jobs there
 suite asan 1800 tests/asan.sh
 suite mpi-socket-ring2 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TD_MPI_ONLY=large TPU_DIST_ALGO=allreduce=ring2 mpirun -np 3 tests/mpi/test_mpi
+suite sim-diff 600 tests/sim/diff.sh

@@ -21,9 +21,9 @@
 #include "sim.h"
 
 typedef struct {
-  const char *preset, *topology, *coll, *algo, *algos, *csv, *plot, *fail;
+  const char *preset, *topology, *coll, *algo, *algos, *csv, *plot, *fail, *dump;
   uint64_t bytes, min, max;
-  int twist, sweep, compare, functional, root, window, depth, dma, quiet, step;
+  int twist, sweep, compare, functional, root, window, depth, dma, quiet, step, fractional;
   double link_bw, latency, inj_bw, overhead, piece;
   tpudistDataType_t dtype;
   tpudistRedOp_t op;
@@ -38,7 +38,8 @@ static void usage(FILE *f) {
           "         [--sweep [--min N] [--max N] [--step F] [--algos a,b,c] [--csv FILE] [--plot "
           "FILE.png]]\n"
           "         [--compare-algos] [--functional [--dtype float32|int32|float64|int64]\n"
-          "         [--op sum|max|min]] [--fail-links R:AXIS:DIR,...]\n"
+          "         [--op sum|max|min] [--fractional] [--dump-outputs FILE]]\n"
+          "         [--fail-links R:AXIS:DIR,...]\n"
           "         [--link-bw B/s] [--latency S] [--overhead S] [--inj-bw B/s] [--piece BYTES]\n"
           "         [--window STEPS] [--depth STEPS] [--dma N] [--quiet]\n");
 }
@@ -94,6 +95,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->compare = 1, need = 0;
     else if (!strcmp(a, "--functional"))
       o->functional = 1, need = 0;
+    else if (!strcmp(a, "--fractional"))
+      o->fractional = 1, need = 0;
     else if (!strcmp(a, "--quiet"))
       o->quiet = 1, need = 0;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -122,6 +125,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->window = atoi(v);
     else if (!strcmp(a, "--depth"))
       o->depth = atoi(v);
+    else if (!strcmp(a, "--dump-outputs"))
+      o->dump = v;
     else if (!strcmp(a, "--step"))
       o->step = atoi(v);
     else if (!strcmp(a, "--dma"))
@@ -159,8 +164,12 @@ static int buildTopo(const Opts *o, const simPreset *p, tdTopo *t) {
   char err[TD_ERRLEN];
   int dims[TD_MAX_DIMS], nd = 0;
   tdTopo parsed;
-  if (topoParse(o->topology, 0, &parsed, err) != tpudistSuccess || parsed.ndims == 0)
+  if (topoParse(o->topology, 0, &parsed, err) != tpudistSuccess)
     return fprintf(stderr, "tpudist-sim: topology %s: %s\n", o->topology, err), -1;
+  if (parsed.ndims == 0) { /* flat(N): every pair linked, each chip's injection shared */
+    *t = parsed;
+    return 0;
+  }
   nd = parsed.ndims;
   memcpy(dims, parsed.dims, sizeof(dims));
   int twisted = o->twist || parsed.twisted;
@@ -175,6 +184,12 @@ static int buildTopo(const Opts *o, const simPreset *p, tdTopo *t) {
   if (!simPresetSold(p, nd, dims, twisted, why, sizeof(why)))
     fprintf(stderr, "tpudist-sim: warning: %s is not a %s slice: %s\n", o->topology, p->name, why);
   return 0;
+}
+
+/* --dump-outputs: every rank's OUTPUT, rank after rank, raw bytes (the differential test). */
+static void dumpOutput(void *ctx, int rank, const void *buf, size_t bytes) {
+  (void)rank;
+  if (fwrite(buf, 1, bytes, (FILE *)ctx) != bytes) fprintf(stderr, "tpudist-sim: dump failed\n");
 }
 
 static int parseFails(const char *s, simFailedLink **out, int *n) {
@@ -336,7 +351,12 @@ int main(int argc, char **argv) {
   if (o.depth > 0) cfg.max_inflight = o.depth;
   if (o.dma > 0) cfg.max_dma = o.dma;
   if (o.piece > 0) cfg.piece_bytes = o.piece;
-  cfg.functional = o.functional;
+  cfg.functional = o.functional || o.dump;
+  cfg.fractional = o.fractional;
+  FILE *dump = o.dump ? fopen(o.dump, "wb") : NULL;
+  if (o.dump && !dump) return fprintf(stderr, "tpudist-sim: cannot write %s\n", o.dump), 2;
+  cfg.on_output = dump ? dumpOutput : NULL;
+  cfg.output_ctx = dump;
   cfg.dtype = o.dtype;
   cfg.op = o.op;
   simFailedLink *fails;
@@ -361,5 +381,6 @@ int main(int argc, char **argv) {
     rc = runOne(&cfg, (tdColl)coll, algo, o.bytes, o.root, &r, 1);
   }
   free(fails);
+  if (dump) fclose(dump);
   return rc ? 1 : 0;
 }
