@@ -3,6 +3,7 @@
  * docs/schedule-ir.md, "Explicit layouts"), shared by the all-to-all-v generators: INPUT block j
  * is what this rank sends to j (sdispls[j], counts[rank][j]); OUTPUT block j is what it receives
  * from j (rdispls[j], counts[j][rank]). One chunk per block; no scratch.
+ * Private to alltoall_pairwise.c and alltoall_direct.c.
  */
 #ifndef TD_ALLTOALLV_LAYOUT_H_
 #define TD_ALLTOALLV_LAYOUT_H_

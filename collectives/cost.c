@@ -19,12 +19,14 @@ void costModelDefault(const tdTopo *t, tdCostModel *m) {
     m->copy_bw = 45e9;
     m->mem_bw = 1e12;
     m->msg_overhead = 1e-7;
+    m->piece_bytes = 131072;
   } else {
     m->hop_latency = 1e-6;
     m->link_bw = 10e9;
     m->copy_bw = 10e9;
     m->mem_bw = 10e9;
     m->msg_overhead = 5e-7;
+    m->piece_bytes = 131072;
   }
 }
 
@@ -248,7 +250,10 @@ static tpudistResult_t planIndex(tdCostPlan *p) {
         p->steps[g].rank = r;
         p->steps[g].stream = (uint16_t)st;
         p->steps[g].idx = i;
-        p->steps[g].op = p->scheds[r].streams[st].steps[i].op;
+        const tdStep *x = &p->scheds[r].streams[st].steps[i];
+        p->steps[g].op = x->op;
+        p->steps[g].wire =
+            (tdStepSemTable[x->op].flags & TD_SEM_WIRE_OUT) ? schedWireRef(x) : x->src;
       }
     }
   return tpudistSuccess;
@@ -273,11 +278,12 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   p->busy = malloc(sizeof(double) * (nl ? nl : 1));
   p->next = malloc(sizeof(uint32_t) * (p->nstreams ? p->nstreams : 1) * 2);
   p->cursor = p->next ? p->next + (p->nstreams ? p->nstreams : 1) : NULL;
+  p->floor = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1));
   p->posted_s = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1) * 2);
   p->posted_r = p->posted_s ? p->posted_s + (p->nsteps ? p->nsteps : 1) : NULL;
   p->hops = malloc(sizeof(tdHop) * TD_COST_MAX_HOPS);
   p->tmp_links = malloc(sizeof(uint32_t) * TD_COST_MAX_HOPS);
-  if (!p->done || !p->busy || !p->next || !p->posted_s || !p->hops || !p->tmp_links)
+  if (!p->done || !p->busy || !p->next || !p->posted_s || !p->floor || !p->hops || !p->tmp_links)
     return tpudistNoMemory;
   if (p->topo && p->topo->ndims > 0 && p->nranks <= TD_COST_ROUTE_CACHE_RANKS) {
     size_t n2 = (size_t)p->nranks * (size_t)p->nranks;
@@ -322,6 +328,7 @@ void costPlanFree(tdCostPlan *p) {
   free(p->next);
   free(p->heap);
   free(p->posted_s);
+  free(p->floor);
   free(p->hops);
   free(p->tmp_links);
   free(p->route_first);

@@ -10,6 +10,11 @@
  * msg_overhead + bytes / copy_bw per message), and a message pays hop_latency once. Local
  * copy/reduce steps (and the reduction of a received message) run at mem_bw.
  *
+ * A fused step (recv_reduce_send, recv_copy_send) forwards piece by piece as the executor does:
+ * its send starts when the first piece_bytes have arrived and ends no earlier than one piece
+ * after its receive. costPlanGenerate applies the fusion pass, as the runtime does (to plans of
+ * up to 2048 steps per rank: the pass is quadratic in the worst case).
+ *
  * Execution follows the IR's issue rules: steps of a stream issue in order; a step waits for the
  * earlier steps of its stream it conflicts with (by chunk, read/write sets of tdStepSemTable) and
  * for its cross-stream deps; a transfer starts when both its send and its receive are issued.
@@ -26,6 +31,8 @@ typedef struct {
   double mem_bw;       /* local copy / reduce, bytes/s */
   double msg_overhead; /* seconds of issue cost per message at its sender (DMA descriptor,
                           software); flat: also at its receiver */
+  double piece_bytes;  /* executor pipeline piece (TPU_DIST_CHUNK_BYTES): a fused receive-forward
+                          step forwards once the first piece has arrived; 0 = store and forward */
 } tdCostModel;
 
 /* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us

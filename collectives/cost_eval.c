@@ -9,11 +9,6 @@
 #include "algos.h"
 #include "cost_int.h"
 
-static const tdStep *stepOf(const tdCostPlan *p, uint32_t g) {
-  const cpStep *c = &p->steps[g];
-  return &p->scheds[c->rank].streams[c->stream].steps[c->idx];
-}
-
 static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
   return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
 }
@@ -110,45 +105,56 @@ static int routeLinks(tdCostPlan *p, int src, int dst, const uint32_t **links) {
   return nh;
 }
 
-/* Reserves the links from src to dst for bytes starting at t0; returns the arrival time. */
-static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t0) {
+/* Reserves the links from src to dst for bytes starting at t0. Returns the arrival time (no
+ * earlier than floor + one piece) and in *first when the first piece has arrived. */
+static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t0, double floor,
+                       double *first) {
   const tdCostModel *m = p->m;
-  if (src == dst) return t0 + (double)bytes / m->mem_bw;
-  if (!p->topo || p->topo->ndims <= 0) { /* flat: sender's out port, receiver's in port */
-    double dt = m->msg_overhead + (double)bytes / m->copy_bw, fin = t0;
-    for (int h = 0; h < 2; h++) {
-      size_t l = h == 0 ? (size_t)src * 2 : (size_t)dst * 2 + 1;
-      double b = TD_MAX(t0, p->busy[l]);
-      p->busy[l] = b + dt;
-      fin = TD_MAX(fin, b + dt);
-    }
-    p->link_bytes += (double)bytes;
-    return fin + m->hop_latency;
+  double piece = m->piece_bytes > 0 ? TD_MIN((double)bytes, m->piece_bytes) : (double)bytes;
+  if (src == dst) {
+    *first = t0 + piece / m->mem_bw;
+    return TD_MAX(t0 + (double)bytes / m->mem_bw, floor + piece / m->mem_bw);
   }
-  size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src; /* the sender's issue port */
-  t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
-  p->busy[inj] = t0;
+  int flat = !p->topo || p->topo->ndims <= 0, nh = 1;
   const uint32_t *links;
-  int nh = routeLinks(p, src, dst, &links);
-  double dt = (double)bytes / m->link_bw, fin = t0;
+  uint32_t ports[2];
+  double bw = flat ? m->copy_bw : m->link_bw, dt = (double)bytes / bw;
+  if (flat) { /* sender's out port, receiver's in port, each busy overhead + bytes / copy_bw */
+    ports[0] = (uint32_t)src * 2, ports[1] = (uint32_t)dst * 2 + 1;
+    links = ports, nh = 2, dt += m->msg_overhead;
+  } else { /* the sender's issue port, then the route */
+    size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src;
+    t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
+    p->busy[inj] = t0;
+    nh = routeLinks(p, src, dst, &links);
+  }
+  double fin = t0, start = t0;
   for (int h = 0; h < nh; h++) {
     double b = TD_MAX(t0, p->busy[links[h]]);
     p->busy[links[h]] = b + dt;
     fin = TD_MAX(fin, b + dt);
+    start = TD_MAX(start, b);
   }
-  p->link_bytes += (double)bytes * nh;
-  return fin + nh * m->hop_latency;
+  int lat = flat ? 1 : nh;
+  p->link_bytes += (double)bytes * (flat ? 1 : nh);
+  *first = start + (flat ? m->msg_overhead : 0) + piece / bw + lat * m->hop_latency;
+  return TD_MAX(fin, floor + piece / bw) + lat * m->hop_latency;
 }
 
 static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double t0) {
-  const tdStep *ss = stepOf(p, gs), *sr = stepOf(p, gr);
-  uint64_t bytes = refBytes(p, p->steps[gs].rank, schedWireRef(ss));
-  double fin = linkTime(p, p->steps[gs].rank, p->steps[gr].rank, bytes, t0);
+  uint64_t bytes = refBytes(p, p->steps[gs].rank, p->steps[gs].wire);
+  int fwd = (tdStepSemTable[p->steps[gs].op].flags & TD_SEM_WIRE_IN) != 0; /* fused sender */
+  double first, fin = linkTime(p, p->steps[gs].rank, p->steps[gr].rank, bytes, t0,
+                               fwd ? p->floor[gs] : 0, &first);
   p->messages++;
   TD_CHECK(heapPush(p, fin, gs, 0));
-  double extra = (tdStepSemTable[sr->op].flags & TD_SEM_REDUCES) ? (double)bytes / p->m->mem_bw : 0;
-  int fused = (tdStepSemTable[sr->op].flags & TD_SEM_WIRE_OUT) != 0;
-  return heapPush(p, fin + extra, gr, fused ? 1 : 0);
+  unsigned f = tdStepSemTable[p->steps[gr].op].flags;
+  double red = (f & TD_SEM_REDUCES) ? 1 / p->m->mem_bw : 0;
+  if (!(f & TD_SEM_WIRE_OUT)) return heapPush(p, fin + (double)bytes * red, gr, 0);
+  /* fused receiver: its send may start once the first piece is in (and reduced) */
+  double piece = p->m->piece_bytes > 0 ? TD_MIN((double)bytes, p->m->piece_bytes) : (double)bytes;
+  p->floor[gr] = fin + (double)bytes * red;
+  return heapPush(p, TD_MIN(first + piece * red, p->floor[gr]), gr, 1);
 }
 
 /* One end of a message is issued: start the transfer if the other end is, else wait for it. */
@@ -171,8 +177,7 @@ static tpudistResult_t issue(tdCostPlan *p, uint32_t g, double t) {
   unsigned f = tdStepSemTable[p->steps[g].op].flags;
   if (f & TD_SEM_WIRE_IN) return post(p, g, 1, t);
   if (f & TD_SEM_WIRE_OUT) return post(p, g, 0, t);
-  const tdStep *st = stepOf(p, g);
-  double bytes = (double)refBytes(p, p->steps[g].rank, st->src);
+  double bytes = (double)refBytes(p, p->steps[g].rank, p->steps[g].wire);
   return heapPush(p, t + bytes / p->m->mem_bw, g, 0);
 }
 
@@ -198,7 +203,7 @@ static tpudistResult_t evalReset(tdCostPlan *p) {
   for (size_t i = 0; i < p->nlinks; i++) p->busy[i] = 0;
   memset(p->next, 0, sizeof(uint32_t) * p->nstreams);
   memset(p->cursor, 0, sizeof(uint32_t) * p->nstreams);
-  for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = -1;
+  for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = p->floor[i] = -1;
   p->nheap = 0;
   p->end = 0;
   p->messages = 0;
@@ -244,6 +249,12 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
   return tpudistSuccess;
 }
 
+static uint64_t schedSteps(const tdSched *s) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < s->nstreams; i++) n += s->streams[i].nsteps;
+  return n;
+}
+
 /* Packed displacements of rank r for a count matrix. */
 static void packedDispls(const tdCollArgs *a, int r, uint64_t *sd, uint64_t *rd) {
   uint64_t so = 0, ro = 0;
@@ -279,6 +290,8 @@ tpudistResult_t costPlanGenerate(const tdCollArgs *args, const char *algo, tdCos
       a.v_rdispls = d + n;
     }
     r = algoGenerate(&a, algo, &s[r0], err);
+    if (r == tpudistSuccess && schedSteps(&s[r0]) <= TD_COST_FUSE_MAX_STEPS)
+      schedFuse(&s[r0]); /* what the runtime executes (the pass is quadratic: not on long plans) */
   }
   free(d);
   if (r != tpudistSuccess) {

@@ -9,6 +9,7 @@
 #define TD_COST_NONE UINT32_MAX
 #define TD_COST_ROUTE_CACHE_RANKS 2048
 #define TD_COST_MAX_HOPS 4096
+#define TD_COST_FUSE_MAX_STEPS 2048 /* longer plans are costed unfused */
 
 typedef struct {
   uint32_t pred_first, npred;
@@ -17,6 +18,7 @@ typedef struct {
   uint16_t stream;
   uint8_t needed; /* some later step waits for this one's completion */
   uint8_t op;     /* tdStepOp */
+  tdBufRef wire;  /* what a send (or fused forward) puts on the wire; src of a local step */
   uint32_t idx;
 } cpStep;
 
@@ -49,6 +51,7 @@ struct tdCostPlan {
   uint32_t *next, *cursor;
   cpEvent *heap;
   size_t nheap, capheap;
+  double *floor; /* fused steps: when their receive completes (their send cannot end before) */
   double *posted_s, *posted_r; /* when each step's send / receive end was issued, -1 if not */
   int has_deps;                /* some step depends on another stream */
   const tdCostModel *m;

@@ -124,6 +124,35 @@ static int check(Coll c, const int32_t *r, size_t cnt) {
   return 1;
 }
 
+/* Runs c once checked, then iters timed calls; rank 0 prints one line (time: slowest rank).
+ * Returns 1 on a failure or a wrong result on any rank. */
+static int measure(Coll c, size_t cnt, int iters, tpudistComm_t comm, int32_t *s, int32_t *r,
+                   size_t *sc, size_t *sd) {
+  size_t per = cnt / (size_t)gN;
+  for (int p = 0; p < gN; p++) {
+    sc[p] = per;
+    sd[p] = (size_t)p * per;
+  }
+  fill(c, s, cnt);
+  memset(r, 0, cnt * 4);
+  tpudistResult_t res = run(c, s, r, cnt, comm, sc, sd); /* warm-up, and the checked result */
+  const char *algo = c == C_SENDRECV ? "direct" : tpudistLastAlgorithm(comm);
+  int32_t good = res == tpudistSuccess && check(c, r, cnt), sum = 0;
+  tpudistAllReduce(&good, &sum, 1, tpudistInt32, tpudistSum, comm, NULL); /* also lines up */
+  int all = sum == gN;
+  double t0 = now();
+  for (int it = 0; it < iters && res == tpudistSuccess; it++) res = run(c, s, r, cnt, comm, sc, sd);
+  float us = (float)((now() - t0) / iters * 1e6), slowest = us;
+  tpudistAllReduce(&us, &slowest, 1, tpudistFloat32, tpudistMax, comm, NULL);
+  if (gRank == 0)
+    printf("%-14s %10zu %-13s %10.1f %10.3f %s\n", names[c], cnt * 4, algo, slowest,
+           (double)cnt * 4 * busFactor(c) / (slowest * 1e3),
+           res != tpudistSuccess ? tpudistGetErrorString(res)
+           : all                 ? "ok"
+                                 : "WRONG");
+  return !all || res != tpudistSuccess;
+}
+
 int main(int argc, char **argv) {
   int small = argc > 1 && !strcmp(argv[1], "--small"); /* one small size, one timed call */
   const char *er = getenv("OMPI_COMM_WORLD_RANK"), *en = getenv("OMPI_COMM_WORLD_SIZE");
@@ -152,34 +181,12 @@ int main(int argc, char **argv) {
   }
   int failures = 0;
   for (int c = 0; c < C_N; c++)
-    for (int k = 0; k < (small ? 1 : 3); k++) {
-      size_t cnt = sizes[k] / 4 / (size_t)gN * (size_t)gN, per = cnt / (size_t)gN;
-      for (int p = 0; p < gN; p++) {
-        sc[p] = per;
-        sd[p] = (size_t)p * per;
-      }
-      int iters = small ? 1 : k == 2 ? 5 : 20;
-      tpudistResult_t res = tpudistSuccess;
-      fill((Coll)c, s, cnt);
-      memset(r, 0, cnt * 4);
-      res = run((Coll)c, s, r, cnt, comm, sc, sd); /* warm-up, and the checked result */
-      const char *algo = c == C_SENDRECV ? "direct" : tpudistLastAlgorithm(comm);
-      int good = res == tpudistSuccess && check((Coll)c, r, cnt), all = 0;
-      int32_t g = good, sum = 0;
-      tpudistAllReduce(&g, &sum, 1, tpudistInt32, tpudistSum, comm, NULL);
-      all = sum == gN;
-      double t0 = now();
-      for (int it = 0; it < iters && res == tpudistSuccess; it++)
-        res = run((Coll)c, s, r, cnt, comm, sc, sd);
-      double us = (now() - t0) / iters * 1e6;
-      failures += !all || res != tpudistSuccess;
-      if (gRank == 0)
-        printf("%-14s %10zu %-13s %10.1f %10.3f %s\n", names[c], cnt * 4, algo, us,
-               (double)cnt * 4 * busFactor((Coll)c) / (us * 1e3),
-               res != tpudistSuccess ? tpudistGetErrorString(res)
-               : all                 ? "ok"
-                                     : "WRONG");
-    }
+    for (int k = 0; k < (small ? 1 : 3); k++)
+      failures += measure((Coll)c, sizes[k] / 4 / (size_t)gN * (size_t)gN,
+                          small    ? 1
+                          : k == 2 ? 5
+                                   : 20,
+                          comm, s, r, sc, sd);
   tpudistCommDestroy(comm);
   free(s);
   free(r);

@@ -89,7 +89,9 @@ class MoELayer(torch.nn.Module):
         recv_e = torch.empty(sum(out_splits), dtype=torch.int64)
         dist.all_to_all_single(recv_e, (eid % self.epr).contiguous(), out_splits, in_splits,
                                group=self.group)
-        y = torch.zeros_like(recv_x)
+        # y always depends on recv_x and on this rank's expert parameters, even when no token
+        # reached these experts: every rank then runs the same backward all-to-alls.
+        y = recv_x * 0 + self.experts[0][0].bias[:1] * 0
         for i, expert in enumerate(self.experts):
             sel = (recv_e == i).nonzero().flatten()
             if sel.numel():
@@ -116,12 +118,12 @@ def tokens(rank, step, n, hidden):
 
 
 def train(layer, steps, n_tokens, hidden, lr=0.05):
-    """A few SGD steps; router grads are summed over ranks (it is replicated), expert grads are
-    local. Returns the loss history (mean over ranks)."""
+    """A few SGD steps on each rank's fixed batch; router grads are summed over ranks (it is
+    replicated), expert grads are local. Returns the loss history (mean over ranks)."""
     opt = torch.optim.SGD(layer.parameters(), lr=lr)
     losses = []
     for step in range(steps):
-        x = tokens(layer.rank, step, n_tokens, hidden)
+        x = tokens(layer.rank, 0, n_tokens, hidden)
         opt.zero_grad()
         loss = (layer(x) - x).pow(2).mean()
         loss.backward()

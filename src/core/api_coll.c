@@ -139,6 +139,12 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
   op->bufs[TD_BUF_OUTPUT] = a->recv;
   if (a->op == tpudistAvg && reduces(a->coll) && (a->coll != TD_COLL_REDUCE || a->root == c->rank))
     op->avg_count = a->count;
+  if ((r = checkPrepare(c, op, reduces(a->coll) ? a->op : -1, err)) != tpudistSuccess) {
+    op->done = 1;
+    execOpRelease(op);
+    r = commError(c, r, "%s: %s", a->fn, err);
+    goto out;
+  }
   r = commIssue(op, req);
 out:
   commLeave(c);

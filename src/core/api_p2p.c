@@ -144,6 +144,12 @@ TPUDIST_API tpudistResult_t tpudistAllToAllv(const void *sendbuff, const size_t 
   op->bufs[TD_BUF_OUTPUT] = (char *)(v + n);
   op->vsend = (void *)sendbuff;
   op->vrecv = recvbuff;
+  if ((r = checkPrepare(c, op, -1, err)) != tpudistSuccess) {
+    op->done = 1;
+    execOpRelease(op);
+    r = commError(c, r, "AllToAllv: %s", err);
+    goto out;
+  }
   r = commIssue(op, req);
 out:
   commLeave(c);

@@ -89,7 +89,10 @@ TPUDIST_API tpudistResult_t tpudistCommDestroy(tpudistComm_t comm) {
     commLeave(c);
     return r;
   }
+  /* An error seen before (a failed call, a timeout) was reported then; destroy still frees. */
+  int was_broken = c->priv->broken;
   tpudistResult_t r = execDrain(c);
+  if (was_broken) r = tpudistSuccess;
   /* Every rank is done with its traffic before transports go away. */
   if (r == tpudistSuccess && !c->priv->broken && c->nranks > 1) {
     tpudistResult_t b = bootstrapBarrier(c->bootstrap, err);

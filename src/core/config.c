@@ -21,6 +21,10 @@ const tdConfigVar tdConfigTable[] = {
      "Comma list of INIT,BOOT,COLL,EXEC,SHM,SOCK,IB,TOPO,TUNE (default all)."},
     {"TPU_DIST_CHECK", TD_CFG_INT, "0", TD_OFF(check),
      "1: ranks compare op, dtype, count, root and sequence before each collective."},
+    {"TPU_DIST_FAULT", TD_CFG_STR, "", TD_OFF(fault),
+     "Fault injection for tests: delay=MS,drop=N,corrupt=N[,rank=R] (see src/transport/fault)."},
+    {"TPU_DIST_FLIGHT_RECORDS", TD_CFG_INT, "16", TD_OFF(flight_records),
+     "Operations per communicator the flight recorder keeps and logs when it fails (0: off)."},
     {"TPU_DIST_TOPOLOGY", TD_CFG_STR, "", TD_OFF(topology),
      "Logical torus AxB[xC[xD]][:wrap=1,1,0][:twist]; overrides TPU_* variables; unset = flat."},
     {"TPU_DIST_ALGO", TD_CFG_STR, "", TD_OFF(algo),
@@ -63,6 +67,8 @@ const tdConfigVar tdConfigTable[] = {
      "1: a background progress thread per communicator drives non-blocking requests."},
     {"TPU_DIST_SHM_CMA_MIN_BYTES", TD_CFG_INT, "65536", TD_OFF(shm_cma_min_bytes),
      "Smallest shm message sent single-copy (process_vm_readv); smaller ones go through the ring."},
+    {"TPU_DIST_SHM_CMA_PULL_MS", TD_CFG_INT, "5", TD_OFF(shm_cma_pull_ms),
+     "A single-copy shm message still unmatched after this many ms is copied out, so its send completes."},
     {NULL, TD_CFG_INT, NULL, 0, NULL},
 };
 

@@ -50,18 +50,23 @@ TPUDIST_API tpudistResult_t tpudistGroupStart(void) {
 
 /* Queues the collected operations, one batch per communicator, in call order. */
 static void groupIssue(void) {
+  /* With several communicators the waits below go one communicator at a time: let the progress
+   * threads drive the others meanwhile (their operations may depend on each other's). */
+  int multi = 0;
+  for (int i = 1; i < tlsN && !multi; i++) multi = tlsItems[i].op->comm != tlsItems[0].op->comm;
   for (int i = 0; i < tlsN; i++) {
     if (tlsItems[i].issued) continue;
     tdComm *comm = tlsItems[i].op->comm;
-    int n = 0;
+    int n = 0, wait = 0;
     for (int j = i; j < tlsN; j++) {
       if (!tlsItems[j].issued && tlsItems[j].op->comm == comm) {
         tlsBatch[n++] = tlsItems[j].op;
         tlsItems[j].issued = 1;
+        wait |= tlsItems[j].wait;
       }
     }
     if (commEnter(comm, NULL) != tpudistSuccess) continue;
-    execEnqueue(comm, tlsBatch, n);
+    execEnqueue(comm, tlsBatch, n, wait && !multi);
     commLeave(comm);
   }
 }

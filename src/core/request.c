@@ -17,7 +17,7 @@ tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
     if (req) *req = (tpudistRequest_t)op;
     return tpudistSuccess;
   }
-  execEnqueue(comm, &op, 1);
+  execEnqueue(comm, &op, 1, req == NULL);
   if (req) {
     *req = (tpudistRequest_t)op;
     return tpudistSuccess;
@@ -80,8 +80,8 @@ TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *sour
     if (done && op->source < 0)
       return commError(op->comm, tpudistInternalError, "RequestSource: completed without a source");
     if (!done && execNowNs() > deadline)
-      return commError(op->comm, tpudistTimeout,
-                       "RequestSource: no matching message within %d ms", op->comm->timeout_ms);
+      return commError(op->comm, tpudistTimeout, "RequestSource: no matching message within %d ms",
+                       op->comm->timeout_ms);
     execBackoff(&b, 0);
   }
 }

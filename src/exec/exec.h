@@ -76,6 +76,14 @@ typedef struct tdOp {
   size_t vbuf_cap;
   const size_t *vrecvcounts;
   void *vsend, *vrecv;
+  /* TPU_DIST_CHECK: phase 1 = signature exchange running; the real plan is saved meanwhile */
+  int chk_phase;
+  uint64_t *chk_buf; /* 8 words of this rank, then 8 per rank */
+  size_t chk_cap;
+  const tdSched *chk_sched;
+  char *chk_bufs[2];
+  uint64_t chk_n, chk_seq;
+  size_t chk_esize;
   /* point to point */
   tdXfer p2p;
 } tdOp;
@@ -91,8 +99,9 @@ void execCommFree(tdComm *comm);
 tdOp *execOpAlloc(tdComm *comm);
 /* Returns op to the free list (or keeps it aside while transfers still reference it). */
 void execOpRelease(tdOp *op);
-/* Queues ops (one batch, in order) and wakes the progress thread. */
-void execEnqueue(tdComm *comm, tdOp **ops, int n);
+/* Queues ops (one batch, in order). The progress thread is woken unless the caller is about to
+ * wait for them (will_wait): then the caller progresses them inline, with no hand-off. */
+void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait);
 /* Completes op (bounded), progressing inline; returns its result. op is not released. */
 tpudistResult_t execWait(tdOp *op);
 /* One progress pass; *done = op->done. */
@@ -110,6 +119,9 @@ int execProgressLocked(tdComm *comm);
 tpudistResult_t execCollStart(tdOp *op, char *err);
 /* Advances a started collective; sets *progressed; marks op done when finished. */
 tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err);
+/* Defined in src/core: phase changes of a collective (all-to-all-v data plan, TPU_DIST_CHECK). */
+tpudistResult_t collAlltoallvData(tdOp *op, char *err);
+tpudistResult_t checkVerify(tdOp *op, char *err);
 /* Describes what op waits for (for timeout messages). */
 void execCollDescribe(const tdOp *op, char *buf, size_t len);
 /* Posts a send/receive on the transport reaching peer. */

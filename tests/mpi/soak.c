@@ -1,23 +1,26 @@
 /*
  * soak.c - back-to-back small all-reduces (blocking, non-blocking and grouped), each checked
- * exactly, while the resident set size must not grow (no per-call allocation that is kept).
+ * exactly, while the private resident memory (RssAnon) must not grow (nothing kept per call).
  * Launched without mpirun: TPU_DIST_COMM_ID, RANK, WORLD_SIZE (tests/mpi/soak.sh).
  *
  *   soak [iterations]      default 10000
  */
 #include <stdio.h>
 #include <stdlib.h>
-#include <unistd.h>
 
 #include "tpu_dist.h"
 
+/* Private resident memory (RssAnon): heap and stacks; shared-memory rings (RssShmem) are the
+ * transport's fixed-size mappings and are not counted. */
 static long rssKiB(void) {
-  long pages = 0, rss = 0;
-  FILE *f = fopen("/proc/self/statm", "r");
+  char line[256];
+  long kib = -1;
+  FILE *f = fopen("/proc/self/status", "r");
   if (!f) return -1;
-  if (fscanf(f, "%ld %ld", &pages, &rss) != 2) rss = -1;
+  while (fgets(line, sizeof(line), f))
+    if (sscanf(line, "RssAnon: %ld kB", &kib) == 1) break;
   fclose(f);
-  return rss * (sysconf(_SC_PAGESIZE) / 1024);
+  return kib;
 }
 
 int main(int argc, char **argv) {

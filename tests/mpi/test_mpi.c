@@ -9,12 +9,17 @@
  * random float inputs bit-identical on every rank, and argument errors. TD_FULL=1: the full cross
  * on every communicator. Buffers are allocated and touched once, then reused.
  *
- *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus]
+ *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus [--expect-from BYTES]]
+ *   (--expect-algo: collectives of that kind on the world communicator from BYTES, default 1 MiB,
+ *   must report that algorithm through tpudistLastAlgorithm)
  */
 #include <mpi.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
+#include <unistd.h>
 
 #include "mpi_ref.h"
 #include "tpu_dist.h"
@@ -31,6 +36,7 @@ static long gFail, gChecks;
 static int gWorldRank, gFull;
 static uint64_t gSeed = 12345;
 static const char *gExpectColl, *gExpectAlgo;
+static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here (world only) */
 
 static const char *dtName(int dt) {
   static const char *n[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
@@ -50,8 +56,9 @@ static int ok(const Ctx *c, tpudistResult_t r, const char *what) {
           tpudistGetLastError(c->comm));
   tpudistResult_t async = tpudistSuccess;
   if (tpudistCommGetAsyncError(c->comm, &async) == tpudistSuccess && async != tpudistSuccess) {
-    fprintf(stderr, "[%d] %s is broken (%s): aborting the job\n", gWorldRank, c->name,
+    fprintf(stderr, "[%d] %s is broken (%s): aborting the job in 10 s\n", gWorldRank, c->name,
             tpudistGetErrorString(async));
+    sleep(10); /* lets the other ranks report what they wait for */
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
   return 0;
@@ -80,7 +87,9 @@ static void raw(void *buf, size_t i, size_t esize, uint64_t seed, int r, size_t 
 }
 
 static void checkAlgo(const Ctx *c, const char *coll, size_t bytes) {
-  if (!gExpectColl || strcmp(gExpectColl, coll) || bytes < (1u << 20) || c->n < 4) return;
+  if (!gExpectColl || strcmp(gExpectColl, coll) || bytes < gExpectMinBytes ||
+      strcmp(c->name, "world"))
+    return;
   const char *a = tpudistLastAlgorithm(c->comm);
   gChecks++;
   if (strcmp(a, gExpectAlgo)) {
@@ -120,6 +129,7 @@ static void tReduce(const Ctx *c, int dt, int op, size_t count, int root, int in
   void *out = me || inplace ? gR : NULL;
   if (ok(c, tpudistReduce(in, out, count, dt, op, root, c->comm, NULL), what) && me)
     compare(c, what, gR, gE, count, es);
+  checkAlgo(c, "reduce", count * es);
 }
 
 static void tReduceScatter(const Ctx *c, int dt, int op, size_t count, int inplace) {
@@ -159,6 +169,7 @@ static void tBroadcast(const Ctx *c, int dt, size_t count, int root, int inplace
   const void *send = c->rank == root || inplace ? in : NULL;
   if (ok(c, tpudistBroadcast(send, gR, count, dt, root, c->comm, NULL), what))
     compare(c, what, gR, gE, count, es);
+  checkAlgo(c, "broadcast", count * es);
 }
 
 static void tAllgather(const Ctx *c, int dt, size_t count, int inplace) {
@@ -187,6 +198,7 @@ static void tAlltoall(const Ctx *c, int dt, size_t count) {
       raw(gE, (size_t)p * count + j, es, seed, p, (size_t)c->rank * count + j);
   if (ok(c, tpudistAllToAll(gS, gR, count, dt, c->comm, NULL), what))
     compare(c, what, gR, gE, count * (size_t)c->n, es);
+  checkAlgo(c, "alltoall", count * es * (size_t)c->n);
 }
 
 /* Counts from s to d; send blocks packed in reverse peer order with one-element gaps. */
@@ -222,6 +234,47 @@ static void tAlltoallv(const Ctx *c, int dt, size_t maxc) {
     compare(c, "alltoallcounts", got, rc, (size_t)n, sizeof(size_t));
   if (ok(c, tpudistAllToAllv(gS, sc, sd, gR, rc, rd, dt, c->comm, NULL), what))
     compare(c, what, gR, gE, off, es);
+  checkAlgo(c, "alltoallv", off * es);
+}
+
+/* MoE dispatch: one hot expert (the last rank) receives most tokens, most other counts are zero;
+ * each rank knows only its send counts, learns its receive counts with the counts exchange, then
+ * sizes its receive layout from them (counts first, then sized buffers). */
+static void tMoeDispatch(const Ctx *c, int dt, size_t tokens) {
+  char what[128];
+  int n = c->n, me = c->rank, hot = n - 1;
+  size_t es = refSize(dt), sc[64], sd[64], rc[64], rd[64], off = 0;
+  uint64_t seed = ++gSeed;
+  snprintf(what, sizeof(what), "moe dispatch %s tokens=%zu", dtName(dt), tokens);
+  for (int d = 0; d < n; d++) {
+    uint64_t h = refHash(seed, me, (size_t)d);
+    sc[d] = d == hot ? tokens : (h % 4 == 0 ? h % 7 : 0);
+    sd[d] = off;
+    off += sc[d];
+  }
+  if (!ok(c, tpudistAllToAllCounts(sc, rc, c->comm, NULL), "moe counts")) return;
+  off = 0;
+  for (int s = 0; s < n; s++) {
+    rd[s] = off;
+    off += rc[s];
+  }
+  for (int d = 0; d < n; d++)
+    for (size_t j = 0; j < sc[d]; j++) raw(gS, sd[d] + j, es, seed, me, (size_t)d * 100000 + j);
+  for (int s = 0; s < n; s++) {
+    uint64_t h = refHash(seed, s, (size_t)me);
+    size_t want = me == hot ? tokens : (h % 4 == 0 ? h % 7 : 0);
+    gChecks++;
+    if (rc[s] != want) {
+      gFail++;
+      fprintf(stderr, "[%d] %s: counts from %d: got %zu want %zu\n", gWorldRank, what, s, rc[s],
+              want);
+      return;
+    }
+    for (size_t j = 0; j < rc[s]; j++) raw(gE, rd[s] + j, es, seed, s, (size_t)me * 100000 + j);
+  }
+  memset(gR, 0x55, off * es);
+  if (ok(c, tpudistAllToAllv(gS, sc, sd, gR, rc, rd, dt, c->comm, NULL), what))
+    compare(c, what, gR, gE, off, es);
 }
 
 /* ---- point to point and requests --------------------------------------------------------- */
@@ -250,8 +303,9 @@ static void tSendRecv(const Ctx *c, int dt, size_t count) {
     tpudistRequest_t req;
     int src = -1;
     if (!ok(c, tpudistRecv(gR, count, dt, tpudistAnySource, c->comm, &req), what)) return;
-    if (!ok(c, tpudistWait(req), what)) return;
+    /* the source is asked before Wait, which frees the request */
     if (!ok(c, tpudistRequestSource(req, &src), "RequestSource")) return;
+    if (!ok(c, tpudistWait(req), what)) return;
     gChecks++;
     if (src <= 0 || src >= n || seen[src]++) {
       gFail++;
@@ -329,6 +383,20 @@ static void expectErr(const Ctx *c, tpudistResult_t got, tpudistResult_t want, c
 
 static void tErrors(const Ctx *c) {
   tpudistComm_t cm = c->comm;
+  for (int r = -1; r <= tpudistNumResults + 5; r++) {
+    const char *s = tpudistGetErrorString((tpudistResult_t)r);
+    gChecks++;
+    if (!s || !*s) {
+      gFail++;
+      fprintf(stderr, "[%d] GetErrorString(%d) empty\n", gWorldRank, r);
+    }
+  }
+  int ver = 0;
+  gChecks++;
+  if (tpudistGetVersion(&ver) != tpudistSuccess || ver != TPUDIST_VERSION_CODE) {
+    gFail++;
+    fprintf(stderr, "[%d] GetVersion gave %d\n", gWorldRank, ver);
+  }
   expectErr(c, tpudistAllReduce(NULL, gR, 4, tpudistInt32, tpudistSum, cm, NULL),
             tpudistInvalidArgument, "null send");
   expectErr(c, tpudistAllReduce(gS, gR, 4, (tpudistDataType_t)42, tpudistSum, cm, NULL),
@@ -357,6 +425,74 @@ static void tErrors(const Ctx *c) {
   if (tpudistAllReduce(gS, gR, 4, tpudistInt32, tpudistSum, sub, NULL) != tpudistInvalidUsage) {
     gFail++;
     fprintf(stderr, "[%d] call after destroy not rejected\n", gWorldRank);
+  }
+}
+
+/* A receive nobody sends on a one-rank communicator: times out, naming op, sequence, peer. */
+static void tTimeout(const Ctx *c) {
+  tpudistComm_t self = NULL;
+  tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
+  cfg.timeoutMs = 300;
+  if (!ok(c, tpudistCommSplit(c->comm, c->rank, 0, &self, &cfg), "split self")) return;
+  tpudistResult_t r = tpudistRecv(gR, 4, tpudistInt32, 0, self, NULL), a = tpudistSuccess;
+  const char *msg = tpudistGetLastError(self);
+  gChecks++;
+  if (r != tpudistTimeout || !strstr(msg, "recv") || !strstr(msg, "rank 0") ||
+      tpudistCommGetAsyncError(self, &a) != tpudistSuccess || a != tpudistTimeout) {
+    gFail++;
+    fprintf(stderr, "[%d] timeout: got %d '%s' (async %d)\n", gWorldRank, r, msg, a);
+  }
+  /* a broken communicator fails later calls at once and still destroys */
+  gChecks++;
+  if (tpudistAllReduce(gS, gR, 4, tpudistInt32, tpudistSum, self, NULL) == tpudistSuccess) {
+    gFail++;
+    fprintf(stderr, "[%d] call on a timed-out communicator succeeded\n", gWorldRank);
+  }
+  ok(c, tpudistCommDestroy(self), "destroy after timeout");
+}
+
+/* TPU_DIST_CHECK=1: ranks calling different collectives get tpudistInvalidUsage, no deadlock. */
+static void tMismatch(const Ctx *c) {
+  const char *chk = getenv("TPU_DIST_CHECK");
+  if (!chk || atoi(chk) != 1 || c->n < 2) return;
+  tpudistComm_t sub = NULL;
+  if (!ok(c, tpudistCommSplit(c->comm, 0, c->rank, &sub, NULL), "split for mismatch")) return;
+  tpudistResult_t r = c->rank == 0
+                          ? tpudistAllReduce(gS, gR, 5, tpudistInt32, tpudistSum, sub, NULL)
+                          : tpudistAllReduce(gS, gR, 6, tpudistFloat32, tpudistMax, sub, NULL);
+  gChecks++;
+  if (r != tpudistInvalidUsage || !strstr(tpudistGetLastError(sub), "mismatch")) {
+    gFail++;
+    fprintf(stderr, "[%d] mismatch not detected: %d '%s'\n", gWorldRank, r,
+            tpudistGetLastError(sub));
+  }
+  ok(c, tpudistCommDestroy(sub), "destroy after mismatch");
+}
+
+static void *abortLater(void *arg) {
+  struct timespec ts = {0, 200 * 1000 * 1000};
+  nanosleep(&ts, NULL);
+  tpudistCommAbort((tpudistComm_t)arg);
+  return NULL;
+}
+
+/* CommAbort from another thread releases a blocked receive with tpudistAborted. */
+static void tAbort(const Ctx *c) {
+  tpudistComm_t self = NULL;
+  pthread_t th;
+  if (!ok(c, tpudistCommSplit(c->comm, c->rank, 0, &self, NULL), "split self")) return;
+  pthread_create(&th, NULL, abortLater, self);
+  tpudistResult_t r = tpudistRecv(gR, 4, tpudistInt32, 0, self, NULL);
+  pthread_join(th, NULL);
+  gChecks++;
+  if (r != tpudistAborted) {
+    gFail++;
+    fprintf(stderr, "[%d] abort: blocked receive returned %d\n", gWorldRank, r);
+  }
+  gChecks++;
+  if (tpudistAllReduce(gS, gR, 4, tpudistInt32, tpudistSum, self, NULL) != tpudistInvalidUsage) {
+    gFail++;
+    fprintf(stderr, "[%d] call after abort not rejected\n", gWorldRank);
   }
 }
 
@@ -393,6 +529,8 @@ static void smallCross(const Ctx *c, int full) {
   tAlltoallv(c, tpudistInt32, 0);
   tAlltoallv(c, tpudistInt32, 9);
   tAlltoallv(c, tpudistFloat64, 700);
+  tMoeDispatch(c, tpudistBfloat16, 5000);
+  tMoeDispatch(c, tpudistFloat32, 1);
   tRequests(c);
 }
 
@@ -413,11 +551,7 @@ static void large(const Ctx *c, int full) {
   tFloatIdentical(c, (1u << 20) + 3);
 }
 
-int main(int argc, char **argv) {
-  MPI_Init(&argc, &argv);
-  int n;
-  MPI_Comm_rank(MPI_COMM_WORLD, &gWorldRank);
-  MPI_Comm_size(MPI_COMM_WORLD, &n);
+static void parseArgs(int argc, char **argv) {
   const char *full = getenv("TD_FULL");
   gFull = full && atoi(full) > 0;
   for (int i = 1; i + 1 < argc; i++)
@@ -430,11 +564,40 @@ int main(int argc, char **argv) {
         gExpectColl = buf;
         gExpectAlgo = eq + 1;
       }
+    } else if (!strcmp(argv[i], "--expect-from")) {
+      gExpectMinBytes = (size_t)strtoull(argv[i + 1], NULL, 10);
     }
+}
+
+/* Halves, reversed order, odd/even; each new rank is checked against the split rule. */
+static void makeSubs(const Ctx *w, Ctx *subs) {
+  int r = w->rank, n = w->n, half = n / 2;
+  int colors[3] = {r < half ? 0 : 1, 0, r % 2}, keys[3] = {r, -r, r};
+  int want[3] = {r < half ? r : r - half, n - 1 - r, r / 2};
+  for (int s = 0; s < 3; s++) {
+    if (!ok(w, tpudistCommSplit(w->comm, colors[s], keys[s], &subs[s].comm, NULL), "split"))
+      continue;
+    tpudistCommCount(subs[s].comm, &subs[s].n);
+    tpudistCommUserRank(subs[s].comm, &subs[s].rank);
+    gChecks++;
+    if (subs[s].rank != want[s]) {
+      gFail++;
+      fprintf(stderr, "[%d] split %s: rank %d, expected %d\n", gWorldRank, subs[s].name,
+              subs[s].rank, want[s]);
+    }
+  }
+}
+
+int main(int argc, char **argv) {
+  MPI_Init(&argc, &argv);
+  int n;
+  MPI_Comm_rank(MPI_COMM_WORLD, &gWorldRank);
+  MPI_Comm_size(MPI_COMM_WORLD, &n);
+  parseArgs(argc, argv);
   gCap = (size_t)n * ((1u << 20) + 64) + (17u << 20);
-  gS = malloc(gCap);
-  gR = malloc(gCap);
-  gE = malloc(2 * gCap);
+  gS = calloc(1, gCap); /* calloc + touch: every page faulted once, here */
+  gR = calloc(1, gCap);
+  gE = calloc(2, gCap);
   memset(gS, 0, gCap);
   memset(gR, 0, gCap);
   memset(gE, 0, 2 * gCap);
@@ -447,14 +610,7 @@ int main(int argc, char **argv) {
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
   Ctx subs[3] = {{NULL, 0, 0, "halves"}, {NULL, 0, 0, "reversed"}, {NULL, 0, 0, "odd-even"}};
-  int colors[3] = {gWorldRank < n / 2 ? 0 : 1, 0, gWorldRank % 2};
-  int keys[3] = {gWorldRank, -gWorldRank, gWorldRank};
-  for (int s = 0; s < 3; s++) {
-    if (ok(&w, tpudistCommSplit(w.comm, colors[s], keys[s], &subs[s].comm, NULL), "split")) {
-      tpudistCommCount(subs[s].comm, &subs[s].n);
-      tpudistCommUserRank(subs[s].comm, &subs[s].rank);
-    }
-  }
+  makeSubs(&w, subs);
   const char *only = getenv("TD_MPI_ONLY"); /* "small" or "large": one part, for debugging */
   if (!only || strcmp(only, "large")) {
     smallCross(&w, 1);
@@ -463,6 +619,9 @@ int main(int argc, char **argv) {
   }
   if (!only || strcmp(only, "small")) large(&w, gFull);
   tErrors(&w);
+  tTimeout(&w);
+  tAbort(&w);
+  tMismatch(&w);
   for (int s = 0; s < 3; s++)
     if (subs[s].comm) ok(&subs[s], tpudistCommDestroy(subs[s].comm), "destroy split");
   ok(&w, tpudistCommDestroy(w.comm), "destroy");

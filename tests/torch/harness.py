@@ -30,6 +30,7 @@ def _worker(rank, world, init_file, module_name, entry, results):
             fn(rank, world)
         except Exception:  # noqa: BLE001  report every failing case, keep going
             failures.append((name, traceback.format_exc(limit=4)))
+            sys.stderr.write("rank %d case %s FAILED:\n%s" % (rank, name, failures[-1][1]))
     dist.barrier()
     results[rank] = failures
     dist.destroy_process_group()

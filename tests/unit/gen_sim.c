@@ -355,6 +355,7 @@ int simCheck(const tdCollArgs *args, const char *algo, char *msg) {
   Sim sim = {args, args->nranks, args->count, NULL, NULL, msg}, *S = &sim;
   int n = args->nranks, rc = -1;
   msg[0] = 0;
+  if (n < 1 || n > 64) return snprintf(msg, TD_ERRLEN, "model: %d ranks (1..64)", n), -1;
   S->rk = calloc((size_t)n, sizeof(Rank));
   S->ch = calloc((size_t)n * n * TD_MAX_STREAMS, sizeof(Chan));
   if (!S->rk || !S->ch) {

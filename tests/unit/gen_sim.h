@@ -11,7 +11,8 @@
 #include "algos.h"
 
 /* Generates all ranks' schedules for args (rank ignored) with algo and runs them. vcounts: the
- * all-to-all-v matrix (row = sender), displacements are packed. Returns 0 if every check
+ * all-to-all-v matrix (row = sender); the model lays blocks out with gaps (INPUT) and in reverse
+ * order (OUTPUT). At most 64 ranks. Returns 0 if every check
  * passes, else writes a reason into msg (TD_ERRLEN) and returns -1. */
 int simCheck(const tdCollArgs *args, const char *algo, char *msg);
 

@@ -11,8 +11,10 @@
  *    It proves that every rank ends with the *same* tree for each element -- same association and
  *    same operand order, hence bit-identical results for any reduction op -- which contribution
  *    sets alone cannot show. It runs the issue rules (in-order issue, conflicts within a stream,
- *    deps, rendezvous sends) and reports deadlocks and cross-stream races it meets.
- * Plus: schedules do not depend on the count, and bad arguments are refused.
+ *    deps, rendezvous sends, fused steps as store and forward) and reports deadlocks and
+ *    cross-stream races it meets. Unfused and fused (schedFuse) schedules.
+ * Plus: schedules do not depend on the count, rings fuse fully, the two trees are complementary,
+ * bad arguments are refused; tests/run --full adds 127..257 ranks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -423,20 +425,42 @@ static void checkShapes(int g) {
   CU_ASSERT_EQUAL(checked, NUM_RANKS * 10);
 }
 
+/* tests/run --full (TD_FULL=1): larger rank counts, validator only. */
+static void checkLarge(int g) {
+  static const int big[] = {127, 128, 129, 257};
+  const char *full = getenv("TD_FULL");
+  char err[TD_ERRLEN];
+  if (!full || strcmp(full, "1") != 0) return;
+  for (int pi = 0; pi < 4; pi++)
+    for (int inplace = 0; inplace < 2; inplace++) {
+      tdCollArgs a = {.coll = TD_COLL_ALLREDUCE, .nranks = big[pi], .inplace = inplace};
+      a.count = (uint64_t)big[pi] + 3;
+      tpudistResult_t res = validateAlgo(&a, kGens[g].name, 1, err);
+      if (res != tpudistSuccess)
+        fprintf(stderr, "%s p %d inplace %d fused: %s\n", kGens[g].name, big[pi], inplace, err);
+      CU_ASSERT_EQUAL(res, tpudistSuccess);
+    }
+}
+
 static void testRing(void) {
   checkShapes(0);
+  checkLarge(0);
 }
 static void testRing2(void) {
   checkShapes(1);
+  checkLarge(1);
 }
 static void testTree(void) {
   checkShapes(2);
+  checkLarge(2);
 }
 static void testRecdbl(void) {
   checkShapes(3);
+  checkLarge(3);
 }
 static void testRabenseifner(void) {
   checkShapes(4);
+  checkLarge(4);
 }
 
 static int sameRef(tdBufRef a, tdBufRef b) {
@@ -483,7 +507,7 @@ static void testCountIndependent(void) {
 }
 
 /* Ring and ring2: 2(p-1) sends and receives per ring, and every send after the first forwards the
- * chunk received by the step just before it (so that the fusion pass can fuse them). */
+ * chunk received by the step just before it, so that schedFuse fuses all 2p-3 of them. */
 static void testRingShape(void) {
   char err[TD_ERRLEN];
   for (int g = 0; g < 2; g++)
@@ -508,6 +532,15 @@ static void testRingShape(void) {
           CU_ASSERT_EQUAL(sends, 2 * (p - 1));
           CU_ASSERT_EQUAL(recvs, 2 * (p - 1));
           CU_ASSERT_EQUAL(fusable, 2 * (p - 1) - 1);
+        }
+        schedFuse(&s); /* the pass fuses every forwarded receive */
+        for (uint32_t k = 0; k < s.nstreams; k++) {
+          int fused = 0;
+          for (uint32_t i = 0; i < s.streams[k].nsteps; i++)
+            fused += s.streams[k].steps[i].op == TD_STEP_RECV_REDUCE_SEND ||
+                     s.streams[k].steps[i].op == TD_STEP_RECV_COPY_SEND;
+          CU_ASSERT_EQUAL(fused, 2 * (p - 1) - 1);
+          CU_ASSERT_EQUAL(s.streams[k].nsteps, 2 * (uint32_t)p - 1);
         }
         schedFree(&s);
       }

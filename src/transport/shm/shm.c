@@ -23,9 +23,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "bootstrap.h"
 #include "core/config.h"
 #include "kernels.h"
 #include "log.h"
@@ -59,6 +61,7 @@ static tpudistResult_t shmCommInit(tdComm *comm, tdPeerInfo *info) {
   long rb = cfg->shm_buf_bytes > 0 ? cfg->shm_buf_bytes : (1 << 20);
   c->ring_bytes = TD_MAX((uint64_t)(rb + 4095) & ~(uint64_t)4095, (uint64_t)65536);
   c->use_cma = cfg->shm_cma != 0;
+  c->pull_ms = cfg->shm_cma_pull_ms >= 0 ? cfg->shm_cma_pull_ms : 5;
   c->cma_min = cfg->shm_cma_min_bytes > 0 ? (size_t)cfg->shm_cma_min_bytes : 65536;
   c->my_pid = (int)getpid();
   /* "tdshm-<hash>:<pid namespace>": liveness by pid only works within one pid namespace */
@@ -83,6 +86,8 @@ static void shmCommFini(tdComm *comm) {
   int i = commTransportIndex(comm, &tdTransportShm);
   tdShmCtx *c = comm->tp_ctx[i];
   if (!c) return;
+  /* segments a dead peer created (or began) that this rank never mapped are left to us */
+  if (c->peers) shmUnlinkDeadPeers(comm, c);
   for (int i = 0; c->peers && i < c->nactive; i++) shmDisconnect(c, c->active[i]);
   freeUnexpList(c);
   while (c->reads) {
@@ -199,11 +204,15 @@ static int matchUnexp(tdComm *comm, tdShmCtx *c, tdXfer *x, int probe) {
     if (u->total != x->len) {
       unexpUnlink(c, u);
       transportLenMismatch(comm, x, u->peer, u->total);
-      if (u->cma) ackCma(&c->peers[u->peer], u->cma_id, 0);
+      if (u->cma) {
+        ackCma(&c->peers[u->peer], u->cma_id, 0);
+        c->unexp_cma--;
+      }
       if (c->peers[u->peer].ucur == u) c->peers[u->peer].ucur = NULL, c->peers[u->peer].discard = 1;
       free(u);
     } else if (u->cma) {
       unexpUnlink(c, u);
+      c->unexp_cma--;
       if (startRead(comm, c, x, u->peer, u->addr, u->cma_id, u->total) != tpudistSuccess)
         transportComplete(x, tpudistNoMemory, u->peer);
       free(u);
@@ -275,7 +284,8 @@ static tpudistResult_t newUnexp(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int p,
                     cma,         rec->total,
                     0,           rec->addr,
                     rec->cma_id, NULL,
-                    NULL};
+                    NULL,        cma ? shmNowMs() : 0};
+  c->unexp_cma += cma;
   if (!cma) {
     memcpy(u->data, (const char *)rec + TD_SHM_REC, rec->flen);
     u->got = rec->flen;
@@ -353,12 +363,14 @@ static tpudistResult_t ringConsume(tdComm *comm, tdShmCtx *c, int p, int *moved)
   return tpudistSuccess;
 }
 
-/* 1 if the next CMA id's ack slot is free. */
+/* 1 if the next CMA id's ack slot is free: the send that used it last (id - TD_SHM_CMA_SLOTS)
+ * has been retired by cmaAcks here. Seeing its ack in the slot is not enough: once the slot is
+ * reused, the receiver may overwrite that ack with the new id's before cmaAcks reads it, and the
+ * old send would never complete. cma_wait is in id order, so its head is the oldest id in use. */
 static int cmaSlotFree(tdShmPeer *pe) {
   uint64_t id = pe->next_cma_id;
-  uint64_t want = id >= TD_SHM_CMA_SLOTS ? id - TD_SHM_CMA_SLOTS + 1 : 0;
-  uint64_t v = __atomic_load_n(&pe->ctl_out->cma_ack[id % TD_SHM_CMA_SLOTS], __ATOMIC_ACQUIRE);
-  return (v & ~TD_CMA_NACK) == want;
+  const tdXfer *oldest = pe->cma_wait.head;
+  return !oldest || (uint64_t)(uintptr_t)oldest->tp_priv[1] + TD_SHM_CMA_SLOTS > id;
 }
 
 /* Writes one record for the head of the send queue. 0 when the ring has no room. */
@@ -466,6 +478,56 @@ static int readStep(tdComm *comm, tdShmCtx *c, tdShmCmaRead *op) {
   return 1;
 }
 
+/* Copies u's bytes out of the sender (one CMA read) into a new entry that replaces u. */
+static void pullOne(tdComm *comm, tdShmCtx *c, tdShmUnexp *prev, tdShmUnexp *u) {
+  tdShmPeer *pe = &c->peers[u->peer];
+  tdShmUnexp *n = malloc(sizeof(*n) + u->total);
+  size_t done = 0;
+  while (n && done < u->total) {
+    struct iovec l = {n->data + done, u->total - done};
+    struct iovec r = {(void *)(uintptr_t)(u->addr + done), u->total - done};
+    ssize_t got = process_vm_readv(pe->hdr->pid[1 - pe->side], &l, 1, &r, 1, 0);
+    if (got <= 0) break;
+    done += (size_t)got;
+  }
+  if (!n || done < u->total) {
+    free(n);
+    return; /* left as a descriptor: a matching receive reads it (and reports any error) */
+  }
+  *n = *u;
+  n->cma = 0;
+  n->got = u->total;
+  if (prev)
+    prev->next = n;
+  else
+    c->unexp_head = n;
+  if (c->unexp_tail == u) c->unexp_tail = n;
+  c->unexp_cma--;
+  ackCma(pe, u->cma_id, 1);
+  TD_TRACE(TD_SUBSYS_SHM, "%s: pulled an unmatched %zu-byte message from rank %d", comm->name,
+           u->total, u->peer);
+  free(u);
+}
+
+/* Unexpected CMA descriptors unmatched for pull_ms are copied out and acknowledged. */
+static void pullStaleCma(tdComm *comm, tdShmCtx *c, int *moved) {
+  if (!c->unexp_cma) return;
+  int64_t now = shmNowMs();
+  tdShmUnexp *prev = NULL, *u = c->unexp_head;
+  while (u) {
+    tdShmUnexp *next = u->next;
+    if (u->cma && now - u->since_ms >= c->pull_ms) {
+      pullOne(comm, c, prev, u);
+      *moved = 1;
+      tdShmUnexp *q = prev ? prev->next : c->unexp_head; /* u or its replacement */
+      prev = q;
+    } else {
+      prev = u;
+    }
+    u = next;
+  }
+}
+
 static void progressReads(tdComm *comm, tdShmCtx *c, int *moved) {
   for (tdShmCmaRead **pp = &c->reads; *pp;) {
     tdShmCmaRead *op = *pp;
@@ -501,9 +563,17 @@ static tpudistResult_t checkLiveness(tdComm *comm, tdShmCtx *c) {
     int p = c->active[i];
     tdShmPeer *pe = &c->peers[p];
     if (pe->state == SHM_FAILED || !peerBusy(c, p)) continue;
-    if (!shmPeerDead(comm, pe, p)) continue;
     char why[96];
-    snprintf(why, sizeof(why), "process %d exited", comm->peers[p].pid);
+    int unmapped = pe->state != SHM_READY ||
+                   !__atomic_load_n(&pe->hdr->mapped[1 - pe->side], __ATOMIC_ACQUIRE);
+    if (pe->state == SHM_READY && __atomic_load_n(&pe->hdr->closed[1 - pe->side], __ATOMIC_ACQUIRE))
+      snprintf(why, sizeof(why), "the rank released the communicator (destroyed or aborted)");
+    else if (unmapped && bootstrapPeerReleased(comm->bootstrap, p)) /* it never joined the pair */
+      snprintf(why, sizeof(why), "the rank released the communicator before joining the segment");
+    else if (shmPeerDead(comm, pe, p))
+      snprintf(why, sizeof(why), "process %d exited", comm->peers[p].pid);
+    else
+      continue;
     tpudistResult_t res = failPeer(comm, c, p, why);
     if (first == tpudistSuccess) first = res;
   }
@@ -532,6 +602,7 @@ static tpudistResult_t shmProgress(tdComm *comm, int *progressed) {
     cmaAcks(comm, pe, p, &moved);
   }
   progressReads(comm, c, &moved);
+  pullStaleCma(comm, c, &moved);
   tpudistResult_t res = checkLiveness(comm, c);
   if (first == tpudistSuccess) first = res;
   *progressed = moved;

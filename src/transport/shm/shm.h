@@ -24,7 +24,7 @@
 #define TD_SHM_HDR_BYTES 4096
 #define TD_SHM_CTL_BYTES 4096
 #define TD_SHM_REC 64
-#define TD_SHM_STAGE (1u << 20)
+#define TD_SHM_STAGE (128u << 10) /* CMA reduce staging: read a chunk, reduce it while in cache */
 #define TD_SHM_CMA_CHUNK (4u << 20)
 
 enum { TD_REC_PAD = 1, TD_REC_FRAG = 2, TD_REC_CMA = 3 };
@@ -56,6 +56,7 @@ typedef struct {
   volatile uint64_t base[2]; /* each side's mapping address (CMA probe target) */
   volatile int32_t mapped[2];
   volatile int32_t cma_ok[2]; /* per ring (direction), set by its receiver */
+  volatile int32_t closed[2]; /* side released the communicator (destroyed or aborted) */
 } tdShmSegHdr;
 
 /* An unexpected message: bytes copied out of the ring, or a CMA descriptor. */
@@ -67,6 +68,7 @@ typedef struct tdShmUnexp {
   uint64_t addr, cma_id;
   tdXfer *waiter; /* receive matched while the bytes are still arriving */
   struct tdShmUnexp *next;
+  int64_t since_ms; /* CMA: arrival time (pulled into memory when unmatched for long) */
   char data[];
 } tdShmUnexp;
 
@@ -88,7 +90,7 @@ typedef struct {
   tdShmRingCtl *ctl_out, *ctl_in;
   char *data_out, *data_in;
   uint64_t ring_bytes, frag_max;
-  int pidfd; /* peer liveness (-1: not open / not available) */
+  int pidfd; /* peer liveness (-1: not open yet, -2: no pidfd here, use /proc) */
   /* sending */
   tdXferQueue sendq;    /* head is being written */
   tdXferQueue cma_wait; /* CMA sends waiting for their acknowledgement */
@@ -108,7 +110,11 @@ typedef struct {
   tdXferQueue posted;
   tdShmUnexp *unexp_head, *unexp_tail;
   tdShmCmaRead *reads;
-  char *stage; /* CMA reduce staging, touched at commInit */
+  int unexp_cma; /* unexpected CMA descriptors in the list */
+  int pull_ms;   /* TPU_DIST_SHM_CMA_PULL_MS: an unmatched CMA message is copied out and
+                    acknowledged after this long, so a rank that waits for its send before posting
+                    its receive cannot deadlock with a peer doing the same */
+  char *stage;   /* CMA reduce staging, touched at commInit */
   int64_t next_live_ms;
   int use_cma;
   size_t cma_min;
@@ -120,6 +126,9 @@ typedef struct {
 tpudistResult_t shmConnect(tdComm *comm, tdShmCtx *c, int p);
 void shmDisconnect(tdShmCtx *c, int p);
 void shmProbeCma(tdShmCtx *c, tdShmPeer *pe);
+/* At teardown: unlinks the segment a dead same-host peer may have created for a pair
+ * this rank never opened (nobody else would). */
+void shmUnlinkDeadPeers(tdComm *comm, tdShmCtx *c);
 /* 1 if peer p is known to have exited. */
 int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p);
 int64_t shmNowMs(void);

@@ -70,7 +70,8 @@ static tpudistResult_t segCreate(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int f
                           avail, TD_MIN(comm->rank, p), TD_MAX(comm->rank, p), bytes);
   }
   int e = ftruncate(fd, (off_t)bytes) != 0 ? errno : posix_fallocate(fd, 0, (off_t)bytes);
-  void *m = e ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *m =
+      e ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   if (!e && m == MAP_FAILED) e = errno;
   close(fd);
   if (e) {
@@ -104,7 +105,8 @@ static tpudistResult_t segOpen(tdComm *comm, tdShmCtx *c, tdShmPeer *pe) {
     close(fd);
     return tpudistSuccess; /* still being sized */
   }
-  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  void *m =
+      mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
   close(fd);
   if (m == MAP_FAILED)
     return transportError(comm, tpudistSystemError, "shm: map %s: %s", pe->name, strerror(errno));
@@ -154,6 +156,7 @@ void shmDisconnect(tdShmCtx *c, int p) {
   tdShmPeer *pe = &c->peers[p];
   (void)c;
   if (pe->map) {
+    __atomic_store_n(&pe->hdr->closed[pe->side], 1, __ATOMIC_RELEASE);
     if (pe->creator && !__atomic_load_n(&pe->hdr->mapped[1 - pe->side], __ATOMIC_ACQUIRE))
       shm_unlink(pe->name); /* the peer never mapped it */
     munmap(pe->map, pe->map_bytes);
@@ -195,17 +198,37 @@ static int procGone(int pid) {
   return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+void shmUnlinkDeadPeers(tdComm *comm, tdShmCtx *c) {
+  for (int p = 0; comm->peers && p < comm->nranks; p++) {
+    tdShmPeer *pe = &c->peers[p];
+    if (p == comm->rank || pe->map || pe->state == SHM_READY ||
+        comm->peers[p].host_hash != comm->peers[comm->rank].host_hash)
+      continue;
+    const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
+    const char *theirs = strchr(comm->peers[p].shm_name, ':');
+    if (!mine || !theirs || strcmp(mine, theirs) != 0 || !procGone(comm->peers[p].pid)) continue;
+    char name[64];
+    snprintf(name, sizeof(name), "/tdshm-%016llx-%d-%d", (unsigned long long)comm->comm_hash,
+             TD_MIN(comm->rank, p), TD_MAX(comm->rank, p));
+    shm_unlink(name);
+  }
+}
+
 int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p) {
   int pid = comm->peers[p].pid;
   const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
   const char *theirs = strchr(comm->peers[p].shm_name, ':');
   if (!mine || !theirs || strcmp(mine, theirs) != 0) return 0; /* other pid namespace: unknown */
+  if (pe->pidfd == -2) return procGone(pid); /* no pidfd here (old kernel, valgrind) */
   if (pe->pidfd < 0) {
 #ifdef SYS_pidfd_open
     pe->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
     if (pe->pidfd < 0 && errno == ESRCH) return 1;
 #endif
-    if (pe->pidfd < 0) return procGone(pid);
+    if (pe->pidfd < 0) {
+      pe->pidfd = -2;
+      return procGone(pid);
+    }
   }
   struct pollfd pf = {pe->pidfd, POLLIN, 0};
   return poll(&pf, 1, 0) > 0;

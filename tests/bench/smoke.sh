@@ -1,0 +1,31 @@
+#!/usr/bin/env bash
+# tests/bench/smoke.sh - every *_perf tool at tiny sizes with -c 1 (exact checks) at 2 and 3
+# ranks, both implementations, plus skewed and MoE-shaped all-to-all-v. Fails on any #wrong,
+# any error, or a missing "Avg bus bandwidth" line.
+set -u
+cd "$(dirname "$0")/../.."
+fails=0 runs=0
+run() {
+  local np=$1; shift
+  runs=$((runs+1))
+  out=$(timeout 120 mpirun -np "$np" --bind-to none "$@" 2>&1); rc=$?
+  if [ $rc -ne 0 ] || ! grep -q "Avg bus bandwidth" <<<"$out" || ! grep -q "Out of bounds values : 0 OK" <<<"$out"; then
+    fails=$((fails+1)); echo "FAIL (rc $rc): np $np $*"; echo "$out" | tail -8
+  else
+    echo "ok: np $np $*"
+  fi
+}
+for np in 2 3; do
+  for t in all_reduce all_gather reduce_scatter alltoall alltoallv broadcast reduce sendrecv; do
+    run $np bench/${t}_perf -b 8 -e 64K -f 8 -n 2 -w 1 -c 1
+    run $np bench/${t}_perf -b 8 -e 64K -f 8 -n 2 -w 1 -c 1 -I mpi
+  done
+  run $np bench/all_reduce_perf -b 1K -e 4K -f 4 -n 2 -c 1 -d bfloat16 -o max
+  run $np bench/all_reduce_perf -b 1K -e 4K -f 4 -n 2 -c 1 -d int8 -o prod -A ring
+  run $np bench/all_reduce_perf -b 1K -e 4K -f 4 -n 2 -c 1 -d half -o avg -A tree
+  run $np bench/reduce_perf -b 1K -e 4K -f 4 -n 2 -c 1 -r $((np-1)) -d double -o min
+  run $np bench/alltoallv_perf -b 1K -e 16K -f 4 -n 2 -c 1 -k 0.9
+  run $np bench/alltoallv_perf -n 2 -c 1 -T 64 -H 32 -K 2 -k 1.2 -d bfloat16
+done
+echo "$((runs-fails)) passed, $fails failed"
+[ $fails -eq 0 ]

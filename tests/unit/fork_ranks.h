@@ -1,0 +1,65 @@
+/*
+ * fork_ranks.h - test helper: forks n ranks that rendezvous through a unique id created before the
+ * fork; a rank reports failure through its exit status (CHILD_CHECK: the failing line number).
+ */
+#ifndef TD_FORK_RANKS_H_
+#define TD_FORK_RANKS_H_
+
+#include <signal.h>
+#include <stdio.h>
+#include <stdlib.h>
+#include <sys/wait.h>
+#include <time.h>
+#include <unistd.h>
+
+#include "bootstrap.h"
+
+#define CHILD_CHECK(c)                                                     \
+  do {                                                                     \
+    if (!(c)) {                                                            \
+      fprintf(stderr, "rank check failed at line %d: %s\n", __LINE__, #c); \
+      return __LINE__ % 250 + 1;                                           \
+    }                                                                      \
+  } while (0)
+
+typedef int (*tdRankBody)(int rank, int n, const tpudistUniqueId *id, void *arg);
+/* Forks n ranks running body; returns the number of ranks that failed (or timed out). */
+static inline int runRanks(int n, tdRankBody body, void *arg, int timeout_s) {
+  tpudistUniqueId id;
+  char err[TD_ERRLEN];
+  pid_t pids[8];
+  int failed = 0;
+  if (bootstrapGetUniqueId(&id, NULL, err) != tpudistSuccess) {
+    fprintf(stderr, "unique id: %s\n", err);
+    return n;
+  }
+  fflush(NULL);
+  for (int r = 0; r < n; r++) {
+    pids[r] = fork();
+    if (pids[r] == 0) _exit(body(r, n, &id, arg));
+  }
+  time_t end = time(NULL) + timeout_s;
+  for (int left = n; left > 0;) {
+    int st;
+    pid_t p = waitpid(-1, &st, WNOHANG);
+    if (p > 0) {
+      left--;
+      if (!WIFEXITED(st) || WEXITSTATUS(st) != 0) {
+        fprintf(stderr, "rank pid %d failed: status %d\n", (int)p, st);
+        failed++;
+      }
+      continue;
+    }
+    if (time(NULL) > end) {
+      fprintf(stderr, "ranks timed out\n");
+      for (int r = 0; r < n; r++) kill(pids[r], SIGKILL);
+      while (waitpid(-1, NULL, 0) > 0) {
+      }
+      return failed + left;
+    }
+    usleep(2000);
+  }
+  return failed;
+}
+
+#endif /* TD_FORK_RANKS_H_ */
