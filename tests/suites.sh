@@ -46,6 +46,6 @@ suite fault-flight 60 tests/fault/jobs.sh flight
 suite fault-inject 240 tests/fault/inject.sh
 # fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 60 s each)
 suite fuzz-replay 60 sh -c 'tests/fuzz/replay_bootstrap tests/fuzz/corpus/bootstrap && tests/fuzz/replay_socket tests/fuzz/corpus/socket'
-suite fuzz 900 tests/fuzz/run.sh
+suite fuzz 1200 tests/fuzz/run.sh
 # sanitizers: out-of-tree ASan+UBSan build; unit, sched, small MPI and fault jobs there
 suite asan 1800 tests/asan.sh
