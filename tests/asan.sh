@@ -3,8 +3,9 @@
 # out-of-tree build (build-asan, `../configure --enable-sanitizers`) from a clean copy of the
 # tracked sources (a source tree configured in place cannot host an out-of-tree build), builds the
 # library and the tests, and runs there the unit suites, the schedule suite (up to 16 ranks) and a small MPI
-# (mpirun -np 2 / -np 3 tests/mpi/test_mpi, socket and shm), plus the fault jobs for invalid
-# arguments and a killed rank. Any sanitizer report fails the run.
+# (mpirun -np 2 / -np 3 tests/mpi/test_mpi, shm and socket), plus the fault jobs (tests/fault:
+# invalid arguments, flight record, abort, mismatch, hostile peers, fault injection, killed ranks).
+# Any sanitizer report (leaks included, except under mpirun) fails the run.
 #   tests/asan.sh [WORKDIR]     default: $TMPDIR/tpu_dist-asan (emptied first)
 set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
@@ -62,9 +63,9 @@ fi
 # jobs without mpirun (leak checking on): invalid arguments, a killed rank, fault injection
 cd "$src" || exit 1
 export TD_BUILDDIR=$src/build-asan
-run fault-badargs tests/fault/jobs.sh badargs
-run fault-flight tests/fault/jobs.sh flight
-run fault-kill env TPU_DIST_TIMEOUT_MS=10000 tests/fault/kill.sh 2 4
+for m in badargs flight abort mismatch hostile; do run fault-$m tests/fault/jobs.sh $m; done
+run fault-inject tests/fault/inject.sh
+run fault-kill env TPU_DIST_TIMEOUT_MS=10000 tests/fault/kill.sh 2 4 8
 echo
 [ $fail -gt 0 ] && echo "asan failed: ${failed[*]}"
 echo "asan: $pass passed, $fail failed"

@@ -51,7 +51,7 @@ suite fault-flight 60 tests/fault/jobs.sh flight
 suite fault-inject 240 tests/fault/inject.sh
 # fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 60 s each)
 suite fuzz-replay 60 sh -c 'tests/fuzz/replay_bootstrap tests/fuzz/corpus/bootstrap && tests/fuzz/replay_socket tests/fuzz/corpus/socket'
-suite fuzz 900 tests/fuzz/run.sh
+suite fuzz 1200 tests/fuzz/run.sh
 # sanitizers: out-of-tree ASan+UBSan build; unit, sched, small MPI and fault jobs there
 suite asan 1800 tests/asan.sh
 suite mpi-socket-ring2 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TD_MPI_ONLY=large TPU_DIST_ALGO=allreduce=ring2 mpirun -np 3 tests/mpi/test_mpi

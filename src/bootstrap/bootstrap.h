@@ -55,7 +55,7 @@ typedef enum {
   TD_HELLO_OK = 0,
   TD_HELLO_FOREIGN,    /* not this protocol (short, or wrong magic): drop without an answer */
   TD_HELLO_BAD_SECRET, /* our protocol without the secret: answer "rejected", drop */
-  TD_HELLO_FATAL       /* a real rank with a conflicting setup: fail the rendezvous (err says why) */
+  TD_HELLO_FATAL /* a real rank with a conflicting setup: fail the rendezvous (err says why) */
 } tdHelloVerdict;
 /* Checks a rendezvous hello of len bytes against the root's secret, version and nranks. On
  * TD_HELLO_OK: *rank, *kind, *tag and the rank's listen address (struct tdNetAddr, may be NULL). */

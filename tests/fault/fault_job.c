@@ -138,6 +138,10 @@ static int modeKill(int rank, int n, int victim) {
   tpudistResult_t a = tpudistSuccess;
   if (tpudistCommGetAsyncError(c, &a) != tpudistSuccess || a != r)
     FAIL("async error %d, the call returned %d", a, r);
+  tpudistComm_t sub = NULL;
+  if (tpudistCommSplit(c, 0, rank, &sub, NULL) != tpudistInvalidUsage ||
+      !strstr(tpudistGetLastError(c), "has failed"))
+    FAIL("splitting the failed communicator: '%s'", tpudistGetLastError(c));
   /* TD_FAULT_HOLD_MS: keep the broken communicator a while before destroying it, so that the
    * other survivors cannot rely on this rank's destroy to learn of the failure. */
   int hold = envInt("TD_FAULT_HOLD_MS", 0);

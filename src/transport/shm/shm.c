@@ -408,7 +408,8 @@ static int produceOne(tdShmCtx *c, tdShmPeer *pe, uint64_t *head) {
   uint64_t room = TD_MIN(avail - TD_SHM_REC, pe->frag_max);
   size_t flen = left <= room ? left : (size_t)(room & ~(uint64_t)63);
   rec->flen = flen;
-  memcpy((char *)rec + TD_SHM_REC, (const char *)x->buf + done, flen);
+  if (flen)
+    memcpy((char *)rec + TD_SHM_REC, (const char *)x->buf + done, flen); /* buf may be NULL */
   *head += TD_SHM_REC + TD_R64(flen);
   x->tp_priv[0] = (void *)(uintptr_t)(done + flen);
   if (done + flen == x->len) {

@@ -17,6 +17,8 @@
  * every transfer pending with that peer with tpudistRemoteError naming the peer; a peer closing
  * with nothing pending (normal shutdown) only fails later posts to it.
  */
+#include "socket.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -31,13 +33,12 @@
 #include "log.h"
 #include "net.h"
 #include "registry.h"
-#include "socket.h"
 
 #define TD_SOCK_MAGIC 0x6b636f73647470ull /* "ptdsock" */
 #define TD_SOCK_STAGE (256 * 1024)
 #define TD_SOCK_MAX_PER_PEER (8u << 20) /* bytes read per peer per progress call */
-#define TD_SOCK_HELLO_MS 10000           /* how long an accepted connection may stay silent */
-#define TD_SOCK_MAX_ACCEPTING 64         /* connections without a complete hello kept at once */
+#define TD_SOCK_HELLO_MS 10000          /* how long an accepted connection may stay silent */
+#define TD_SOCK_MAX_ACCEPTING 64        /* connections without a complete hello kept at once */
 
 enum { SK_NONE, SK_CONNECTING, SK_HELLO, SK_WAITPEER, SK_READY, SK_CLOSED, SK_FAILED };
 enum { RX_HDR, RX_XFER, RX_UNEXP, RX_DISCARD };
