@@ -43,6 +43,7 @@ struct tdCommPriv {
   int nfile_scheds;
   volatile int in_calls;
   int destroyed;
+  int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores) */
 };
 
 /* ---- registry of live communicators (comm.c) ---- */
