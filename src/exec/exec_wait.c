@@ -50,7 +50,7 @@ static int oversubscribed(const tdComm *comm) {
 
 tpudistResult_t execCommInit(tdComm *comm, char *err) {
   struct tdCommPriv *p = comm->priv;
-  p->last_progress_ns = execNowNs();
+  p->last_progress_ns = execCoarseNs();
   p->spin_us = oversubscribed(comm) ? 0 : comm->cfg->spin_us;
   if (!comm->cfg->progress_thread) return tpudistSuccess;
   int rc = pthread_create(&p->thread, NULL, progressMain, comm);
