@@ -363,14 +363,9 @@ static tpudistResult_t ringConsume(tdComm *comm, tdShmCtx *c, int p, int *moved)
   return tpudistSuccess;
 }
 
-/* 1 if the next CMA id's ack slot is free: the send that used it last (id - TD_SHM_CMA_SLOTS)
- * has been retired by cmaAcks here. Seeing its ack in the slot is not enough: once the slot is
- * reused, the receiver may overwrite that ack with the new id's before cmaAcks reads it, and the
- * old send would never complete. cma_wait is in id order, so its head is the oldest id in use. */
+/* 1 if the next CMA id's ack slot is free: the id that used it before has completed here. */
 static int cmaSlotFree(tdShmPeer *pe) {
-  uint64_t id = pe->next_cma_id;
-  const tdXfer *oldest = pe->cma_wait.head;
-  return !oldest || (uint64_t)(uintptr_t)oldest->tp_priv[1] + TD_SHM_CMA_SLOTS > id;
+  return !pe->cma_busy[pe->next_cma_id % TD_SHM_CMA_SLOTS];
 }
 
 /* Writes one record for the head of the send queue. 0 when the ring has no room. */
@@ -399,6 +394,7 @@ static int produceOne(tdShmCtx *c, tdShmPeer *pe, uint64_t *head) {
     rec->type = TD_REC_CMA;
     rec->addr = (uint64_t)(uintptr_t)x->buf;
     rec->cma_id = pe->next_cma_id++;
+    pe->cma_busy[rec->cma_id % TD_SHM_CMA_SLOTS] = 1;
     x->tp_priv[1] = (void *)(uintptr_t)rec->cma_id;
     *head += TD_SHM_REC;
     xqPop(&pe->sendq);
@@ -436,6 +432,7 @@ static void cmaAcks(tdComm *comm, tdShmPeer *pe, int p, int *moved) {
     uint64_t v = __atomic_load_n(&pe->ctl_out->cma_ack[id % TD_SHM_CMA_SLOTS], __ATOMIC_ACQUIRE);
     if ((v & ~TD_CMA_NACK) == id + 1) {
       xqUnlink(&pe->cma_wait, prev, x);
+      pe->cma_busy[id % TD_SHM_CMA_SLOTS] = 0;
       if (v & TD_CMA_NACK)
         transportError(comm, tpudistRemoteError, "shm: rank %d could not read a message", p);
       transportComplete(x, (v & TD_CMA_NACK) ? tpudistRemoteError : tpudistSuccess, -1);
