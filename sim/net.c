@@ -36,9 +36,11 @@ tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
   n->maxhops = 64;
   n->hops = malloc(sizeof(tdHop) * (size_t)n->maxhops);
   if (!n->res || !n->hops) return tdErr(err, tpudistNoMemory, "sim: no memory for %zu links", nres);
-  for (uint32_t i = 0; i < n->nlinks; i++) n->res[i].cap = n->res[i].level = cfg->p.link_bw;
+  n->level = malloc(sizeof(double) * (nres ? nres : 1));
+  if (!n->level) return tdErr(err, tpudistNoMemory, "sim: no memory for %zu links", nres);
+  for (uint32_t i = 0; i < n->nlinks; i++) n->res[i].cap = n->level[i] = cfg->p.link_bw;
   double inj = cfg->p.inj_bw > 0 ? cfg->p.inj_bw : cfg->p.link_bw * (n->nd ? 2 * n->nd : 1);
-  for (size_t i = n->nlinks; i < nres; i++) n->res[i].cap = n->res[i].level = inj;
+  for (size_t i = n->nlinks; i < nres; i++) n->res[i].cap = n->level[i] = inj;
   /* a chip's flows leave (and arrive) over its own links: an injection limit at or above their
    * sum never binds, and is left out of the routes */
   n->use_inj = n->nd == 0 || inj < cfg->p.link_bw * 2 * n->nd * (1 - 1e-12);
@@ -60,6 +62,7 @@ void netFree(simNet *n) {
   for (size_t i = 0; n->res && i < nres; i++) free(n->res[i].flows);
   for (uint32_t i = 0; i < n->nflows; i++) free(n->flows[i].heap);
   free(n->res);
+  free(n->level);
   free(n->flows);
   free(n->freeflows);
   free(n->heap);

@@ -17,7 +17,7 @@
 
 #include "sim_int.h"
 
-#define RATE_TOL 1e-9
+#define RATE_TOL 1e-7
 #define RATE_MAX_RELAX 200000
 
 static void settle(simFlow *f, double now) {
@@ -31,7 +31,7 @@ static double flowLimit(const simNet *n, const simFlow *f, uint32_t skip) {
   double r = f->cap_rate;
   const uint32_t *res = SIM_FLOW_RES(f);
   for (uint32_t i = 0; i < f->nres; i++)
-    if (res[i] != skip) r = TD_MIN(r, n->res[res[i]].level);
+    if (res[i] != skip) r = TD_MIN(r, n->level[res[i]]);
   return r;
 }
 
@@ -65,7 +65,8 @@ static tpudistResult_t applyRate(simNet *n, uint32_t id, double now) {
     f->rate = r;
     TD_CHECK(netSetDrain(n, id, now + f->remaining / r));
     const uint32_t *res = SIM_FLOW_RES(f);
-    for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(workPush(n, res[i]));
+    for (uint32_t i = 0; i < f->nres; i++) /* only shared resources can re-level */
+      if (n->res[res[i]].n > 1) TD_CHECK(workPush(n, res[i]));
     uint32_t c = f->child;
     if (c == SIM_NO_FLOW || !n->flows[c].active) return tpudistSuccess;
     n->flows[c].cap_rate = r;
@@ -107,11 +108,13 @@ static tpudistResult_t relax(simNet *n, uint32_t ri, double now, double **dem, s
     *dem = d;
     *capdem = (size_t)m * 2;
   }
-  double *d = *dem;
-  for (uint32_t j = 0; j < m; j++) d[j] = flowLimit(n, &n->flows[r->flows[j]], ri);
-  double level = m ? waterLevel(r->cap, d, m) : r->cap;
-  if (!differs(level, r->level)) return tpudistSuccess;
-  r->level = level;
+  double *d = *dem, level = r->cap; /* one flow or none: the link never holds it back */
+  if (m > 1) {
+    for (uint32_t j = 0; j < m; j++) d[j] = flowLimit(n, &n->flows[r->flows[j]], ri);
+    level = waterLevel(r->cap, d, m);
+  }
+  if (!differs(level, n->level[ri])) return tpudistSuccess;
+  n->level[ri] = level;
   for (uint32_t j = 0; j < r->n; j++) TD_CHECK(applyRate(n, r->flows[j], now));
   return tpudistSuccess;
 }

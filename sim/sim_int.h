@@ -46,6 +46,8 @@ typedef struct {
   uint32_t nlinks; /* directed ICI links; injection/ejection resources follow */
   int use_inj;     /* injection/ejection limits can bind (else left out of routes) */
   simRes *res;
+  double *level; /* per resource: max-min water level (what an unconstrained flow gets there);
+                    an array of its own for locality */
   simFlow *flows;
   uint32_t nflows, capflows, *freeflows, nfree;
   uint64_t active, max_active;
