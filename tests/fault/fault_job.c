@@ -100,6 +100,22 @@ static void *killer(void *arg) {
   return NULL;
 }
 
+/* The survivors continue: a new communicator among them (ranks above the victim move down one),
+ * through the same TPU_DIST_COMM_ID, completes exactly checked all-reduces. */
+static void rejoin(int rank, int n, int victim, size_t count, int32_t *in, int32_t *out) {
+  int nr = victim >= 0 && rank > victim ? rank - 1 : rank, m = 0;
+  int svals[64];
+  for (int q = 0; q < n; q++)
+    if (q != victim) svals[m++] = q + 1;
+  tpudistComm_t c2 = initEnv(m, nr);
+  if (!c2) return;
+  for (int k = 0; k < 3; k++)
+    if (checkedAllReduce(c2, rank + 1, m, svals, count, in, out) != tpudistSuccess)
+      FAIL("all-reduce among the survivors: %s", tpudistGetLastError(c2));
+  if (tpudistCommDestroy(c2) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
+  printf("rank %d: survivor communicator of %d ranks: all-reduce ok\n", rank, m);
+}
+
 static int modeKill(int rank, int n, int victim) {
   tpudistComm_t c = initEnv(n, rank);
   if (!c) return 1;
@@ -153,21 +169,9 @@ static int modeKill(int rank, int n, int victim) {
   tpudistResult_t dr = tpudistCommDestroy(c);
   if (nowMs() - d0 > 2000.0) FAIL("destroy after the failure took %.0f ms", nowMs() - d0);
   (void)dr;
-  /* The survivors continue: a new communicator among them, through the same TPU_DIST_COMM_ID. */
-  int nr = victim >= 0 && rank > victim ? rank - 1 : rank, m = 0;
-  int svals[64];
-  for (int q = 0; q < n; q++)
-    if (q != victim) svals[m++] = q + 1;
-  tpudistComm_t c2 = initEnv(m, nr);
-  if (!c2) return 1;
-  for (int k = 0; k < 3; k++) {
-    r = checkedAllReduce(c2, rank + 1, m, svals, count, in, out);
-    if (r != tpudistSuccess) FAIL("all-reduce among the survivors: %s", tpudistGetLastError(c2));
-  }
-  if (tpudistCommDestroy(c2) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
+  rejoin(rank, n, victim, count, in, out);
   free(in);
   free(out);
-  printf("rank %d: survivor communicator of %d ranks: all-reduce ok\n", rank, m);
   return gFail ? 1 : 0;
 }
 
