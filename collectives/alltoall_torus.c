@@ -181,8 +181,8 @@ static tpudistResult_t genA2A(const tdCollArgs *a, tdSched *s, char *err) {
   for (size_t i = 0; i < l.n && r == tpudistSuccess; i++)
     if (!l.ev[i].send && l.ev[i].d != a->rank) r = evPush(&tr, l.ev[i]);
   if (r == tpudistSuccess) {
-    qsort(l.ev, l.n, sizeof(a2aEv), evCmp);
-    qsort(tr.ev, tr.n, sizeof(a2aEv), pairCmp);
+    if (l.n) qsort(l.ev, l.n, sizeof(a2aEv), evCmp); /* empty lists have no array */
+    if (tr.n) qsort(tr.ev, tr.n, sizeof(a2aEv), pairCmp);
     r = a2aLayouts(a, s, &tr);
   }
   if (r == tpudistSuccess) r = a2aEmit(a, s, &l, &tr);

@@ -27,6 +27,7 @@
 #include "bootstrap.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -208,6 +209,28 @@ void bootstrapFree(tdBootstrap *bs) {
   free(bs->addrs);
   free(bs->peer_fds);
   free(bs);
+}
+
+void bootstrapRelease(tdBootstrap *bs) {
+  if (bs && bs->listen_fd >= 0) {
+    close(bs->listen_fd);
+    bs->listen_fd = -1;
+  }
+}
+
+int bootstrapPeerReleased(const tdBootstrap *bs, int peer) {
+  if (!bs || peer < 0 || peer >= bs->nranks || peer == bs->rank) return 0;
+  int fd = -1;
+  char err[TD_ERRLEN];
+  if (netConnectStart(&bs->addrs[peer], &fd, err) != tpudistSuccess)
+    return strstr(err, strerror(ECONNREFUSED)) != NULL;
+  struct pollfd p = {fd, POLLOUT, 0};
+  int refused = 0, e = 0;
+  socklen_t el = sizeof(e);
+  if (poll(&p, 1, 0) > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0)
+    refused = e == ECONNREFUSED;
+  close(fd);
+  return refused;
 }
 
 void bootstrapAbort(tdBootstrap *bs) {

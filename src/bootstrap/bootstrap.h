@@ -29,6 +29,12 @@ tpudistResult_t bootstrapBarrier(tdBootstrap *bs, char *err);
  * collective over the members only. tag distinguishes concurrent splits. */
 tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, int newrank,
                                uint64_t tag, tdBootstrap **out, char *err);
+/* For a failed communicator: closes this rank's own listener, which peers probe with
+ * bootstrapPeerReleased. The channel can no longer be split afterwards. */
+void bootstrapRelease(tdBootstrap *bs);
+/* 1 if peer's listener refuses connections at once (the peer released its communicator or its
+ * process is gone); 0 if it accepts or the answer is not immediate. Cheap; never blocks. */
+int bootstrapPeerReleased(const tdBootstrap *bs, int peer);
 /* Unblocks every wait of bs (from any thread). */
 void bootstrapAbort(tdBootstrap *bs);
 void bootstrapFree(tdBootstrap *bs);
@@ -49,7 +55,7 @@ typedef enum {
   TD_HELLO_OK = 0,
   TD_HELLO_FOREIGN,    /* not this protocol (short, or wrong magic): drop without an answer */
   TD_HELLO_BAD_SECRET, /* our protocol without the secret: answer "rejected", drop */
-  TD_HELLO_FATAL       /* a real rank with a conflicting setup: fail the rendezvous (err says why) */
+  TD_HELLO_FATAL /* a real rank with a conflicting setup: fail the rendezvous (err says why) */
 } tdHelloVerdict;
 /* Checks a rendezvous hello of len bytes against the root's secret, version and nranks. On
  * TD_HELLO_OK: *rank, *kind, *tag and the rank's listen address (struct tdNetAddr, may be NULL). */

@@ -61,7 +61,7 @@ const tdConfigVar tdConfigTable[] = {
      "1: large shm messages are read single-copy with process_vm_readv (falls back if refused)."},
     {"TPU_DIST_SHM_BUF_BYTES", TD_CFG_INT, "1048576", TD_OFF(shm_buf_bytes),
      "Per-pair shared-memory ring size in bytes."},
-    {"TPU_DIST_SPIN_US", TD_CFG_INT, "50", TD_OFF(spin_us),
+    {"TPU_DIST_SPIN_US", TD_CFG_INT, "0", TD_OFF(spin_us),
      "Microseconds a wait spins before yielding, then sleeping."},
     {"TPU_DIST_PROGRESS_THREAD", TD_CFG_INT, "1", TD_OFF(progress_thread),
      "1: a background progress thread per communicator drives non-blocking requests."},

@@ -21,6 +21,14 @@ uint64_t execNowNs(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
+/* Millisecond-grained clock for progress timestamps and timeouts: cheaper than execNowNs on
+ * every pass of a wait. */
+uint64_t execCoarseNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
 void execBackoffInit(tdBackoff *b, int spin_us) {
   b->idle_since_ns = 0;
   b->spin_us = spin_us < 0 ? 0 : spin_us;
@@ -28,8 +36,12 @@ void execBackoffInit(tdBackoff *b, int spin_us) {
 
 /* Spin for spin_us after the last progress, then yield for 2 ms, then sleep in short naps. */
 void execBackoff(tdBackoff *b, int progressed) {
+  if (progressed) { /* the idle period starts at the next idle pass: no clock read here */
+    b->idle_since_ns = 0;
+    return;
+  }
   uint64_t now = execNowNs();
-  if (progressed || !b->idle_since_ns) {
+  if (!b->idle_since_ns) {
     b->idle_since_ns = now;
     return;
   }
@@ -148,7 +160,7 @@ void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait) {
   struct tdCommPriv *p = comm->priv;
   pthread_mutex_lock(&p->lock);
   uint64_t batch = ++p->batch_seq;
-  if (!p->head) p->last_progress_ns = execNowNs();
+  if (!p->head) p->last_progress_ns = execCoarseNs();
   for (int i = 0; i < n; i++) {
     tdOp *op = ops[i];
     op->batch = batch;
@@ -260,9 +272,12 @@ int execProgressLocked(tdComm *comm) {
   int progressed = 0;
   tpudistResult_t r = transportProgressAll(comm, &progressed);
   if (r != tpudistSuccess) {
+    /* the transport logged the cause; record it without logging it again */
     char msg[TD_ERRLEN + 32];
     snprintf(msg, sizeof(msg), "transport failure: %s", comm->last_error);
-    commFailLocked(comm, r, msg);
+    snprintf(comm->last_error, sizeof(comm->last_error), "%.*s",
+             (int)sizeof(comm->last_error) - 1, msg);
+    commFailLocked(comm, r, comm->last_error);
     return 1;
   }
   for (int round = 0; round < 2 && p->head; round++) {
@@ -270,7 +285,7 @@ int execProgressLocked(tdComm *comm) {
     if (batchProgress(comm)) progressed = 1;
     if (!p->head || p->head->batch == batch) break;
   }
-  uint64_t now = execNowNs();
+  uint64_t now = execCoarseNs();
   if (progressed || !p->head) {
     p->last_progress_ns = now;
   } else if (now - p->last_progress_ns > (uint64_t)comm->timeout_ms * 1000000ull) {

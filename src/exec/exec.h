@@ -133,6 +133,7 @@ typedef struct {
   int spin_us;
 } tdBackoff;
 uint64_t execNowNs(void);
+uint64_t execCoarseNs(void); /* CLOCK_MONOTONIC_COARSE: progress timestamps, timeouts */
 void execBackoffInit(tdBackoff *b, int spin_us);
 void execBackoff(tdBackoff *b, int progressed);
 

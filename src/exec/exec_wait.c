@@ -2,10 +2,14 @@
  * exec_wait.c - waiting and the background progress thread. A waiter drives progress itself
  * (no hand-off to the progress thread, which sleeps while anyone waits); the progress thread runs
  * only while non-blocking operations are queued and nobody waits. Every wait ends on completion,
- * abort, or the communicator's timeout (detected in execProgressLocked).
+ * abort, or the communicator's timeout (detected in execProgressLocked). Waits spin for
+ * TPU_DIST_SPIN_US before yielding, except when the ranks on this host outnumber the cores: then
+ * they yield from the first idle pass.
  */
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <unistd.h>
 
 #include "comm_priv.h"
 #include "log.h"
@@ -14,12 +18,12 @@ static void *progressMain(void *arg) {
   tdComm *comm = arg;
   struct tdCommPriv *p = comm->priv;
   tdBackoff bo;
-  execBackoffInit(&bo, comm->cfg->spin_us);
+  execBackoffInit(&bo, p->spin_us);
   pthread_mutex_lock(&p->lock);
   while (!p->stop) {
     if (!p->head || p->waiters > 0 || p->broken || comm->aborted) {
       pthread_cond_wait(&p->cond, &p->lock);
-      execBackoffInit(&bo, comm->cfg->spin_us);
+      execBackoffInit(&bo, p->spin_us);
       continue;
     }
     int progressed = execProgressLocked(comm);
@@ -31,9 +35,23 @@ static void *progressMain(void *arg) {
   return NULL;
 }
 
+/* Ranks of this communicator on this host outnumber the cores this process may run on: a waiter
+ * that spins holds a core its peer needs, so waits yield from the first idle pass. */
+static int oversubscribed(const tdComm *comm) {
+  cpu_set_t set;
+  int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
+  if (cores <= 0) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
+  if (cores <= 0 || !comm->peers) return 0;
+  int local = 0;
+  for (int r = 0; r < comm->nranks; r++)
+    local += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+  return local > cores;
+}
+
 tpudistResult_t execCommInit(tdComm *comm, char *err) {
   struct tdCommPriv *p = comm->priv;
-  p->last_progress_ns = execNowNs();
+  p->last_progress_ns = execCoarseNs();
+  p->spin_us = oversubscribed(comm) ? 0 : comm->cfg->spin_us;
   if (!comm->cfg->progress_thread) return tpudistSuccess;
   int rc = pthread_create(&p->thread, NULL, progressMain, comm);
   if (rc != 0)
@@ -57,7 +75,7 @@ void execCommStop(tdComm *comm) {
 static void waitLoop(tdComm *comm, tdOp *op) {
   struct tdCommPriv *p = comm->priv;
   tdBackoff bo;
-  execBackoffInit(&bo, comm->cfg->spin_us);
+  execBackoffInit(&bo, p->spin_us);
   p->waiters++;
   while (op ? !op->done : p->head != NULL) {
     if (comm->aborted) break;

@@ -135,6 +135,7 @@ void transportReleaseAll(tdComm *comm) {
   if (!st) return;
   for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
   st->inited = 0;
+  bootstrapRelease(comm->bootstrap); /* peers never connected to us learn it from the listener */
 }
 
 tpudistResult_t transportConnect(tdComm *comm, char *err) {

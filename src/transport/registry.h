@@ -51,8 +51,9 @@ tpudistResult_t transportProgressAll(tdComm *comm, int *progressed);
 /* commFini of every transport (reverse order), frees peer_tp. Idempotent. */
 void transportFiniAll(tdComm *comm);
 /* For a communicator that failed: commFini of every transport now (listeners and connections
- * closed, shm sides marked released), so that peers still waiting on this rank fail with
- * tpudistRemoteError at once instead of timing out; keeps peers and peer_tp. Nothing may be posted
+ * closed, shm sides marked released, the bootstrap listener closed: see bootstrapPeerReleased), so
+ * that peers still waiting on this rank fail with tpudistRemoteError at once instead of timing out;
+ * keeps peers and peer_tp. Nothing may be posted
  * or progressed on comm afterwards; transportFiniAll still frees the rest. Idempotent. */
 void transportReleaseAll(tdComm *comm);
 

@@ -100,6 +100,22 @@ static void *killer(void *arg) {
   return NULL;
 }
 
+/* The survivors continue: a new communicator among them (ranks above the victim move down one),
+ * through the same TPU_DIST_COMM_ID, completes exactly checked all-reduces. */
+static void rejoin(int rank, int n, int victim, size_t count, int32_t *in, int32_t *out) {
+  int nr = victim >= 0 && rank > victim ? rank - 1 : rank, m = 0;
+  int svals[64];
+  for (int q = 0; q < n; q++)
+    if (q != victim) svals[m++] = q + 1;
+  tpudistComm_t c2 = initEnv(m, nr);
+  if (!c2) return;
+  for (int k = 0; k < 3; k++)
+    if (checkedAllReduce(c2, rank + 1, m, svals, count, in, out) != tpudistSuccess)
+      FAIL("all-reduce among the survivors: %s", tpudistGetLastError(c2));
+  if (tpudistCommDestroy(c2) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
+  printf("rank %d: survivor communicator of %d ranks: all-reduce ok\n", rank, m);
+}
+
 static int modeKill(int rank, int n, int victim) {
   tpudistComm_t c = initEnv(n, rank);
   if (!c) return 1;
@@ -111,7 +127,7 @@ static int modeKill(int rank, int n, int victim) {
   if (rank == victim) {
     static int delay;
     srand((unsigned)getpid());
-    delay = 300 + rand() % 400;
+    delay = envInt("TD_FAULT_KILL_MS", 300 + rand() % 400);
     pthread_t th;
     pthread_create(&th, NULL, killer, &delay);
   }
@@ -138,6 +154,10 @@ static int modeKill(int rank, int n, int victim) {
   tpudistResult_t a = tpudistSuccess;
   if (tpudistCommGetAsyncError(c, &a) != tpudistSuccess || a != r)
     FAIL("async error %d, the call returned %d", a, r);
+  tpudistComm_t sub = NULL;
+  if (tpudistCommSplit(c, 0, rank, &sub, NULL) != tpudistInvalidUsage ||
+      !strstr(tpudistGetLastError(c), "has failed"))
+    FAIL("splitting the failed communicator: '%s'", tpudistGetLastError(c));
   /* TD_FAULT_HOLD_MS: keep the broken communicator a while before destroying it, so that the
    * other survivors cannot rely on this rank's destroy to learn of the failure. */
   int hold = envInt("TD_FAULT_HOLD_MS", 0);
@@ -149,21 +169,9 @@ static int modeKill(int rank, int n, int victim) {
   tpudistResult_t dr = tpudistCommDestroy(c);
   if (nowMs() - d0 > 2000.0) FAIL("destroy after the failure took %.0f ms", nowMs() - d0);
   (void)dr;
-  /* The survivors continue: a new communicator among them, through the same TPU_DIST_COMM_ID. */
-  int nr = victim >= 0 && rank > victim ? rank - 1 : rank, m = 0;
-  int svals[64];
-  for (int q = 0; q < n; q++)
-    if (q != victim) svals[m++] = q + 1;
-  tpudistComm_t c2 = initEnv(m, nr);
-  if (!c2) return 1;
-  for (int k = 0; k < 3; k++) {
-    r = checkedAllReduce(c2, rank + 1, m, svals, count, in, out);
-    if (r != tpudistSuccess) FAIL("all-reduce among the survivors: %s", tpudistGetLastError(c2));
-  }
-  if (tpudistCommDestroy(c2) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
+  rejoin(rank, n, victim, count, in, out);
   free(in);
   free(out);
-  printf("rank %d: survivor communicator of %d ranks: all-reduce ok\n", rank, m);
   return gFail ? 1 : 0;
 }
 
@@ -270,19 +278,20 @@ static int modeBadargs(int rank, int n) {
 
 /* ---- TPU_DIST_CHECK mismatch ------------------------------------------------------------- */
 
-static void expectMismatch(tpudistComm_t c, tpudistResult_t r, int odd, int rank,
-                           const char *what) {
+/* Every rank gets the same message: the others' call with "ranks 0-(n-2)", the odd one's with
+ * "rank n-1" (the odd rank is the last). */
+static void expectMismatch(tpudistComm_t c, tpudistResult_t r, int n, int rank, const char *what) {
   const char *msg = tpudistGetLastError(c);
-  char want[32];
-  snprintf(want, sizeof(want), "rank %d", odd);
+  char odd[32], rest[32];
+  snprintf(odd, sizeof(odd), "; rank %d called", n - 1);
+  if (n > 2)
+    snprintf(rest, sizeof(rest), ": ranks 0-%d called", n - 2);
+  else
+    snprintf(rest, sizeof(rest), ": rank 0 called");
   printf("rank %d: %s: %s\n", rank, what, msg);
   if (r != tpudistInvalidUsage) FAIL("%s: got %d, expected tpudistInvalidUsage", what, r);
-  if (!strstr(msg, "mismatch") || !strstr(msg, want))
-    FAIL("%s: the message does not name rank %d: '%s'", what, odd, msg);
-  if (rank == odd) {
-    snprintf(want, sizeof(want), "rank %d", odd == 0 ? 1 : 0);
-    if (!strstr(msg, want)) FAIL("%s: the odd rank's message names no other rank: '%s'", what, msg);
-  }
+  if (!strstr(msg, "collective mismatch") || !strstr(msg, odd) || !strstr(msg, rest))
+    FAIL("%s: the message does not name '%s' and '%s': '%s'", what, rest + 2, odd + 2, msg);
 }
 
 static int modeMismatch(int rank, int n) {
@@ -306,11 +315,11 @@ static int modeMismatch(int rank, int n) {
     if (round == 0) {
       size_t count = rank == odd ? 1001 : 1000;
       r = tpudistAllReduce(in, out, count, tpudistInt32, tpudistSum, sub, NULL);
-      expectMismatch(sub, r, odd, rank, "count 1001 on one rank");
+      expectMismatch(sub, r, n, rank, "count 1001 on one rank");
     } else {
       int root = rank == odd ? 1 : 0;
       r = tpudistBroadcast(in, out, 100, tpudistInt32, root, sub, NULL);
-      expectMismatch(sub, r, odd, rank, "root 1 on one rank");
+      expectMismatch(sub, r, n, rank, "root 1 on one rank");
     }
     if (nowMs() - t0 > 5000.0) FAIL("the mismatch took %.0f ms to report", nowMs() - t0);
     tpudistCommDestroy(sub);

@@ -14,8 +14,8 @@ export TPU_DIST_TIMEOUT_MS=${TPU_DIST_TIMEOUT_MS:-5000}
 job=${TD_BUILDDIR:-.}/tests/fault/fault_job
 run() { echo "== $*"; launch "$@" || { echo "FAILED: $*"; exit 1; }; }
 noomp="env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE"
-run 3 $noomp TPU_DIST_FAULT=delay=2 tools/main_job --small
-run 2 $noomp TPU_DIST_FAULT=delay=1 TPU_DIST_TRANSPORTS=socket tools/main_job --small
+run 3 $noomp TPU_DIST_FAULT=delay=2 "${TD_BUILDDIR:-.}"/tools/main_job --small
+run 2 $noomp TPU_DIST_FAULT=delay=1 TPU_DIST_TRANSPORTS=socket "${TD_BUILDDIR:-.}"/tools/main_job --small
 run 4 env TPU_DIST_FAULT=drop=300,rank=1 $job inject
 run 3 env TPU_DIST_FAULT=drop=100,rank=0 TPU_DIST_TRANSPORTS=socket $job inject
 run 4 env TPU_DIST_FAULT=corrupt=200,rank=2 $job inject

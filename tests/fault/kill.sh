@@ -18,10 +18,16 @@ sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(2 4 8)
 rc=0
 for n in "${sizes[@]}"; do
-  for tp in shm,socket socket; do
-    # the middle rank over shm, rank 0 (the bootstrap root) over socket
-    if [ "$tp" = socket ]; then victim=0; else victim=$((n / 2)); fi
-    echo "== $n ranks over $tp, rank $victim killed"
+  # the middle rank over shm, rank 0 (the bootstrap root) over socket, both at a random moment;
+  # then the last rank right at the start, before most pairs have connected
+  for variant in shm,socket:mid socket:root shm,socket:start; do
+    tp=${variant%%:*}
+    case $variant in
+      *:mid) victim=$((n / 2)); unset TD_FAULT_KILL_MS ;;
+      *:root) victim=0; unset TD_FAULT_KILL_MS ;;
+      *) victim=$((n - 1)); export TD_FAULT_KILL_MS=0 ;;
+    esac
+    echo "== $n ranks over $tp, rank $victim killed (${variant#*:})"
     export TPU_DIST_COMM_ID=127.0.0.1:$(td_port)
     # at 8 ranks the survivors keep their broken communicator past the timeout before destroying
     # it: nobody may depend on another survivor's destroy to learn of the failure

@@ -12,18 +12,18 @@ work=${1:-${TMPDIR:-/tmp}/tpu_dist-fuzz}
 secs=${TD_FUZZ_SECONDS:-60}
 command -v clang >/dev/null || { echo "fuzz: clang is not installed"; exit 1; }
 src=$work/src
+# a fresh copy every run: copied files keep their times, so objects of an older copy could look
+# newer than the sources they were built from
+rm -rf "$src"
 mkdir -p "$src"
 (cd "$top" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$src" || exit 1
 cd "$src" || exit 1
-if [ ! -x configure ] || [ configure.ac -nt configure ] || [ Makefile.am -nt Makefile.in ]; then
-  autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; exit 1; }
-fi
+autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; exit 1; }
 mkdir -p build-fuzz && cd build-fuzz || exit 1
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
-if [ ! -f Makefile ]; then
-  ../configure -q CC=clang CFLAGS="-g -O1 -fsanitize=fuzzer-no-link $san" >configure.log 2>&1 ||
-    { tail -20 configure.log; exit 1; }
-fi
+# the portable kernels: clang does not know every cpu feature name gcc's dispatch asks for
+cflags="-g -O1 -fsanitize=fuzzer-no-link $san -DTD_KERNELS_PORTABLE"
+../configure -q CC=clang CFLAGS="$cflags" >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
 make -j"${TD_MAKE_JOBS:-2}" libtdrt.la libtdpure.la >make.log 2>&1 ||
   { grep -E "error" make.log | head -20; exit 1; }
 inc="-I../include -I../topology -I../collectives -I../src -I../src/core -I../src/transport"

@@ -266,7 +266,8 @@ static void tMoeDispatch(const Ctx *c, int dt, size_t tokens) {
     gChecks++;
     if (rc[s] != want) {
       gFail++;
-      fprintf(stderr, "[%d] %s: counts from %d: got %zu want %zu\n", gWorldRank, what, s, rc[s], want);
+      fprintf(stderr, "[%d] %s: counts from %d: got %zu want %zu\n", gWorldRank, what, s, rc[s],
+              want);
       return;
     }
     for (size_t j = 0; j < rc[s]; j++) raw(gE, rd[s] + j, es, seed, s, (size_t)me * 100000 + j);
@@ -382,6 +383,20 @@ static void expectErr(const Ctx *c, tpudistResult_t got, tpudistResult_t want, c
 
 static void tErrors(const Ctx *c) {
   tpudistComm_t cm = c->comm;
+  for (int r = -1; r <= tpudistNumResults + 5; r++) {
+    const char *s = tpudistGetErrorString((tpudistResult_t)r);
+    gChecks++;
+    if (!s || !*s) {
+      gFail++;
+      fprintf(stderr, "[%d] GetErrorString(%d) empty\n", gWorldRank, r);
+    }
+  }
+  int ver = 0;
+  gChecks++;
+  if (tpudistGetVersion(&ver) != tpudistSuccess || ver != TPUDIST_VERSION_CODE) {
+    gFail++;
+    fprintf(stderr, "[%d] GetVersion gave %d\n", gWorldRank, ver);
+  }
   expectErr(c, tpudistAllReduce(NULL, gR, 4, tpudistInt32, tpudistSum, cm, NULL),
             tpudistInvalidArgument, "null send");
   expectErr(c, tpudistAllReduce(gS, gR, 4, (tpudistDataType_t)42, tpudistSum, cm, NULL),

@@ -23,9 +23,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "bootstrap.h"
 #include "core/config.h"
 #include "kernels.h"
 #include "log.h"
@@ -84,6 +86,8 @@ static void shmCommFini(tdComm *comm) {
   int i = commTransportIndex(comm, &tdTransportShm);
   tdShmCtx *c = comm->tp_ctx[i];
   if (!c) return;
+  /* segments a dead peer created (or began) that this rank never mapped are left to us */
+  if (c->peers) shmUnlinkDeadPeers(comm, c);
   for (int i = 0; c->peers && i < c->nactive; i++) shmDisconnect(c, c->active[i]);
   freeUnexpList(c);
   while (c->reads) {
@@ -359,14 +363,9 @@ static tpudistResult_t ringConsume(tdComm *comm, tdShmCtx *c, int p, int *moved)
   return tpudistSuccess;
 }
 
-/* 1 if the next CMA id's ack slot is free: the send that used it last (id - TD_SHM_CMA_SLOTS)
- * has been retired by cmaAcks here. Seeing its ack in the slot is not enough: once the slot is
- * reused, the receiver may overwrite that ack with the new id's before cmaAcks reads it, and the
- * old send would never complete. cma_wait is in id order, so its head is the oldest id in use. */
+/* 1 if the next CMA id's ack slot is free: the id that used it before has completed here. */
 static int cmaSlotFree(tdShmPeer *pe) {
-  uint64_t id = pe->next_cma_id;
-  const tdXfer *oldest = pe->cma_wait.head;
-  return !oldest || (uint64_t)(uintptr_t)oldest->tp_priv[1] + TD_SHM_CMA_SLOTS > id;
+  return !pe->cma_busy[pe->next_cma_id % TD_SHM_CMA_SLOTS];
 }
 
 /* Writes one record for the head of the send queue. 0 when the ring has no room. */
@@ -395,6 +394,7 @@ static int produceOne(tdShmCtx *c, tdShmPeer *pe, uint64_t *head) {
     rec->type = TD_REC_CMA;
     rec->addr = (uint64_t)(uintptr_t)x->buf;
     rec->cma_id = pe->next_cma_id++;
+    pe->cma_busy[rec->cma_id % TD_SHM_CMA_SLOTS] = 1;
     x->tp_priv[1] = (void *)(uintptr_t)rec->cma_id;
     *head += TD_SHM_REC;
     xqPop(&pe->sendq);
@@ -404,7 +404,8 @@ static int produceOne(tdShmCtx *c, tdShmPeer *pe, uint64_t *head) {
   uint64_t room = TD_MIN(avail - TD_SHM_REC, pe->frag_max);
   size_t flen = left <= room ? left : (size_t)(room & ~(uint64_t)63);
   rec->flen = flen;
-  memcpy((char *)rec + TD_SHM_REC, (const char *)x->buf + done, flen);
+  if (flen)
+    memcpy((char *)rec + TD_SHM_REC, (const char *)x->buf + done, flen); /* buf may be NULL */
   *head += TD_SHM_REC + TD_R64(flen);
   x->tp_priv[0] = (void *)(uintptr_t)(done + flen);
   if (done + flen == x->len) {
@@ -431,6 +432,7 @@ static void cmaAcks(tdComm *comm, tdShmPeer *pe, int p, int *moved) {
     uint64_t v = __atomic_load_n(&pe->ctl_out->cma_ack[id % TD_SHM_CMA_SLOTS], __ATOMIC_ACQUIRE);
     if ((v & ~TD_CMA_NACK) == id + 1) {
       xqUnlink(&pe->cma_wait, prev, x);
+      pe->cma_busy[id % TD_SHM_CMA_SLOTS] = 0;
       if (v & TD_CMA_NACK)
         transportError(comm, tpudistRemoteError, "shm: rank %d could not read a message", p);
       transportComplete(x, (v & TD_CMA_NACK) ? tpudistRemoteError : tpudistSuccess, -1);
@@ -560,8 +562,12 @@ static tpudistResult_t checkLiveness(tdComm *comm, tdShmCtx *c) {
     tdShmPeer *pe = &c->peers[p];
     if (pe->state == SHM_FAILED || !peerBusy(c, p)) continue;
     char why[96];
+    int unmapped = pe->state != SHM_READY ||
+                   !__atomic_load_n(&pe->hdr->mapped[1 - pe->side], __ATOMIC_ACQUIRE);
     if (pe->state == SHM_READY && __atomic_load_n(&pe->hdr->closed[1 - pe->side], __ATOMIC_ACQUIRE))
       snprintf(why, sizeof(why), "the rank released the communicator (destroyed or aborted)");
+    else if (unmapped && bootstrapPeerReleased(comm->bootstrap, p)) /* it never joined the pair */
+      snprintf(why, sizeof(why), "the rank released the communicator before joining the segment");
     else if (shmPeerDead(comm, pe, p))
       snprintf(why, sizeof(why), "process %d exited", comm->peers[p].pid);
     else

@@ -95,6 +95,10 @@ typedef struct {
   tdXferQueue sendq;    /* head is being written */
   tdXferQueue cma_wait; /* CMA sends waiting for their acknowledgement */
   uint64_t next_cma_id;
+  /* ids whose acknowledgement this side has not processed yet, by slot: a slot is reused only
+   * after its previous id completed here (the receiver overwrites the slot when it acknowledges
+   * the next id, so an acknowledgement seen in the slot but not processed would be lost) */
+  uint8_t cma_busy[TD_SHM_CMA_SLOTS];
   /* receiving */
   tdXfer *rcur;         /* receive of the message in progress in the incoming ring */
   tdShmUnexp *ucur;     /* or the unexpected message being copied out */
@@ -126,6 +130,9 @@ typedef struct {
 tpudistResult_t shmConnect(tdComm *comm, tdShmCtx *c, int p);
 void shmDisconnect(tdShmCtx *c, int p);
 void shmProbeCma(tdShmCtx *c, tdShmPeer *pe);
+/* At teardown: unlinks the segment a dead same-host peer may have created for a pair
+ * this rank never opened (nobody else would). */
+void shmUnlinkDeadPeers(tdComm *comm, tdShmCtx *c);
 /* 1 if peer p is known to have exited. */
 int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p);
 int64_t shmNowMs(void);

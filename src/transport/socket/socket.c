@@ -17,6 +17,8 @@
  * every transfer pending with that peer with tpudistRemoteError naming the peer; a peer closing
  * with nothing pending (normal shutdown) only fails later posts to it.
  */
+#include "socket.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -31,13 +33,12 @@
 #include "log.h"
 #include "net.h"
 #include "registry.h"
-#include "socket.h"
 
 #define TD_SOCK_MAGIC 0x6b636f73647470ull /* "ptdsock" */
 #define TD_SOCK_STAGE (256 * 1024)
 #define TD_SOCK_MAX_PER_PEER (8u << 20) /* bytes read per peer per progress call */
-#define TD_SOCK_HELLO_MS 10000           /* how long an accepted connection may stay silent */
-#define TD_SOCK_MAX_ACCEPTING 64         /* connections without a complete hello kept at once */
+#define TD_SOCK_HELLO_MS 10000          /* how long an accepted connection may stay silent */
+#define TD_SOCK_MAX_ACCEPTING 64        /* connections without a complete hello kept at once */
 
 enum { SK_NONE, SK_CONNECTING, SK_HELLO, SK_WAITPEER, SK_READY, SK_CLOSED, SK_FAILED };
 enum { RX_HDR, RX_XFER, RX_UNEXP, RX_DISCARD };
@@ -75,7 +76,8 @@ typedef struct {
   size_t rlen;
   tdXfer *rcur;
   tdSockMsg *rmsg;
-  size_t stage_fill;
+  size_t stage_fill; /* bytes of a partial element kept in part (reducing receives) */
+  char part[16];
   char why[160]; /* reason of SK_CLOSED / SK_FAILED */
 } tdSockPeer;
 
@@ -558,6 +560,8 @@ static char *rxTarget(tdSockCtx *c, tdSockPeer *pe, size_t *room) {
     *room = left;
     return (char *)pe->rcur->buf + pe->rgot;
   }
+  /* The stage is shared by all peers: this peer's partial element goes in front first. */
+  memcpy(c->stage, pe->part, pe->stage_fill);
   *room = TD_MIN(left, TD_SOCK_STAGE - pe->stage_fill);
   return c->stage + pe->stage_fill;
 }
@@ -599,7 +603,7 @@ static tpudistResult_t progressRecv(tdComm *comm, tdSockCtx *c, int p, int *move
       size_t whole = pe->stage_fill - pe->stage_fill % es;
       size_t off = pe->rgot - pe->stage_fill;
       transportDeliver(pe->rcur, off, c->stage, whole);
-      memmove(c->stage, c->stage + whole, pe->stage_fill - whole);
+      memcpy(pe->part, c->stage + whole, pe->stage_fill - whole);
       pe->stage_fill -= whole;
     }
     if (pe->rgot == pe->rlen) rxFinish(comm, c, p);
