@@ -297,7 +297,13 @@ static int compareAlgos(const Opts *o, const simConfig *cfg, tdColl coll) {
   return m ? 0 : -1;
 }
 
-static int sweep(const Opts *o, const simConfig *cfg, tdColl coll, const char *argv0) {
+/* --sweep: a table on stdout, the CSV (--csv, default tpudist-sim-sweep.csv) and its plot (--plot,
+ * default tpudist-sim-sweep.png; --plot none skips it). */
+static int sweep(const Opts *oin, const simConfig *cfg, tdColl coll, const char *argv0) {
+  Opts oc = *oin, *o = &oc;
+  if (!o->csv) o->csv = "tpudist-sim-sweep.csv";
+  if (!o->plot) o->plot = "tpudist-sim-sweep.png";
+  if (!strcmp(o->plot, "none")) o->plot = NULL;
   const char *names[16];
   int n = o->algos || !strcmp(o->algo, "auto") ? listAlgos(o, coll, names, 16) : 1;
   if (n == 1 && !o->algos && strcmp(o->algo, "auto")) names[0] = o->algo;
@@ -319,7 +325,7 @@ static int sweep(const Opts *o, const simConfig *cfg, tdColl coll, const char *a
     }
   if (csv) fclose(csv);
   if (!o->plot) return 0;
-  if (!o->csv) return fprintf(stderr, "tpudist-sim: --plot needs --csv\n"), -1;
+  printf("csv %s, plot %s\n", o->csv, o->plot);
   char script[1024], cmd[4096];
   snprintf(script, sizeof(script), "%s", argv0);
   char *slash = strrchr(script, '/');
