@@ -164,6 +164,14 @@ static int parseOpts(int argc, char **argv, perfOpts *o) {
       default: return 1;
     }
   }
+  if (o->moe_tokens <= 0 && (o->skew < 0 || o->skew > 1)) {
+    fprintf(stderr, "-k skew must be in [0, 1] (a fraction of the data), or a Zipf exponent with -T\n");
+    return 1;
+  }
+  if (o->moe_tokens > 0 && (o->moe_hidden <= 0 || o->moe_topk < 1 || o->moe_topk > 64 || o->skew < 0)) {
+    fprintf(stderr, "MoE traffic needs -H hidden > 0, 1 <= -K top-k <= 64 and -k >= 0\n");
+    return 1;
+  }
   if (o->iters < 1 || o->min_bytes > o->max_bytes || (o->step_factor == 0 && !o->step_bytes) ||
       (o->step_factor != 0 && o->step_factor <= 1)) {
     fprintf(stderr, "bad size range or iteration count\n");

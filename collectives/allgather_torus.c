@@ -1,7 +1,9 @@
 /*
  * allgather_torus.c - torus all-gather: all-gather along each axis in turn, each time passing on
- * everything gathered so far. After the first axis of a flow a rank holds the blocks of its line
- * along that axis, after the second those of its plane, and so on.
+ * everything gathered so far. After the first axis gathered a rank holds the blocks of its line
+ * along that axis, after the second those of its plane, and so on. A flow's levels are gathered
+ * last to first, as the all-gather half of the torus all-reduce, so that its first level (the
+ * rotated axis, or the twisted cycle) carries the largest stage.
  *
  * All axes busy at once: each block is split into F chunks (flows), one per axis (two per axis
  * when some axis is a ring, one per ring direction); flow f takes the axes rotated by f on its
@@ -14,7 +16,6 @@
  * Preconditions: torus topology with nranks chips.
  */
 #include <stdlib.h>
-#include <string.h>
 
 #include "algos.h"
 #include "torus_rings.h"
@@ -25,19 +26,21 @@ typedef struct {
   int first[TDT_MAX_LINE + 1];
 } agWork;
 
-/* Blocks held by position j along order[l]: coordinate j there, the axes of levels 0..l-1 free,
- * every other axis equal to this rank's. */
-static void agBucket(agWork *w, const tdCollArgs *a, const int *order, int l, int n, int nf,
-                     int f) {
-  int mine[TD_MAX_DIMS], fixed[TD_MAX_DIMS] = {1, 1, 1, 1}, m = 0;
+/* Blocks held by position j at level l (levels are gathered last to first): position j there,
+ * the same positions as this rank at every level still to come (0 .. l-1); levels done are
+ * free. */
+static void agBucket(agWork *w, const tdCollArgs *a, const tdtLevel *lv, int nax, int l, int n,
+                     int nf, int f) {
+  int mine[TD_MAX_DIMS], m = 0, pm[TD_MAX_DIMS];
   topoRankToCoords(a->topo, a->rank, mine);
-  for (int i = 0; i <= l; i++) fixed[order[i]] = 0;
+  (void)nax;
+  for (int k = 0; k < l; k++) pm[k] = torusLevelPos(a->topo, &lv[k], mine);
   for (int j = 0; j < n; j++) {
     w->first[j] = m;
     for (int b = 0; b < a->nranks; b++) {
-      int ok = w->coords[b][order[l]] == j;
-      for (int d = 0; d < TD_MAX_DIMS && ok; d++)
-        if (fixed[d] && w->coords[b][d] != mine[d]) ok = 0;
+      int ok = torusLevelPos(a->topo, &lv[l], w->coords[b]) == j;
+      for (int k = 0; k < l && ok; k++)
+        if (torusLevelPos(a->topo, &lv[k], w->coords[b]) != pm[k]) ok = 0;
       if (!ok) continue;
       w->items[m].start = (uint32_t)b * (uint32_t)nf + (uint32_t)f;
       w->items[m++].len = 1;
@@ -50,10 +53,12 @@ static tpudistResult_t agFlow(const tdCollArgs *a, tdtCtx *c, agWork *w, const i
                               int f, int nf, char *err) {
   int order[TD_MAX_DIMS], dir;
   tdtGroup g;
+  tdtLevel lv[TD_MAX_DIMS];
   torusFlowOrder(ax, nax, f, order, &dir);
-  for (int l = 0; l < nax; l++) {
-    TD_CHECK(torusGroup(a->topo, a->rank, order[l], &g, err));
-    agBucket(w, a, order, l, g.n, nf, f);
+  torusFlowLevels(a->topo, order, nax, lv);
+  for (int l = nax - 1; l >= 0; l--) { /* the first level, the largest, last (as in all-reduce) */
+    TD_CHECK(torusGroupAt(a->topo, a->rank, &lv[l], &g, err));
+    agBucket(w, a, lv, nax, l, g.n, nf, f);
     tdtBlocks blk = {w->items, w->first};
     TD_CHECK(torusAllGather(c, &g, dir, &blk));
   }

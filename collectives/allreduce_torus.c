@@ -5,9 +5,10 @@
  * All axes busy at once: the buffer is split into F flows, one per axis (two per axis when some
  * axis is a ring: one per ring direction); flow f takes the axes in the order rotated by f, and
  * runs on its own stream. A ring axis (wrap link present, length >= 3) runs a unidirectional ring
- * in the flow's direction; an axis without wrap (or whose wrap is twisted onto another plane, or
- * of length 2) runs as a line with partial sums flowing from both ends. Every message goes to a
- * torus neighbour.
+ * in the flow's direction; an axis without wrap (or of length 2) runs as a line with partial sums
+ * flowing from both ends. On a twisted torus a flow starting on a short axis uses that axis'
+ * twisted cycle (2n ranks) as its first ring, then the long axes as half-lines / shifted rings
+ * (torus_rings.h, tdtLevel). Every message goes to a torus neighbour.
  *
  * Cost (V bytes, D axes of length n_d, W1 bytes/s per link direction, alpha per hop): about
  * 2 * V * (n-1)/n / (2 D W1) for equal ring axes (each link direction carries one flow's first
@@ -24,6 +25,8 @@
 /* One flow: reduce-scatter down the levels, all-gather back up. */
 static tpudistResult_t arFlow(const tdTopo *t, tdtCtx *c, const int *order, int nax, int dir,
                               uint32_t start, uint32_t len, char *err) {
+  tdtLevel lv[TD_MAX_DIMS];
+  torusFlowLevels(t, order, nax, lv);
   tdtGroup g;
   uint32_t st[TD_MAX_DIMS], ln[TD_MAX_DIMS];
   tdtRange items[TDT_MAX_LINE];
@@ -32,7 +35,7 @@ static tpudistResult_t arFlow(const tdTopo *t, tdtCtx *c, const int *order, int 
   for (int pass = 0; pass < 2; pass++) {
     for (int s = 0; s < nax; s++) {
       int l = pass == 0 ? s : nax - 1 - s;
-      TD_CHECK(torusGroup(t, c->rank, order[l], &g, err));
+      TD_CHECK(torusGroupAt(t, c->rank, &lv[l], &g, err));
       if (pass == 0) {
         st[l] = start;
         ln[l] = len;

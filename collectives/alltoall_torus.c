@@ -11,12 +11,13 @@
  * exchange precedes the data movement), so an intermediate rank knows the size of every block it
  * forwards; blocks of zero elements are left out everywhere.
  *
- * Cost (P ranks, V bytes per rank, dims A x B x C, W1 per link direction): each link direction
- * carries about (V/P) * P * (mean hops)/(2 D) ... bounded by the bisection: about
- * V * max(A,B,C) / (8 W1) per rank for a plain torus with wrap (the reference's
- * (V/N) max/(4W) with W = 2 W1), less on a twisted torus whose routes are shorter; latency
- * (max route length) hops. One step per block per hop.
- * Preconditions: torus topology with nranks chips whose routes go through neighbours.
+ * Cost (P ranks, V bytes sent per rank, dims A x B x C, W1 per link direction): bisection bound,
+ * about V * max(A,B,C) / (8 W1) on a plain torus with wrap (the reference's (V/N) max / (4W),
+ * W = 2 W1), less on a twisted torus whose routes are shorter; store and forward adds one block
+ * time per hop, and the latency is the longest route in hops. One step per block per hop
+ * (about P * mean hops messages per rank), so the schedule is long for large P.
+ * Preconditions: torus topology with nranks chips whose routes go through neighbours; no
+ * in-place form. Scratch: one block per block this rank forwards.
  */
 #include <stdlib.h>
 
@@ -180,8 +181,8 @@ static tpudistResult_t genA2A(const tdCollArgs *a, tdSched *s, char *err) {
   for (size_t i = 0; i < l.n && r == tpudistSuccess; i++)
     if (!l.ev[i].send && l.ev[i].d != a->rank) r = evPush(&tr, l.ev[i]);
   if (r == tpudistSuccess) {
-    qsort(l.ev, l.n, sizeof(a2aEv), evCmp);
-    qsort(tr.ev, tr.n, sizeof(a2aEv), pairCmp);
+    if (l.n) qsort(l.ev, l.n, sizeof(a2aEv), evCmp); /* empty lists have no array */
+    if (tr.n) qsort(tr.ev, tr.n, sizeof(a2aEv), pairCmp);
     r = a2aLayouts(a, s, &tr);
   }
   if (r == tpudistSuccess) r = a2aEmit(a, s, &l, &tr);

@@ -2,11 +2,12 @@
  * broadcast_chain.c - pipelined chain broadcast.
  *
  * Algorithm: the ranks form a chain root, root+1, ..., root+n-1 (mod n). The message is split
- * into k chunks (k = 8 for three or more ranks, else 1); the root sends chunk c to the next rank
- * (straight from INPUT; out of place it also copies INPUT to its OUTPUT), and every other rank
- * receives chunk c into OUTPUT and, unless last, forwards it (recv + send of the same chunk,
- * fused into recv_copy_send by schedFuse). Receives of later chunks may be posted while earlier
- * chunks are still being forwarded, so the chain pipelines.
+ * into k chunks (k = 2(n-1) clamped to [8, 256] for three or more ranks, else 1: enough
+ * chunks that filling the chain costs little next to streaming the message); the root sends chunk c
+ * to the next rank (straight from INPUT; out of place it also copies INPUT to its OUTPUT), and
+ * every other rank receives chunk c into OUTPUT and, unless last, forwards it (recv + send of the
+ * same chunk, fused into recv_copy_send by schedFuse). Receives of later chunks may be posted while
+ * earlier chunks are still being forwarded, so the chain pipelines.
  *
  * Cost: (n-1 + k-1) chunk steps: (n+k-2)(alpha + (M/k) beta), M = count * elem_size; the
  * executor further pipelines each chunk in wire-sized pieces.
@@ -16,7 +17,8 @@
  */
 #include "algos.h"
 
-#define TD_BCAST_CHAIN_CHUNKS 8u
+#define TD_BCAST_CHAIN_CHUNKS_MIN 8
+#define TD_BCAST_CHAIN_CHUNKS_MAX 256
 
 static tpudistResult_t add(tdSched *s, tdStep st) {
   return schedAppend(s, 0, &st, NULL);
@@ -26,7 +28,9 @@ tpudistResult_t genBroadcastChain(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
   if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
     return tdErr(err, tpudistInvalidArgument, "broadcast chain: rank %d root %d of %d", r, root, n);
-  uint32_t k = n >= 3 ? TD_BCAST_CHAIN_CHUNKS : 1;
+  uint32_t k = n >= 3 ? (uint32_t)TD_MIN(TD_MAX(2 * (n - 1), TD_BCAST_CHAIN_CHUNKS_MIN),
+                                         TD_BCAST_CHAIN_CHUNKS_MAX)
+                      : 1;
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);

@@ -3,9 +3,10 @@
  *
  * Algorithm: ranks are renumbered v = (rank - root) mod n and arranged as a binary heap rooted
  * at v = 0: the children of v are 2v+1 and 2v+2 (when < n), its parent (v-1)/2. The message is
- * split into k chunks (k = 8 when the tree has two or more levels below the root, else 1). The
- * root sends chunk c to each child (from INPUT; out of place it also copies INPUT to OUTPUT);
- * every other rank receives chunk c into OUTPUT from its parent, then forwards it to its
+ * split into k chunks (k = 4 when the tree has two or more levels below the root, else 1: few,
+ * since the tree is the small- and medium-message broadcast and each chunk costs a latency per
+ * level). The root sends chunk c to each child (from INPUT; out of place it also copies INPUT to
+ * OUTPUT); every other rank receives chunk c into OUTPUT from its parent, then forwards it to its
  * children. Receives of later chunks may be posted while earlier chunks are being forwarded, so
  * the levels of the tree pipeline chunk by chunk (a node with two children reads each received
  * chunk twice, so schedFuse leaves its steps apart; a node with one child gets recv_copy_send).
@@ -18,7 +19,7 @@
  */
 #include "algos.h"
 
-#define TD_BCAST_TREE_CHUNKS 8u
+#define TD_BCAST_TREE_CHUNKS 4u
 
 static tpudistResult_t add(tdSched *s, tdStep st) {
   return schedAppend(s, 0, &st, NULL);

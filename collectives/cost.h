@@ -12,7 +12,8 @@
  *
  * A fused step (recv_reduce_send, recv_copy_send) forwards piece by piece as the executor does:
  * its send starts when the first piece_bytes have arrived and ends no earlier than one piece
- * after its receive. costPlanGenerate applies the fusion pass, as the runtime does.
+ * after its receive. costPlanGenerate applies the fusion pass, as the runtime does (to plans of
+ * up to 2048 steps per rank: the pass is quadratic in the worst case).
  *
  * Execution follows the IR's issue rules: steps of a stream issue in order; a step waits for the
  * earlier steps of its stream it conflicts with (by chunk, read/write sets of tdStepSemTable) and

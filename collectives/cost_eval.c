@@ -249,6 +249,12 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
   return tpudistSuccess;
 }
 
+static uint64_t schedSteps(const tdSched *s) {
+  uint64_t n = 0;
+  for (uint32_t i = 0; i < s->nstreams; i++) n += s->streams[i].nsteps;
+  return n;
+}
+
 /* Packed displacements of rank r for a count matrix. */
 static void packedDispls(const tdCollArgs *a, int r, uint64_t *sd, uint64_t *rd) {
   uint64_t so = 0, ro = 0;
@@ -284,7 +290,8 @@ tpudistResult_t costPlanGenerate(const tdCollArgs *args, const char *algo, tdCos
       a.v_rdispls = d + n;
     }
     r = algoGenerate(&a, algo, &s[r0], err);
-    if (r == tpudistSuccess) schedFuse(&s[r0]); /* what the runtime executes */
+    if (r == tpudistSuccess && schedSteps(&s[r0]) <= TD_COST_FUSE_MAX_STEPS)
+      schedFuse(&s[r0]); /* what the runtime executes (the pass is quadratic: not on long plans) */
   }
   free(d);
   if (r != tpudistSuccess) {

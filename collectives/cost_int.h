@@ -9,6 +9,7 @@
 #define TD_COST_NONE UINT32_MAX
 #define TD_COST_ROUTE_CACHE_RANKS 2048
 #define TD_COST_MAX_HOPS 4096
+#define TD_COST_FUSE_MAX_STEPS 2048 /* longer plans are costed unfused */
 
 typedef struct {
   uint32_t pred_first, npred;

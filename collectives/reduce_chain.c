@@ -2,11 +2,11 @@
  * reduce_chain.c - pipelined chain reduce.
  *
  * Algorithm: positions q = (rank - root) mod n; partial sums flow from q = n-1 down to the root
- * (q = 0), each rank passing to rank-1. The message is split into k chunks (k = 8 for three or
- * more ranks, else 1). The last rank sends its INPUT chunks; a middle rank receives chunk c,
- * reduces it with its INPUT chunk into SCRATCH (dst = src (+) in) and forwards it (fused into
- * recv_reduce_send by schedFuse); the root reduces into OUTPUT. Per element the order is fixed:
- * x_root (+) (x_1 (+) ( ... (x_{n-2} (+) x_{n-1}))) by position.
+ * (q = 0), each rank passing to rank-1. The message is split into k chunks (k = 2(n-1) clamped to
+ * [8, 256] for three or more ranks, else 1). The last rank sends its INPUT chunks; a middle rank
+ * receives chunk c, reduces it with its INPUT chunk into SCRATCH (dst = src (+) in) and forwards it
+ * (fused into recv_reduce_send by schedFuse); the root reduces into OUTPUT. Per element the order
+ * is fixed: x_root (+) (x_1 (+) ( ... (x_{n-2} (+) x_{n-1}))) by position.
  *
  * Cost: (n-1 + k-1) chunk steps: (n+k-2)(alpha + (M/k)(beta + gamma)), M = count * elem_size.
  *
@@ -16,7 +16,8 @@
  */
 #include "algos.h"
 
-#define TD_REDUCE_CHAIN_CHUNKS 8u
+#define TD_REDUCE_CHAIN_CHUNKS_MIN 8
+#define TD_REDUCE_CHAIN_CHUNKS_MAX 256
 
 static tpudistResult_t add(tdSched *s, tdStep st) {
   return schedAppend(s, 0, &st, NULL);
@@ -26,7 +27,9 @@ tpudistResult_t genReduceChain(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
   if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
     return tdErr(err, tpudistInvalidArgument, "reduce chain: rank %d root %d of %d", r, root, n);
-  uint32_t k = n >= 3 ? TD_REDUCE_CHAIN_CHUNKS : 1;
+  uint32_t k = n >= 3 ? (uint32_t)TD_MIN(TD_MAX(2 * (n - 1), TD_REDUCE_CHAIN_CHUNKS_MIN),
+                                         TD_REDUCE_CHAIN_CHUNKS_MAX)
+                      : 1;
   int q = (r - root + n) % n, up = (r - 1 + n) % n, down = (r + 1) % n;
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);

@@ -3,11 +3,12 @@
  *
  * Algorithm: ranks are renumbered v = (rank - root) mod n and arranged as a binary heap rooted
  * at v = 0 (children 2v+1 and 2v+2 when < n, parent (v-1)/2). The message is split into k chunks
- * (k = 8 when the tree has two or more levels below the root, else 1). For each chunk a leaf
- * sends its INPUT chunk to its parent; an inner rank receives its left child's partial and
- * reduces it with its INPUT chunk (acc = x_v (+) left), then its right child's (acc = acc (+)
- * right), and sends acc up. acc is OUTPUT on the root and SCRATCH elsewhere. Per element the
- * order is fixed by the tree: T(v) = (x_v (+) T(2v+1)) (+) T(2v+2).
+ * (k = 4 when the tree has two or more levels below the root, else 1: few, since
+ * the tree is the small- and medium-message reduce and each chunk costs a latency per level). For
+ * each chunk a leaf sends its INPUT chunk to its parent; an inner rank receives its left child's
+ * partial and reduces it with its INPUT chunk (acc = x_v (+) left), then its right child's (acc =
+ * acc (+) right), and sends acc up. acc is OUTPUT on the root and SCRATCH elsewhere. Per element
+ * the order is fixed by the tree: T(v) = (x_v (+) T(2v+1)) (+) T(2v+2).
  *
  * Cost: depth D = floor(log2 n); (D + k - 1) chunk steps, each receiving and reducing up to two
  * chunks: about (D + k - 1)(alpha + 2 (M/k)(beta + gamma)), M = count * elem_size.
@@ -18,7 +19,7 @@
  */
 #include "algos.h"
 
-#define TD_REDUCE_TREE_CHUNKS 8u
+#define TD_REDUCE_TREE_CHUNKS 4u
 
 static tpudistResult_t add(tdSched *s, tdStep st) {
   return schedAppend(s, 0, &st, NULL);

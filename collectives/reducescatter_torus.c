@@ -7,7 +7,8 @@
  * All axes busy at once: each block is split into F chunks (flows), one per axis (two per axis
  * when some axis is a ring, one per ring direction); flow f takes the axes rotated by f on its
  * own stream. Rings run one direction per flow; axes without a usable wrap run as lines
- * (partial sums from both ends). Every message goes to a torus neighbour.
+ * (partial sums from both ends); twisted tori use the twisted cycles (torus_rings.h, tdtLevel).
+ * Every message goes to a torus neighbour.
  *
  * Cost (V = nranks * recvcount bytes in, D equal ring axes of length n, W1 per link direction):
  * about V * (n-1)/n / (2 D W1) for bandwidth, sum_d (n_d - 1) hops of latency; lines double
@@ -26,13 +27,13 @@ typedef struct {
   int first[TDT_MAX_LINE + 1];
 } rsWork;
 
-/* Groups the blocks in rel by their coordinate along axis into w->items / first. */
-static void rsBucket(rsWork *w, int axis, int n, uint32_t nf, int f) {
+/* Groups the blocks in rel by their position at level lv into w->items / first. */
+static void rsBucket(rsWork *w, const tdTopo *t, const tdtLevel *lv, int n, uint32_t nf, int f) {
   int m = 0;
   for (int j = 0; j < n; j++) {
     w->first[j] = m;
     for (int i = 0; i < w->nrel; i++)
-      if (w->coords[w->rel[i]][axis] == j) {
+      if (torusLevelPos(t, lv, w->coords[w->rel[i]]) == j) {
         w->items[m].start = (uint32_t)w->rel[i] * nf + (uint32_t)f;
         w->items[m++].len = 1;
       }
@@ -44,12 +45,14 @@ static tpudistResult_t rsFlow(const tdCollArgs *a, tdtCtx *c, rsWork *w, int nax
                               const int *ax, char *err) {
   int order[TD_MAX_DIMS], dir;
   tdtGroup g;
+  tdtLevel lv[TD_MAX_DIMS];
   torusFlowOrder(ax, nax, f, order, &dir);
+  torusFlowLevels(a->topo, order, nax, lv);
   w->nrel = a->nranks;
   for (int b = 0; b < a->nranks; b++) w->rel[b] = b;
   for (int l = 0; l < nax; l++) {
-    TD_CHECK(torusGroup(a->topo, a->rank, order[l], &g, err));
-    rsBucket(w, order[l], g.n, (uint32_t)nf, f);
+    TD_CHECK(torusGroupAt(a->topo, a->rank, &lv[l], &g, err));
+    rsBucket(w, a->topo, &lv[l], g.n, (uint32_t)nf, f);
     tdtBlocks blk = {w->items, w->first};
     TD_CHECK(torusReduceScatter(c, &g, dir, &blk));
     int m = 0;

@@ -15,7 +15,8 @@
  * Every rank is simulated (no sampling: most generators are not rank-symmetric, e.g. trees, and
  * contention depends on all flows). The bound on build time is a deterministic work budget, so
  * that every rank builds the same table: TD_SELECT_WORK_BUDGET (12 M) step evaluations (steps of a
- * plan x buckets evaluated) in all; a candidate whose evaluation would exceed what is left, and
+ * plan x buckets evaluated) in all; a candidate whose estimated evaluation (rank 0's steps x
+ * ranks x buckets, known before generating the other ranks) would exceed what is left, and
  * every candidate of all-to-all(v) beyond TD_SELECT_MAX_A2A_RANKS ranks or of other collectives
  * beyond TD_SELECT_MAX_RANKS (where generating all ranks is itself too slow), is ranked after
  * the costed ones by a fixed order (latency algorithms first up to 64 KiB, bandwidth algorithms
@@ -23,7 +24,6 @@
  */
 #include "select.h"
 
-#include <math.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -102,8 +102,9 @@ static uint64_t *equalMatrix(int nranks, uint64_t n) {
   return m;
 }
 
-/* Does algo accept the shape? Generates rank 0 only. */
-static tpudistResult_t accepts(const tdSelectTable *t, tdColl c, const char *algo, char *err) {
+/* Does algo accept the shape? Generates rank 0 only; *steps = its step count. */
+static tpudistResult_t accepts(const tdSelectTable *t, tdColl c, const char *algo, char *err,
+                               uint64_t *steps) {
   tdCollArgs a;
   baseArgs(t, c, &a);
   uint64_t *m = NULL;
@@ -115,6 +116,8 @@ static tpudistResult_t accepts(const tdSelectTable *t, tdColl c, const char *alg
   }
   tdSched s;
   tpudistResult_t r = algoGenerate(&a, algo, &s, err);
+  *steps = 0;
+  for (uint32_t i = 0; r == tpudistSuccess && i < s.nstreams; i++) *steps += s.streams[i].nsteps;
   if (r == tpudistSuccess) schedFree(&s);
   free(m);
   return r;
@@ -142,15 +145,7 @@ static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const td
       costPlanFree(p);
       p = NULL;
     }
-    if (!p) {
-      r = costPlanGenerate(&a, t->cand[c][i], &p, err);
-      if (r == tpudistSuccess &&
-          t->work + costPlanSteps(p) * TD_SELECT_NBUCKETS > TD_SELECT_WORK_BUDGET) {
-        costPlanFree(p);
-        free(mat);
-        return tpudistTimeout; /* over budget: rank it by the fixed order */
-      }
-    }
+    if (!p) r = costPlanGenerate(&a, t->cand[c][i], &p, err);
     if (r == tpudistSuccess) r = costPlanEval(p, m, n, 4, &out[b], err);
     if (r == tpudistSuccess) t->work += costPlanSteps(p);
   }
@@ -184,18 +179,20 @@ static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m
   for (int i = 0; i < t->ncand[c]; i++) {
     for (int b = 0; b < TD_SELECT_NBUCKETS; b++) t->cost[c][i][b] = -2;
     if (c == TD_COLL_ALLTOALLV && copyTwin(t, i)) continue;
-    tpudistResult_t rc = tpudistTimeout;
-    if (c != TD_COLL_SENDRECV && !tooBig(t, c)) rc = costCandidate(t, c, i, m);
-    if (rc != tpudistTimeout)
-      TD_CHECK(rc);
-    else {
-      tpudistResult_t r = accepts(t, c, t->cand[c][i], err);
-      if (r == tpudistNoMemory) return r;
-      if (r != tpudistSuccess)
-        for (int b = 0; b < TD_SELECT_NBUCKETS; b++) t->cost[c][i][b] = -1;
-      for (int b = 0; b < TD_SELECT_NBUCKETS && r == tpudistSuccess; b++) t->cost[c][i][b] = -2;
-      if (c != TD_COLL_SENDRECV && r == tpudistSuccess) t->partial = 1;
+    uint64_t steps;
+    tpudistResult_t r = accepts(t, c, t->cand[c][i], err, &steps);
+    if (r == tpudistNoMemory) return r;
+    if (r != tpudistSuccess) { /* refuses the shape: absent */
+      for (int b = 0; b < TD_SELECT_NBUCKETS; b++) t->cost[c][i][b] = -1;
+      continue;
     }
+    /* estimated work: rank 0's steps for every rank and bucket */
+    uint64_t est = steps * (uint64_t)t->nranks * TD_SELECT_NBUCKETS;
+    if (c == TD_COLL_SENDRECV || tooBig(t, c) || t->work + est > TD_SELECT_WORK_BUDGET) {
+      if (c != TD_COLL_SENDRECV) t->partial = 1; /* ranked by the fixed order */
+      continue;
+    }
+    TD_CHECK(costCandidate(t, c, i, m));
   }
   return tpudistSuccess;
 }
@@ -265,7 +262,8 @@ static tpudistResult_t parseOverride(tdSelectTable *t, const char *spec, char *e
       return tdErr(err, tpudistNotSupported, "algorithm override: '%s' for %s is not built",
                    a->name, tok);
     char why[TD_ERRLEN] = "";
-    tpudistResult_t r = accepts(t, (tdColl)c, a->name, why);
+    uint64_t steps;
+    tpudistResult_t r = accepts(t, (tdColl)c, a->name, why, &steps);
     if (r != tpudistSuccess)
       return tdErr(err, r == tpudistNoMemory ? r : tpudistNotSupported,
                    "algorithm override: %s refuses %s on %d ranks: %s", a->name, tok, t->nranks,

@@ -17,7 +17,10 @@ typedef struct tdSelectTable tdSelectTable;
  * error with a message. elem_size is the typical element size used for costing (4). */
 tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override,
                             tdSelectTable **out, char *err);
-/* Candidates for (coll, bytes) best first (the override alone if one is set); returns count. */
+/* Candidates for (coll, bytes) best first (the override alone if one is set); returns count.
+ * bytes: the larger buffer of one rank as NCCL's tests count it (all-reduce, broadcast, reduce,
+ * send/recv: count x elem; all-gather: the gathered output; reduce-scatter: the input;
+ * all-to-all(v): the whole send buffer). */
 int selectCandidates(const tdSelectTable *t, tdColl coll, uint64_t bytes, const char **names,
                      int max);
 /* One greppable line per (collective, size bucket). */

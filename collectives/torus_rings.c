@@ -43,23 +43,93 @@ void torusFlowOrder(const int *ax, int nax, int f, int *order, int *dir) {
   *dir = (nax > 0 && (f / nax) % 2 == 1) ? -1 : 1;
 }
 
-tpudistResult_t torusGroup(const tdTopo *t, int rank, int axis, tdtGroup *g, char *err) {
-  int c[TD_MAX_DIMS];
+/* Twisted n x n x 2n / n x 2n x 2n: n, which of x, y, z are long, and the first long axis. */
+static int twistRoles(const tdTopo *t, int *n, int *isLong, int *first) {
+  if (!t->twisted || t->ndims < 3) return 0;
+  *n = TD_MIN(t->dims[0], TD_MIN(t->dims[1], t->dims[2]));
+  *first = -1;
+  for (int a = 0; a < 3; a++) {
+    isLong[a] = t->dims[a] == 2 * *n;
+    if (!isLong[a] && t->dims[a] != *n) return 0;
+    if (isLong[a] && *first < 0) *first = a;
+  }
+  return *first >= 0 && *n >= 2;
+}
+
+void torusFlowLevels(const tdTopo *t, const int *order, int nax, tdtLevel *lv) {
+  int n, isLong[3], first;
+  int tw = twistRoles(t, &n, isLong, &first);
+  for (int l = 0; l < nax; l++) lv[l] = (tdtLevel){TDT_LV_AXIS, order[l]};
+  if (!tw || nax == 0 || order[0] >= 3 || isLong[order[0]]) return;
+  lv[0].kind = TDT_LV_CYCLE;
+  for (int l = 1; l < nax; l++)
+    if (order[l] == first)
+      lv[l].kind = TDT_LV_HALF;
+    else if (order[l] < 3 && isLong[order[l]])
+      lv[l].kind = TDT_LV_SHIFTED;
+}
+
+static int levelSize(const tdTopo *t, const tdtLevel *lv) {
+  if (lv->kind == TDT_LV_CYCLE) return 2 * t->dims[lv->axis];
+  if (lv->kind == TDT_LV_HALF) return t->dims[lv->axis] / 2;
+  return t->dims[lv->axis];
+}
+
+int torusLevelPos(const tdTopo *t, const tdtLevel *lv, const int *c) {
+  int n, isLong[3], first;
+  if (lv->kind == TDT_LV_HALF) return c[lv->axis] % levelSize(t, lv);
+  if (lv->kind == TDT_LV_CYCLE && twistRoles(t, &n, isLong, &first))
+    return c[lv->axis] + n * (c[first] / n);
+  if (lv->kind == TDT_LV_SHIFTED && twistRoles(t, &n, isLong, &first))
+    return (c[lv->axis] + 2 * n - n * (c[first] / n)) % (2 * n);
+  return c[lv->axis];
+}
+
+/* Moves coordinates c to position p of their group at level lv. */
+static void levelSet(const tdTopo *t, const tdtLevel *lv, int *c, int p) {
+  int n, isLong[3], first;
+  if (lv->kind == TDT_LV_HALF) {
+    int m = levelSize(t, lv);
+    c[lv->axis] = (c[lv->axis] / m) * m + p;
+  } else if (lv->kind == TDT_LV_CYCLE && twistRoles(t, &n, isLong, &first)) {
+    int flip = p / n != c[first] / n; /* crossing into the other half shifts every long axis */
+    c[lv->axis] = p % n;
+    for (int b = 0; b < 3 && flip; b++)
+      if (isLong[b]) c[b] = (c[b] + n) % (2 * n);
+  } else if (lv->kind == TDT_LV_SHIFTED && twistRoles(t, &n, isLong, &first)) {
+    c[lv->axis] = (p + n * (c[first] / n)) % (2 * n);
+  } else {
+    c[lv->axis] = p;
+  }
+}
+
+tpudistResult_t torusGroupAt(const tdTopo *t, int rank, const tdtLevel *lv, tdtGroup *g,
+                             char *err) {
+  int c[TD_MAX_DIMS], axis = lv->axis;
   topoRankToCoords(t, rank, c);
-  g->n = t->dims[axis];
-  g->pos = c[axis];
+  g->n = levelSize(t, lv);
+  if (g->n > TDT_MAX_LINE)
+    return tdErr(err, tpudistNotSupported, "group longer than %d", TDT_MAX_LINE);
+  g->pos = torusLevelPos(t, lv, c);
   for (int j = 0; j < g->n; j++) {
-    c[axis] = j;
+    levelSet(t, lv, c, j);
     g->ranks[j] = topoCoordsToRank(t, c);
   }
   for (int j = 0; j + 1 < g->n; j++)
     if (topoNeighbor(t, g->ranks[j], axis, +1) != g->ranks[j + 1])
       return tdErr(err, tpudistNotSupported, "ranks %d and %d are not linked along axis %d",
                    g->ranks[j], g->ranks[j + 1], axis);
-  g->ring = g->n >= 3 && t->wrap[axis] &&
+  g->ring = g->n >= 3 && t->wrap[axis] && lv->kind != TDT_LV_HALF &&
             topoNeighbor(t, g->ranks[g->n - 1], axis, +1) == g->ranks[0] &&
             topoNeighbor(t, g->ranks[0], axis, -1) == g->ranks[g->n - 1];
+  if (lv->kind == TDT_LV_CYCLE && !g->ring)
+    return tdErr(err, tpudistNotSupported, "the twisted cycle along axis %d does not close", axis);
   return tpudistSuccess;
+}
+
+tpudistResult_t torusGroup(const tdTopo *t, int rank, int axis, tdtGroup *g, char *err) {
+  tdtLevel lv = {TDT_LV_AXIS, axis};
+  return torusGroupAt(t, rank, &lv, g, err);
 }
 
 static tdBufRef slotIn(const tdtCtx *c, tdtRange r) {

@@ -19,9 +19,23 @@
 typedef struct {
   int n;                   /* positions */
   int pos;                 /* this rank's position */
-  int ring;                /* 1: ranks[n-1] -> ranks[0] is a link (wrap, not twisted away) */
+  int ring;                /* 1: ranks[n-1] -> ranks[0] is a link */
   int ranks[TDT_MAX_LINE]; /* rank at each position */
 } tdtGroup;
+
+/* One level of a flow: the group it reduces or gathers over.
+ * AXIS: the ranks along one axis (a ring or a line).
+ * CYCLE: twisted tori only, first level: the cycle along a short axis, which crosses its twisted
+ *   wraparound into the other half of the long axes and returns after 2n hops (a ring of 2n).
+ * HALF: after a CYCLE level, the first long axis restricted to this rank's half (a line of n):
+ *   its members share the CYCLE position.
+ * SHIFTED: after a CYCLE level, another long axis (n x 2n x 2n), numbered from the cycle's base
+ *   (the CYCLE moves it by n too), a ring of 2n. */
+typedef enum { TDT_LV_AXIS = 0, TDT_LV_CYCLE, TDT_LV_HALF, TDT_LV_SHIFTED } tdtLevelKind;
+typedef struct {
+  int kind;
+  int axis;
+} tdtLevel;
 
 /* How slots map onto buffers. */
 typedef enum {
@@ -59,6 +73,13 @@ tpudistResult_t torusCheck(const tdTopo *t, int nranks, int *ax, int *nax, char 
 int torusFlows(const tdTopo *t, const int *ax, int nax);
 /* Axis order of flow f (rotated by f) and its ring direction. */
 void torusFlowOrder(const int *ax, int nax, int f, int *order, int *dir);
+
+/* The levels of a flow with axis order `order`. */
+void torusFlowLevels(const tdTopo *t, const int *order, int nax, tdtLevel *lv);
+/* Position of the rank with coordinates c in its group of level lv. */
+int torusLevelPos(const tdTopo *t, const tdtLevel *lv, const int *c);
+/* The group of rank at level lv (positions in order, links checked). */
+tpudistResult_t torusGroupAt(const tdTopo *t, int rank, const tdtLevel *lv, tdtGroup *g, char *err);
 
 /* Reduce-scatter over g: afterwards this rank's acc holds the group's sum of blocks[g->pos]. */
 tpudistResult_t torusReduceScatter(tdtCtx *c, const tdtGroup *g, int dir, const tdtBlocks *b);

@@ -155,27 +155,29 @@ static tpudistResult_t initContents(vCtx *c, int r) {
   return res;
 }
 
+/* The step name, formatted only when a check fails. */
+#define NM (validateStepName(c, v, nm, sizeof(nm)), nm)
+
 /* Binds ref (used as "src"/"dst") of step v to a region range. */
 static tpudistResult_t bindRef(vCtx *c, vStep *v, tdBufRef ref, const char *what, uint8_t *reg,
                                uint64_t *b, uint64_t *e) {
   char nm[96];
-  validateStepName(c, v, nm, sizeof(nm));
   const tdSched *s = c->s[v->rank];
-  if (ref.buf >= TD_NUM_BUFS) return fail(c, "%s: %s buffer %u is not a buffer", nm, what, ref.buf);
+  if (ref.buf >= TD_NUM_BUFS) return fail(c, "%s: %s buffer %u is not a buffer", NM, what, ref.buf);
   const tdLayout *l = &s->layout[ref.buf];
   uint64_t total = (uint64_t)l->nblocks * l->chunks_per_block;
   const char *bn = schedBufName((tdBufKind)ref.buf);
   if (ref.nchunks == 0 || ref.chunk + (uint64_t)ref.nchunks > total)
-    return fail(c, "%s: %s %s chunks [%u,+%u) out of range (the layout has %llu chunks)", nm, what,
+    return fail(c, "%s: %s %s chunks [%u,+%u) out of range (the layout has %llu chunks)", NM, what,
                 bn, ref.chunk, ref.nchunks, (unsigned long long)total);
   uint64_t x, y;
   if (schedRefRange(s, ref, c->count, &x, &y) != tpudistSuccess)
-    return fail(c, "%s: %s %s chunks [%u,+%u) are not contiguous in memory", nm, what, bn,
+    return fail(c, "%s: %s %s chunks [%u,+%u) are not contiguous in memory", NM, what, bn,
                 ref.chunk, ref.nchunks);
   const vView *vw = &c->view[(size_t)v->rank * TD_NUM_BUFS + ref.buf];
   if (y > x && y > vw->limit)
     return fail(c, "%s: %s %s elements [%llu,%llu) lie outside the caller's %s of %llu elements",
-                nm, what, bn, (unsigned long long)x, (unsigned long long)y, bn,
+                NM, what, bn, (unsigned long long)x, (unsigned long long)y, bn,
                 (unsigned long long)vw->limit);
   *reg = vw->reg;
   *b = vw->base + x;
@@ -185,11 +187,10 @@ static tpudistResult_t bindRef(vCtx *c, vStep *v, tdBufRef ref, const char *what
 
 static tpudistResult_t checkPeer(vCtx *c, vStep *v, int p, const char *what) {
   char nm[96];
-  validateStepName(c, v, nm, sizeof(nm));
   if (p < 0 || p >= c->nranks)
-    return fail(c, "%s: %s %d out of range [0,%d)", nm, what, p, c->nranks);
+    return fail(c, "%s: %s %d out of range [0,%d)", NM, what, p, c->nranks);
   if (p == v->rank && c->coll != TD_COLL_SENDRECV)
-    return fail(c, "%s: %s is the rank itself (only sendrecv may message itself)", nm, what);
+    return fail(c, "%s: %s is the rank itself (only sendrecv may message itself)", NM, what);
   return tpudistSuccess;
 }
 
@@ -197,21 +198,20 @@ static tpudistResult_t checkStepRefs(vCtx *c, vStep *v) {
   const tdStep *st = v->st;
   unsigned f = tdStepSemTable[st->op].flags;
   char nm[96];
-  validateStepName(c, v, nm, sizeof(nm));
   if (f & TD_SEM_READ_SRC) TD_CHECK(bindRef(c, v, st->src, "src", &v->sreg, &v->sb, &v->se));
   if (f & (TD_SEM_WRITE_DST | TD_SEM_READ_DST))
     TD_CHECK(bindRef(c, v, st->dst, "dst", &v->dreg, &v->db, &v->de));
   if ((f & TD_SEM_READ_SRC) && (f & TD_SEM_WRITE_DST)) {
     if (v->se - v->sb != v->de - v->db)
-      return fail(c, "%s: src has %llu elements but dst has %llu", nm,
+      return fail(c, "%s: src has %llu elements but dst has %llu", NM,
                   (unsigned long long)(v->se - v->sb), (unsigned long long)(v->de - v->db));
     if (v->sreg == v->dreg && v->sb != v->db && v->sb < v->de && v->db < v->se)
-      return fail(c, "%s: src and dst partly overlap", nm);
+      return fail(c, "%s: src and dst partly overlap", NM);
   }
   if (f & TD_SEM_WRITE_DST) {
     const vRegion *g = &c->reg[(size_t)v->rank * VNREG + v->dreg];
     if (v->de > v->db && (v->db < g->wlo || v->de > g->whi))
-      return fail(c, "%s: writes %s elements [%llu,%llu) that the collective must leave intact", nm,
+      return fail(c, "%s: writes %s elements [%llu,%llu) that the collective must leave intact", NM,
                   schedBufName((tdBufKind)v->dreg), (unsigned long long)v->db,
                   (unsigned long long)v->de);
   }
@@ -234,15 +234,16 @@ static tpudistResult_t checkStep(vCtx *c, vStep *v) {
     const tdDep *dep = &st->deps[d];
     if (dep->stream == TD_NO_DEP) continue;
     char nm[96];
-    validateStepName(c, v, nm, sizeof(nm));
     if (dep->stream == v->stream)
-      return fail(c, "%s: dep %d names its own stream (order within a stream is implicit)", nm, d);
+      return fail(c, "%s: dep %d names its own stream (order within a stream is implicit)", NM, d);
     if (dep->stream >= s->nstreams || dep->step >= s->streams[dep->stream].nsteps)
-      return fail(c, "%s: dep %d on stream %u step %u: no such step", nm, d, dep->stream,
+      return fail(c, "%s: dep %d on stream %u step %u: no such step", NM, d, dep->stream,
                   dep->step);
   }
   return checkStepRefs(c, v);
 }
+
+#undef NM
 
 static tpudistResult_t buildSteps(vCtx *c) {
   c->nsteps = 0;

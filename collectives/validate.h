@@ -8,16 +8,18 @@
  *     pair, ordinal) and the same element count.
  *  2. Progress: all ranks are executed together under the issue rules (in-order issue per stream,
  *     a step waits for earlier incomplete steps of its stream that it conflicts with by the
- *     read/write sets of tdStepSemTable, and for its cross-stream deps; sends are rendezvous, a
- *     chain send -> fused ... -> receive completes when all its steps are issued). If nothing can
- *     progress the wait-for cycle is reported. Two steps of different streams in flight together
- *     that write/write or read/write overlapping elements are a data race.
- *  3. Data: symbolic execution tracks, for every element of every buffer, the set of ranks whose
- *     contribution it holds and the logical element index; reductions must combine equal indices
- *     and disjoint sets (a contribution added twice is an error); at the end every element of the
- *     caller's buffers must hold exactly the collective's result, or its original contents where
- *     the collective defines no result (with the in-place aliasing of the spec applied). The
- *     caller's send buffer is read-only unless it aliases the output.
+ *     read/write sets of tdStepSemTable, and for its cross-stream deps; sends are rendezvous: a
+ *     message completes when its sender and receiver are both issued and, for a fused sender,
+ *     its own receive has completed). If nothing can progress the wait-for cycle is reported.
+ *     Two steps of different streams in flight together that write/write or read/write
+ *     overlapping elements are a data race (optionally also searched in randomised orders).
+ *  3. Data: symbolic execution tracks, for every element of every buffer, the reduction tree of
+ *     contributions it holds (its set of ranks) and the logical element index; reductions must
+ *     combine equal indices and disjoint sets (a contribution added twice is an error); at the
+ *     end every element of the caller's buffers must hold exactly the collective's result, or its
+ *     original contents where the collective defines no result (with the in-place aliasing of the
+ *     spec applied); all-reduce ranks must reduce in the same order. The caller's send buffer is
+ *     read-only unless it aliases the output.
  *
  * Pure: no logging, no environment. Memory is proportional to the number of steps and runs of
  * equal-valued elements, not to the count, so counts may be large; sets are dynamic bitsets.

@@ -3,10 +3,12 @@
  * "Ordering, dependencies and the match key"). Each round first issues every step that may
  * issue (in order per stream; not while an earlier incomplete step of its stream conflicts with
  * it; not before its cross-stream deps complete), then completes every issued local step and
- * every message chain (send -> fused steps -> receive, rendezvous) whose steps are all issued,
- * applying their effect on the symbolic values. Issuing is monotone, so if a round makes no
- * progress no execution can: the wait-for cycle is reported. Two steps of one rank in flight
- * together on different streams that write/write or read/write overlapping elements are a race.
+ * every message whose two ends are issued (rendezvous; a fused step forwards only what it has
+ * received, its receive does not wait for its forward), applying their effect on the symbolic
+ * values. Issuing is monotone, so if a round makes no progress no execution can: the wait-for
+ * cycle is reported. Two steps of one rank in flight together on different streams that
+ * write/write or read/write overlapping elements are a race. With c->rng set, each round
+ * completes only a random non-empty subset of what is ready (other timings, same rules).
  * Cost: O(rounds x streams + steps x in-flight steps) plus the value updates.
  */
 #include <stdlib.h>

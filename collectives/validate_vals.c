@@ -321,30 +321,46 @@ tpudistResult_t validateRead(const vRegion *g, uint64_t b, uint64_t e, vRuns *ou
   return tpudistSuccess;
 }
 
+/* Replaces runs [lo, hi) of r by the runs of t (memmove of the rest). */
+static tpudistResult_t splice(vRuns *r, uint32_t lo, uint32_t hi, const vRuns *t) {
+  uint64_t n = (uint64_t)r->n - (hi - lo) + t->n;
+  if (n > r->cap) {
+    uint64_t cap = TD_MAX(n, (uint64_t)r->cap * 2);
+    if (cap > UINT32_MAX) return tpudistNoMemory;
+    vRun *nr = realloc(r->r, sizeof(vRun) * cap);
+    if (!nr) return tpudistNoMemory;
+    r->r = nr;
+    r->cap = (uint32_t)cap;
+  }
+  memmove(r->r + lo + t->n, r->r + hi, sizeof(vRun) * (r->n - hi));
+  memcpy(r->r + lo, t->r, sizeof(vRun) * t->n);
+  r->n = (uint32_t)n;
+  return tpudistSuccess;
+}
+
 tpudistResult_t validateWrite(vRegion *g, uint64_t b, const vRuns *in) {
   if (!in->n) return tpudistSuccess;
   uint64_t e = b + in->r[in->n - 1].e;
-  vRuns nr = {0};
+  vRuns *R = &g->runs;
+  /* runs [lo, hi) are rewritten: the neighbours too, so that equal values merge */
+  uint32_t lo = findRun(R, b), hi = findRun(R, e);
+  if (hi < R->n && R->r[hi].b < e) hi++; /* straddles the end */
+  if (lo > 0) lo--;
+  if (hi < R->n) hi++;
+  vRuns t = {0};
   tpudistResult_t res = tpudistSuccess;
-  uint32_t i = 0;
-  for (; i < g->runs.n && g->runs.r[i].b < b; i++) {
-    const vRun *r = &g->runs.r[i];
-    TD_CHECK_GOTO(validateRunsPush(&nr, r->b, TD_MIN(r->e, b), r->idx, r->set), res, fail);
-  }
-  for (uint32_t j = 0; j < in->n; j++) {
-    const vRun *r = &in->r[j];
-    TD_CHECK_GOTO(validateRunsPush(&nr, b + r->b, b + r->e, r->idx, r->set), res, fail);
-  }
-  for (i = findRun(&g->runs, e); i < g->runs.n; i++) {
-    const vRun *r = &g->runs.r[i];
+  for (uint32_t i = lo; i < hi && res == tpudistSuccess && R->r[i].b < b; i++)
+    res = validateRunsPush(&t, R->r[i].b, TD_MIN(R->r[i].e, b), R->r[i].idx, R->r[i].set);
+  for (uint32_t j = 0; j < in->n && res == tpudistSuccess; j++)
+    res = validateRunsPush(&t, b + in->r[j].b, b + in->r[j].e, in->r[j].idx, in->r[j].set);
+  for (uint32_t i = lo; i < hi && res == tpudistSuccess; i++) {
+    const vRun *r = &R->r[i];
+    if (r->e <= e) continue;
     uint64_t cb = TD_MAX(r->b, e);
-    TD_CHECK_GOTO(validateRunsPush(&nr, cb, r->e, runIdx(r, cb), r->set), res, fail);
+    res = validateRunsPush(&t, cb, r->e, runIdx(r, cb), r->set);
   }
-  validateRunsFree(&g->runs);
-  g->runs = nr;
-  return tpudistSuccess;
-fail:
-  validateRunsFree(&nr);
+  if (res == tpudistSuccess) res = splice(R, lo, hi, &t);
+  validateRunsFree(&t);
   return res;
 }
 

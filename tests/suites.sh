@@ -13,6 +13,8 @@ suite unit-fuse 60 tests/unit/test_fuse
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
+suite sim 600 tests/sim/test_sim
+suite sim-scale 900 tests/sim/scale.sh
 suite sched 600 tests/sched/test_sched
 suite torch 900 tests/torch/run.sh
 suite bench-smoke 600 tests/bench/smoke.sh
@@ -31,3 +33,26 @@ suite valgrind 300 tests/mpi/valgrind.sh
 suite main-job 180 scripts/main-job
 suite mpi-check 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 mpirun -np 3 tests/mpi/test_mpi
 suite sched-file 60 tests/mpi/sched_file.sh
+# shm stress: many back-to-back 4-rank ring all-reduces (single-copy on, then off)
+suite unit-shm-acks 120 tests/unit/test_shm_acks
+suite stress-ring 480 tests/mpi/stress_ring.sh
+suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
+suite mpi-algos 420 tests/mpi/algos.sh
+suite dead-peer 90 tests/mpi/dead_peer.sh
+# fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, hostile connections
+suite fault-kill 300 tests/fault/kill.sh
+suite fault-abort 60 tests/fault/jobs.sh abort
+suite fault-badargs 90 tests/fault/jobs.sh badargs
+suite fault-mismatch 90 tests/fault/jobs.sh mismatch
+suite fault-hostile 90 tests/fault/jobs.sh hostile
+suite tools-info 60 tests/mpi/tools_info.sh
+suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 mpirun -np 3 tests/mpi/test_mpi
+suite fault-flight 60 tests/fault/jobs.sh flight
+suite fault-inject 240 tests/fault/inject.sh
+# fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 60 s each)
+suite fuzz-replay 60 sh -c 'tests/fuzz/replay_bootstrap tests/fuzz/corpus/bootstrap && tests/fuzz/replay_socket tests/fuzz/corpus/socket'
+suite fuzz 1200 tests/fuzz/run.sh
+# sanitizers: out-of-tree ASan+UBSan build; unit, sched, small MPI and fault jobs there
+suite asan 1800 tests/asan.sh
+suite mpi-socket-ring2 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TD_MPI_ONLY=large TPU_DIST_ALGO=allreduce=ring2 mpirun -np 3 tests/mpi/test_mpi
+suite sim-diff 600 tests/sim/diff.sh

@@ -34,4 +34,7 @@ tpudistResult_t topoParseDims(const char **p, int maxdims, int *dims, int *ndims
 /* Prefixes the message in err (if any) with prefix: "prefix: message". */
 void topoErrPrefix(char *err, const char *prefix);
 
+/* "AxBxC" of a shape that need not be a valid torus (for messages). */
+void topoFormatDims(int ndims, const int *dims, char *buf, size_t len);
+
 #endif /* TD_TOPO_PRIV_H_ */

@@ -208,11 +208,7 @@ static tpudistResult_t envBuild(const tdTpuEnv *env, int nranks, tdTopo *out, ch
   if (nranks > 0 && nranks != chips) {
     if (g->devicesPerChip != 2 || nranks != 2 * chips) {
       char shape[64];
-      tdTopo tmp;
-      topoInitFlat(&tmp, 1);
-      tmp.ndims = ndims;
-      memcpy(tmp.dims, dims, sizeof(int) * ndims);
-      topoFormat(&tmp, shape, sizeof(shape));
+      topoFormatDims(ndims, dims, shape, sizeof(shape));
       return tdErr(err, tpudistInvalidArgument,
                    "TPU topology %s has %d chips but the communicator has %d ranks", shape, chips,
                    nranks);

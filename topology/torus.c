@@ -65,17 +65,21 @@ static tpudistResult_t checkShape(int ndims, const int *dims, char *err) {
   return tpudistSuccess;
 }
 
+void topoFormatDims(int ndims, const int *dims, char *buf, size_t len) {
+  tdTopo tmp;
+  topoInitFlat(&tmp, 1);
+  tmp.ndims = ndims;
+  memcpy(tmp.dims, dims, sizeof(int) * ndims);
+  topoFormat(&tmp, buf, len);
+}
+
 tpudistResult_t topoInit(tdTopo *t, int ndims, const int *dims, const int *wrap, int twisted,
                          char *err) {
   if (!t || !dims) return tdErr(err, tpudistInvalidArgument, "NULL topology or dims");
   TD_CHECK(checkShape(ndims, dims, err));
   if (twisted && !topoTwistRoles(dims, ndims, NULL, NULL)) {
     char shape[64];
-    tdTopo tmp;
-    topoInitFlat(&tmp, 1);
-    tmp.ndims = ndims;
-    memcpy(tmp.dims, dims, sizeof(int) * ndims);
-    topoFormat(&tmp, shape, sizeof(shape));
+    topoFormatDims(ndims, dims, shape, sizeof(shape));
     return tdErr(err, tpudistInvalidArgument,
                  "twist needs an n x n x 2n or n x 2n x 2n shape (n >= 2) on x, y, z; got %s",
                  shape);

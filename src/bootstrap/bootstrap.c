@@ -27,6 +27,7 @@
 #include "bootstrap.h"
 
 #include <errno.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
@@ -210,6 +211,28 @@ void bootstrapFree(tdBootstrap *bs) {
   free(bs);
 }
 
+void bootstrapRelease(tdBootstrap *bs) {
+  if (bs && bs->listen_fd >= 0) {
+    close(bs->listen_fd);
+    bs->listen_fd = -1;
+  }
+}
+
+int bootstrapPeerReleased(const tdBootstrap *bs, int peer) {
+  if (!bs || peer < 0 || peer >= bs->nranks || peer == bs->rank) return 0;
+  int fd = -1;
+  char err[TD_ERRLEN];
+  if (netConnectStart(&bs->addrs[peer], &fd, err) != tpudistSuccess)
+    return strstr(err, strerror(ECONNREFUSED)) != NULL;
+  struct pollfd p = {fd, POLLOUT, 0};
+  int refused = 0, e = 0;
+  socklen_t el = sizeof(e);
+  if (poll(&p, 1, 0) > 0 && getsockopt(fd, SOL_SOCKET, SO_ERROR, &e, &el) == 0)
+    refused = e == ECONNREFUSED;
+  close(fd);
+  return refused;
+}
+
 void bootstrapAbort(tdBootstrap *bs) {
   if (bs) bs->aborted = 1;
 }
@@ -234,6 +257,79 @@ static void sendReply(int fd, tpudistResult_t status, int nranks, const char *ms
   netSendAll(fd, &r, sizeof(r), netNowMs() + 1000, NULL, "peer", e);
 }
 
+/* ---- wire checks ------------------------------------------------------------------------- */
+
+tpudistResult_t bootstrapAddrCheck(const void *addr, size_t len, char *err) {
+  tdNetAddr a;
+  if (len != sizeof(a)) return tdErr(err, tpudistRemoteError, "address of %zu bytes", len);
+  memcpy(&a, addr, sizeof(a));
+  if ((a.family != AF_INET && a.family != AF_INET6) || a.port == 0)
+    return tdErr(err, tpudistRemoteError, "not an IPv4/IPv6 listen address (family %u, port %u)",
+                 a.family, a.port);
+  return tpudistSuccess;
+}
+
+tdHelloVerdict bootstrapHelloCheck(const void *msg, size_t len, uint64_t secret, uint32_t version,
+                                   int nranks, int *rank, uint32_t *kind, uint64_t *tag, void *addr,
+                                   char *err) {
+  tdHello h;
+  char e[TD_ERRLEN];
+  if (len != sizeof(h)) return TD_HELLO_FOREIGN;
+  memcpy(&h, msg, sizeof(h));
+  if (h.magic != TD_BOOT_MAGIC) return TD_HELLO_FOREIGN;
+  if (h.secret != secret) return TD_HELLO_BAD_SECRET;
+  if (h.version != version) {
+    tdErr(err, tpudistInvalidUsage, "bootstrap: peer %d runs tpu_dist version %u, this rank %u",
+          h.rank, h.version, version);
+  } else if (h.nranks != nranks) {
+    tdErr(err, tpudistInvalidUsage, "bootstrap: rank %d was started with nranks %d, rank 0 with %d",
+          h.rank, h.nranks, nranks);
+  } else if (h.rank <= 0 || h.rank >= nranks) {
+    tdErr(err, tpudistInvalidUsage, "bootstrap: a peer presented rank %d (valid: 1..%d)", h.rank,
+          nranks - 1);
+  } else if (bootstrapAddrCheck(&h.addr, sizeof(h.addr), e) != tpudistSuccess) {
+    tdErr(err, tpudistInvalidUsage, "bootstrap: rank %d presented a bad address: %s", h.rank, e);
+  } else {
+    *rank = h.rank;
+    if (kind) *kind = h.kind;
+    if (tag) *tag = h.tag;
+    if (addr) memcpy(addr, &h.addr, sizeof(h.addr));
+    return TD_HELLO_OK;
+  }
+  return TD_HELLO_FATAL;
+}
+
+tpudistResult_t bootstrapReplyCheck(const void *msg, size_t len, int nranks, uint64_t *nonce,
+                                    char *err) {
+  tdReply rep;
+  if (len != sizeof(rep))
+    return tdErr(err, tpudistRemoteError, "bootstrap: a reply of %zu bytes", len);
+  memcpy(&rep, msg, sizeof(rep));
+  rep.msg[sizeof(rep.msg) - 1] = 0;
+  if (rep.magic != TD_BOOT_MAGIC)
+    return tdErr(err, tpudistRemoteError, "bootstrap: the root does not speak the protocol");
+  if (rep.status != tpudistSuccess) {
+    tpudistResult_t st = rep.status > tpudistSuccess && rep.status < tpudistNumResults
+                             ? (tpudistResult_t)rep.status
+                             : tpudistRemoteError;
+    return tdErr(err, st, "bootstrap rejected by rank 0: %s", rep.msg);
+  }
+  if (rep.nranks != nranks)
+    return tdErr(err, tpudistRemoteError, "bootstrap: bad table length %d", rep.nranks);
+  *nonce = rep.nonce;
+  return tpudistSuccess;
+}
+
+tpudistResult_t bootstrapIdCheck(const tpudistUniqueId *id, char *err) {
+  tdIdBody b;
+  char e[TD_ERRLEN];
+  memcpy(&b, id->internal, sizeof(b));
+  if (b.magic != TD_BOOT_MAGIC || (b.flags & ~TD_ID_FIXED) ||
+      bootstrapAddrCheck(&b.root, sizeof(b.root), e) != tpudistSuccess)
+    return tdErr(err, tpudistInvalidArgument, "bootstrap: the unique id is not valid");
+  return tpudistSuccess;
+}
+
 /* Root side of a rendezvous: state of the ranks admitted so far. */
 typedef struct {
   tdBootstrap *bs; /* the new channel (rank 0) */
@@ -246,32 +342,27 @@ typedef struct {
 /* Checks one hello. Returns 1 admitted, 0 dropped (fd closed), or a fatal error (< 0 sets err). */
 static int admitHello(tdAdmit *ad, int fd, const tdHello *h, char *err) {
   tdBootstrap *bs = ad->bs;
-  if (h->magic != TD_BOOT_MAGIC) {
+  int rank = -1;
+  tdNetAddr addr;
+  tdHelloVerdict v = bootstrapHelloCheck(h, sizeof(*h), ad->secret, gVersion, bs->nranks, &rank,
+                                         NULL, NULL, &addr, err);
+  if (v == TD_HELLO_FOREIGN) {
     TD_WARN(TD_SUBSYS_BOOT, "bootstrap: dropped a connection that does not speak the protocol");
     close(fd);
     return 0;
   }
-  if (h->secret != ad->secret) {
+  if (v == TD_HELLO_BAD_SECRET) {
     TD_WARN(TD_SUBSYS_BOOT, "bootstrap: rejected a peer (claiming rank %d) with a wrong secret",
             h->rank);
     sendReply(fd, tpudistInvalidUsage, 0, "rejected: wrong secret (unique id of another job?)");
     close(fd);
     return 0;
   }
-  if (h->version != gVersion) {
-    tdErr(err, tpudistInvalidUsage, "bootstrap: peer %d runs tpu_dist version %u, this rank %u",
-          h->rank, h->version, gVersion);
-  } else if (h->nranks != bs->nranks) {
-    tdErr(err, tpudistInvalidUsage, "bootstrap: rank %d was started with nranks %d, rank 0 with %d",
-          h->rank, h->nranks, bs->nranks);
-  } else if (h->rank <= 0 || h->rank >= bs->nranks) {
-    tdErr(err, tpudistInvalidUsage, "bootstrap: a peer presented rank %d (valid: 1..%d)", h->rank,
-          bs->nranks - 1);
-  } else if (bs->peer_fds[h->rank] >= 0) {
-    tdErr(err, tpudistInvalidUsage, "bootstrap: two processes presented rank %d", h->rank);
-  } else {
-    bs->peer_fds[h->rank] = fd;
-    bs->addrs[h->rank] = h->addr;
+  if (v == TD_HELLO_OK && bs->peer_fds[rank] >= 0) {
+    tdErr(err, tpudistInvalidUsage, "bootstrap: two processes presented rank %d", rank);
+  } else if (v == TD_HELLO_OK) {
+    bs->peer_fds[rank] = fd;
+    bs->addrs[rank] = addr;
     ad->joined++;
     return 1;
   }
@@ -407,20 +498,20 @@ static tpudistResult_t clientJoin(tdBootstrap *bs, const tdNetAddr *root, uint64
   h.addr = bs->addrs[bs->rank];
   TD_CHECK(netSendAll(bs->root_fd, &h, sizeof(h), deadline, &bs->aborted, rs, err));
   tdReply rep;
+  uint64_t nonce = 0;
+  char e[TD_ERRLEN];
   TD_CHECK(netRecvAll(bs->root_fd, &rep, sizeof(rep), deadline, &bs->aborted, rs, err));
-  rep.msg[sizeof(rep.msg) - 1] = 0;
-  if (rep.magic != TD_BOOT_MAGIC)
-    return tdErr(err, tpudistRemoteError, "bootstrap: %s is not a tpu_dist root", rs);
-  if (rep.status != tpudistSuccess)
-    return tdErr(err, (tpudistResult_t)rep.status, "bootstrap rejected by rank 0 (%s): %s", rs,
-                 rep.msg);
-  if (rep.nranks != bs->nranks)
-    return tdErr(err, tpudistRemoteError, "bootstrap: bad table length %d from %s", rep.nranks, rs);
-  bs->hash = mix64(bs->hash ^ rep.nonce);
+  tpudistResult_t r = bootstrapReplyCheck(&rep, sizeof(rep), bs->nranks, &nonce, e);
+  if (r != tpudistSuccess) return tdErr(err, r, "%s (from %s)", e, rs);
+  bs->hash = mix64(bs->hash ^ nonce);
   tdNetAddr mine = bs->addrs[bs->rank];
   TD_CHECK(netRecvAll(bs->root_fd, bs->addrs, sizeof(tdNetAddr) * (size_t)bs->nranks, deadline,
                       &bs->aborted, rs, err));
   bs->addrs[bs->rank] = mine;
+  for (int q = 0; q < bs->nranks; q++)
+    if (bootstrapAddrCheck(&bs->addrs[q], sizeof(tdNetAddr), e) != tpudistSuccess)
+      return tdErr(err, tpudistRemoteError, "bootstrap: %s sent a bad address for rank %d: %s", rs,
+                   q, e);
   return tpudistSuccess;
 }
 
@@ -440,9 +531,8 @@ static tpudistResult_t rootListener(const tdIdBody *b, int *lfd, char *err) {
 tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, int timeout_ms,
                               tdBootstrap **out, char *err) {
   tdIdBody b;
+  TD_CHECK(bootstrapIdCheck(id, err));
   memcpy(&b, id->internal, sizeof(b));
-  if (b.magic != TD_BOOT_MAGIC)
-    return tdErr(err, tpudistInvalidArgument, "bootstrap: the unique id is not valid");
   /* A different library version is reported by rank 0 from the hello, naming both versions. */
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return tdErr(err, tpudistInvalidArgument, "bootstrap: rank %d out of range for nranks %d", rank,

@@ -29,6 +29,12 @@ tpudistResult_t bootstrapBarrier(tdBootstrap *bs, char *err);
  * collective over the members only. tag distinguishes concurrent splits. */
 tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, int newrank,
                                uint64_t tag, tdBootstrap **out, char *err);
+/* For a failed communicator: closes this rank's own listener, which peers probe with
+ * bootstrapPeerReleased. The channel can no longer be split afterwards. */
+void bootstrapRelease(tdBootstrap *bs);
+/* 1 if peer's listener refuses connections at once (the peer released its communicator or its
+ * process is gone); 0 if it accepts or the answer is not immediate. Cheap; never blocks. */
+int bootstrapPeerReleased(const tdBootstrap *bs, int peer);
 /* Unblocks every wait of bs (from any thread). */
 void bootstrapAbort(tdBootstrap *bs);
 void bootstrapFree(tdBootstrap *bs);
@@ -42,6 +48,28 @@ uint64_t bootstrapSecret(const tdBootstrap *bs);
 
 /* Tests only: the library version this process presents in its hello. */
 void bootstrapTestSetVersion(uint32_t version);
+
+/* ---- wire checks: every message a peer sends is checked by one of these before use (they are
+ * also the entry points of the fuzz targets in tests/fuzz) ---- */
+typedef enum {
+  TD_HELLO_OK = 0,
+  TD_HELLO_FOREIGN,    /* not this protocol (short, or wrong magic): drop without an answer */
+  TD_HELLO_BAD_SECRET, /* our protocol without the secret: answer "rejected", drop */
+  TD_HELLO_FATAL /* a real rank with a conflicting setup: fail the rendezvous (err says why) */
+} tdHelloVerdict;
+/* Checks a rendezvous hello of len bytes against the root's secret, version and nranks. On
+ * TD_HELLO_OK: *rank, *kind, *tag and the rank's listen address (struct tdNetAddr, may be NULL). */
+tdHelloVerdict bootstrapHelloCheck(const void *msg, size_t len, uint64_t secret, uint32_t version,
+                                   int nranks, int *rank, uint32_t *kind, uint64_t *tag, void *addr,
+                                   char *err);
+/* Checks the root's reply of len bytes (magic, status, nranks); *nonce on success. A failure
+ * status gives that status and the root's message in err. */
+tpudistResult_t bootstrapReplyCheck(const void *msg, size_t len, int nranks, uint64_t *nonce,
+                                    char *err);
+/* Checks a unique id (magic, flags, root address) before it is used. */
+tpudistResult_t bootstrapIdCheck(const tpudistUniqueId *id, char *err);
+/* Checks a listen address received from a peer (family, port). */
+tpudistResult_t bootstrapAddrCheck(const void *addr, size_t len, char *err);
 
 /* Host identity: hash of hostname, boot id and network namespace, or of hostid_override. */
 uint64_t bootstrapHostHash(const char *hostid_override);

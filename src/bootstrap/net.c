@@ -229,8 +229,10 @@ tpudistResult_t netConnectRetry(const tdNetAddr *a, int64_t deadline_ms, volatil
     if (netNowMs() + backoff >= deadline_ms)
       return tdErr(err, tpudistTimeout, "cannot connect to %s before the timeout (last error: %s)",
                    netAddrStr(a, buf, 64), last);
-    struct timespec ts = {0, backoff * 1000000L};
-    nanosleep(&ts, NULL);
+    for (int slept = 0; slept < backoff && !(abort && *abort); slept += 10) {
+      struct timespec ts = {0, 10 * 1000000L}; /* short naps: an abort is seen at once */
+      nanosleep(&ts, NULL);
+    }
     backoff = TD_MIN(backoff * 2, 500);
   }
 }

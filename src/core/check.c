@@ -2,8 +2,10 @@
  * check.c - TPU_DIST_CHECK=1 (debug mode): before each collective the ranks all-gather its
  * signature (collective, datatype, op, count, root, sequence) with the communicator's all-gather
  * plan, as a first phase of the same operation. A difference fails the collective on every rank
- * with tpudistInvalidUsage and a message naming both calls, instead of a deadlock or silently
- * wrong data. Costs one small all-gather per call; every rank must set the same TPU_DIST_CHECK.
+ * with tpudistInvalidUsage and the same message on each, naming the distinct calls and which ranks
+ * made them ("ranks 0-2 called allreduce(count 1000, ...); rank 3 called allreduce(count 1001,
+ * ...)"), instead of a deadlock or silently wrong data. Costs one small all-gather per call; every
+ * rank must set the same TPU_DIST_CHECK.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -62,18 +64,56 @@ static void describe(const uint64_t *w, char *buf, size_t len) {
            op >= 0 ? kernelOpName((tpudistRedOp_t)op) : "", (int)w[5], (unsigned long long)w[6]);
 }
 
+/* Appends the ranks whose signature equals sig ("ranks 0-2,5" / "rank 3") to buf. */
+static void rankList(const uint64_t *all, int n, const uint64_t *sig, char *buf, size_t len) {
+  size_t u = 0;
+  int count = 0;
+  for (int r = 0; r < n; r++)
+    count += !memcmp(all + (size_t)r * TD_CHK_WORDS, sig, 8 * TD_CHK_WORDS);
+  u += (size_t)snprintf(buf, len, "%s ", count > 1 ? "ranks" : "rank");
+  for (int r = 0, first = 1; r < n && u < len; r++) {
+    if (memcmp(all + (size_t)r * TD_CHK_WORDS, sig, 8 * TD_CHK_WORDS)) continue;
+    int e = r;
+    while (e + 1 < n && !memcmp(all + (size_t)(e + 1) * TD_CHK_WORDS, sig, 8 * TD_CHK_WORDS)) e++;
+    u += (size_t)snprintf(buf + u, len - u, e > r ? "%s%d-%d" : "%s%d", first ? "" : ",", r, e);
+    first = 0;
+    r = e;
+  }
+}
+
+/* The same message on every rank: each distinct call (lowest rank first) with its ranks. */
+static tpudistResult_t mismatch(const tdComm *c, const uint64_t *all, char *err) {
+  char msg[TD_ERRLEN] = "collective mismatch:";
+  size_t u = strlen(msg);
+  int groups = 0, shown = 0;
+  for (int r = 0; r < c->nranks; r++) {
+    const uint64_t *s = all + (size_t)r * TD_CHK_WORDS;
+    int seen = 0;
+    for (int q = 0; q < r && !seen; q++) seen = !memcmp(all + (size_t)q * TD_CHK_WORDS, s, 64);
+    if (seen) continue;
+    groups++;
+    if (shown == 2) continue;
+    char who[64], what[112];
+    rankList(all, c->nranks, s, who, sizeof(who));
+    if (s[0] == TD_CHK_MAGIC)
+      describe(s, what, sizeof(what));
+    else
+      snprintf(what, sizeof(what), "no check (TPU_DIST_CHECK unset?)");
+    u += (size_t)snprintf(msg + u, sizeof(msg) - TD_MIN(u, sizeof(msg)), "%s %s called %s",
+                          shown ? ";" : "", who, what);
+    shown++;
+  }
+  if (groups > shown && u < sizeof(msg))
+    snprintf(msg + u, sizeof(msg) - u, "; and %d other calls", groups - shown);
+  return tdErr(err, tpudistInvalidUsage, "%s", msg);
+}
+
 tpudistResult_t checkVerify(tdOp *op, char *err) {
   tdComm *c = op->comm;
   const uint64_t *mine = op->chk_buf, *all = op->chk_buf + TD_CHK_WORDS;
-  for (int r = 0; r < c->nranks; r++) {
-    const uint64_t *o = all + (size_t)r * TD_CHK_WORDS;
-    if (!memcmp(o, mine, TD_CHK_WORDS * sizeof(uint64_t))) continue;
-    char a[96], b[96];
-    describe(mine, a, sizeof(a));
-    describe(o, b, sizeof(b));
-    return tdErr(err, tpudistInvalidUsage, "collective mismatch: rank %d called %s, rank %d %s",
-                 c->rank, a, r, o[0] == TD_CHK_MAGIC ? b : "did not check (TPU_DIST_CHECK unset?)");
-  }
+  for (int r = 0; r < c->nranks; r++)
+    if (memcmp(all + (size_t)r * TD_CHK_WORDS, mine, TD_CHK_WORDS * sizeof(uint64_t)))
+      return mismatch(c, all, err);
   op->sched = op->chk_sched;
   op->bufs[TD_BUF_INPUT] = op->chk_bufs[0];
   op->bufs[TD_BUF_OUTPUT] = op->chk_bufs[1];

@@ -47,6 +47,14 @@ TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int 
     r = commError(c, tpudistInvalidUsage, "CommSplit: not allowed inside a group");
     goto out;
   }
+  pthread_mutex_lock(&c->priv->lock);
+  int broken = c->priv->broken;
+  pthread_mutex_unlock(&c->priv->lock);
+  if (broken) { /* its transports and listener are released: destroy it and create a new one */
+    r = commError(c, tpudistInvalidUsage,
+                  "CommSplit: the communicator has failed; destroy it and create a new one");
+    goto out;
+  }
   if (!newcomm || (color < 0 && color != TPUDIST_SPLIT_NOCOLOR)) {
     r = commError(c, tpudistInvalidArgument, "CommSplit: %s",
                   newcomm ? "color must be >= 0 or TPUDIST_SPLIT_NOCOLOR" : "newcomm is NULL");

@@ -43,6 +43,7 @@ struct tdCommPriv {
   int nfile_scheds;
   volatile int in_calls;
   int destroyed;
+  struct tdFlight *flight; /* flight recorder (flight.c) */
   int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores) */
 };
 
@@ -82,6 +83,14 @@ tpudistResult_t groupAdd(tdOp *op, int wait_at_end);
 /* Prepends the signature exchange to a collective op (after its fields are set); user_op is
  * the reduction op as called (-1 for none). */
 tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err);
+
+/* ---- flight recorder (flight.c) ---- */
+tpudistResult_t flightInit(tdComm *comm);
+void flightFree(tdComm *comm);
+/* Records op as it is queued (lock held). */
+void flightRecord(tdComm *comm, const tdOp *op);
+/* Logs the recorded operations with their state (lock held). */
+void flightDump(tdComm *comm, const char *why);
 
 /* ---- issuing (api_coll.c / request.c) ---- */
 /* Issues op: in a group it is deferred; otherwise queued; with req NULL waits and releases it. */

@@ -112,8 +112,8 @@ static tpudistResult_t fileSched(tdComm *comm, tdColl coll, int root, int inplac
   }
   for (int i = 0; i < p->nfile_scheds; i++) {
     const tdSched *s = &p->file_scheds[i];
-    if (s->coll == coll && s->rank == comm->rank && s->nranks == comm->nranks &&
-        s->root == root && s->inplace == inplace)
+    if (s->coll == coll && s->rank == comm->rank && s->nranks == comm->nranks && s->root == root &&
+        s->inplace == inplace)
       *out = s;
   }
   return tpudistSuccess;

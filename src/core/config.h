@@ -14,6 +14,7 @@ typedef struct {
   int debug_level;           /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
   unsigned debug_subsys;     /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
   int check;                 /* TPU_DIST_CHECK */
+  int flight_records;        /* TPU_DIST_FLIGHT_RECORDS */
   /* topology and algorithms */
   const char *topology;      /* TPU_DIST_TOPOLOGY */
   const char *algo;          /* TPU_DIST_ALGO */
@@ -35,6 +36,7 @@ typedef struct {
   int spin_us;               /* TPU_DIST_SPIN_US: spin before yielding */
   int progress_thread;       /* TPU_DIST_PROGRESS_THREAD */
   long shm_cma_min_bytes;    /* TPU_DIST_SHM_CMA_MIN_BYTES: smallest message read with CMA */
+  const char *fault;         /* TPU_DIST_FAULT: fault injection (transport/fault) */
   int shm_cma_pull_ms;       /* TPU_DIST_SHM_CMA_PULL_MS: copy out unmatched CMA messages after */
 } tdConfig;
 

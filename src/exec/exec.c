@@ -144,6 +144,9 @@ static void commFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
     p->broken = 1;
     if (p->async_error == tpudistSuccess) p->async_error = res;
     if (msg) commErrorMsg(comm, res, msg);
+    flightDump(comm, tpudistGetErrorString(res));
+    /* Peers waiting on this rank learn of the failure now, not at their timeout. */
+    transportReleaseAll(comm);
   }
   for (tdOp *op = p->head; op; op = op->next) {
     op->queued = 0;
@@ -162,6 +165,7 @@ void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait) {
     tdOp *op = ops[i];
     op->batch = batch;
     op->next = NULL;
+    flightRecord(comm, op);
     if (p->broken || comm->aborted) {
       opFinish(op, comm->aborted ? tpudistAborted : p->async_error);
       continue;
@@ -247,15 +251,19 @@ static int batchProgress(tdComm *comm) {
 
 static void timeoutFail(tdComm *comm, uint64_t idle_ns) {
   tdOp *op = comm->priv->head;
-  char what[160] = "";
+  char what[400] = "";
   if (op->kind == TD_OP_COLL)
     execCollDescribe(op, what, sizeof(what));
   else
     snprintf(what, sizeof(what), "waiting for rank %d", op->p2p.peer);
-  char msg[TD_ERRLEN + 256];
+  char msg[TD_ERRLEN + 512];
   snprintf(msg, sizeof(msg), "%s seq %llu timed out after %llu ms without progress: %s", opName(op),
            (unsigned long long)op->seq, (unsigned long long)(idle_ns / 1000000), what);
-  commFailLocked(comm, tpudistTimeout, msg);
+  /* the whole description in the log; last_error keeps what fits (logged once: same text) */
+  TD_ERROR(TD_SUBSYS_EXEC, "%s rank %d: %s", comm->name, comm->rank, msg);
+  snprintf(comm->last_error, sizeof(comm->last_error), "%.*s", (int)sizeof(comm->last_error) - 1,
+           msg);
+  commFailLocked(comm, tpudistTimeout, comm->last_error);
 }
 
 int execProgressLocked(tdComm *comm) {
@@ -264,9 +272,12 @@ int execProgressLocked(tdComm *comm) {
   int progressed = 0;
   tpudistResult_t r = transportProgressAll(comm, &progressed);
   if (r != tpudistSuccess) {
+    /* the transport logged the cause; record it without logging it again */
     char msg[TD_ERRLEN + 32];
     snprintf(msg, sizeof(msg), "transport failure: %s", comm->last_error);
-    commFailLocked(comm, r, msg);
+    snprintf(comm->last_error, sizeof(comm->last_error), "%.*s",
+             (int)sizeof(comm->last_error) - 1, msg);
+    commFailLocked(comm, r, comm->last_error);
     return 1;
   }
   for (int round = 0; round < 2 && p->head; round++) {

@@ -335,23 +335,29 @@ tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
 
 void execCollDescribe(const tdOp *op, char *buf, size_t len) {
   const tdSched *s = op->sched;
-  for (uint32_t i = 0; s && i < s->nstreams; i++) {
+  size_t off = 0;
+  buf[0] = 0;
+  for (uint32_t i = 0; s && i < s->nstreams && off + 1 < len; i++) {
     if (op->lo[i] >= s->streams[i].nsteps) continue;
     uint32_t j = op->lo[i];
     const tdStep *st = &s->streams[i].steps[j];
     const tdStepRt *rt = &op->rt[op->stream_base[i] + j];
-    if (rt->state == TD_RT_WAIT) {
-      snprintf(buf, len, "%s stream %u step %u (%s) not issued (dependencies)", s->algo, i, j,
-               tdStepSemTable[st->op].name);
-    } else if (rt->xin != TD_NONE && rt->rin < rt->npieces) {
-      snprintf(buf, len, "%s stream %u step %u (%s) waiting for rank %d (piece %u of %u)", s->algo,
-               i, j, tdStepSemTable[st->op].name, st->peer, rt->rin, rt->npieces);
-    } else {
-      snprintf(buf, len, "%s stream %u step %u (%s) waiting for rank %d to take piece %u of %u",
-               s->algo, i, j, tdStepSemTable[st->op].name, schedSendPeer(st), rt->rout,
-               rt->npieces);
-    }
-    return;
+    const char *name = tdStepSemTable[st->op].name;
+    int n;
+    if (rt->state == TD_RT_WAIT)
+      n = snprintf(buf + off, len - off, "%s stream %u step %u (%s) not issued (dependencies); ",
+                   s->algo, i, j, name);
+    else if (rt->xin != TD_NONE && rt->rin < rt->npieces)
+      n = snprintf(buf + off, len - off,
+                   "%s stream %u step %u (%s) waiting for rank %d (piece %u of %u; %u steps "
+                   "issued); ",
+                   s->algo, i, j, name, st->peer, rt->rin, rt->npieces, op->nx[i] - j);
+    else
+      n = snprintf(buf + off, len - off,
+                   "%s stream %u step %u (%s) waiting for rank %d to take piece %u of %u; ",
+                   s->algo, i, j, name, schedSendPeer(st), rt->rout, rt->npieces);
+    off += n > 0 ? (size_t)n : 0;
   }
-  snprintf(buf, len, "nothing pending");
+  if (off >= 2 && off < len) buf[off - 2] = 0;
+  if (!buf[0]) snprintf(buf, len, "nothing pending");
 }

@@ -55,6 +55,7 @@ tpudistResult_t transportSetup(tdComm *comm, char *err) {
   const char *list = cfg->transports;
   comm->ntransports = 0;
   regAdd(comm, &tdTransportSelf);
+  if (cfg->fault && *cfg->fault) regAdd(comm, &tdTransportFault);
   if (!list || !*list) list = "shm,socket";
   for (const char *p = list; *p;) {
     while (*p == ',' || *p == ' ') p++;
@@ -127,6 +128,14 @@ void transportFiniAll(tdComm *comm) {
   }
   free(st);
   comm->peer_tp = NULL;
+}
+
+void transportReleaseAll(tdComm *comm) {
+  tdRegState *st = regState(comm);
+  if (!st) return;
+  for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
+  st->inited = 0;
+  bootstrapRelease(comm->bootstrap); /* peers never connected to us learn it from the listener */
 }
 
 tpudistResult_t transportConnect(tdComm *comm, char *err) {

@@ -33,6 +33,10 @@ struct tdBootstrap;
 
 #define TD_ANY_PROBE ((void *)1)
 
+/* The fault-injection transport (fault/fault.c): placed right after "self" when TPU_DIST_FAULT is
+ * set; it wraps whichever later transport reaches each peer. */
+extern const tdTransport tdTransportFault;
+
 /* Fills comm->transports / ntransports from comm->cfg->transports (or the default order) and
  * allocates comm->peer_tp. err gets the reason (unknown name). */
 tpudistResult_t transportSetup(tdComm *comm, char *err);
@@ -46,6 +50,12 @@ tpudistResult_t transportInitAll(tdComm *comm, tdPeerInfo *info);
 tpudistResult_t transportProgressAll(tdComm *comm, int *progressed);
 /* commFini of every transport (reverse order), frees peer_tp. Idempotent. */
 void transportFiniAll(tdComm *comm);
+/* For a communicator that failed: commFini of every transport now (listeners and connections
+ * closed, shm sides marked released, the bootstrap listener closed: see bootstrapPeerReleased), so
+ * that peers still waiting on this rank fail with tpudistRemoteError at once instead of timing out;
+ * keeps peers and peer_tp. Nothing may be posted
+ * or progressed on comm afterwards; transportFiniAll still frees the rest. Idempotent. */
+void transportReleaseAll(tdComm *comm);
 
 /* Setup + InitAll + allgather of the peer infos into comm->peers (malloc'd here, freed by
  * transportFiniAll) + version check of every peer. */

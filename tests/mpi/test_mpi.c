@@ -9,7 +9,9 @@
  * random float inputs bit-identical on every rank, and argument errors. TD_FULL=1: the full cross
  * on every communicator. Buffers are allocated and touched once, then reused.
  *
- *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus]
+ *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus [--expect-from BYTES]]
+ *   (--expect-algo: collectives of that kind on the world communicator from BYTES, default 1 MiB,
+ *   must report that algorithm through tpudistLastAlgorithm)
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -17,6 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "mpi_ref.h"
 #include "tpu_dist.h"
@@ -33,6 +36,7 @@ static long gFail, gChecks;
 static int gWorldRank, gFull;
 static uint64_t gSeed = 12345;
 static const char *gExpectColl, *gExpectAlgo;
+static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here (world only) */
 
 static const char *dtName(int dt) {
   static const char *n[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
@@ -52,8 +56,9 @@ static int ok(const Ctx *c, tpudistResult_t r, const char *what) {
           tpudistGetLastError(c->comm));
   tpudistResult_t async = tpudistSuccess;
   if (tpudistCommGetAsyncError(c->comm, &async) == tpudistSuccess && async != tpudistSuccess) {
-    fprintf(stderr, "[%d] %s is broken (%s): aborting the job\n", gWorldRank, c->name,
+    fprintf(stderr, "[%d] %s is broken (%s): aborting the job in 10 s\n", gWorldRank, c->name,
             tpudistGetErrorString(async));
+    sleep(10); /* lets the other ranks report what they wait for */
     MPI_Abort(MPI_COMM_WORLD, 3);
   }
   return 0;
@@ -82,7 +87,9 @@ static void raw(void *buf, size_t i, size_t esize, uint64_t seed, int r, size_t 
 }
 
 static void checkAlgo(const Ctx *c, const char *coll, size_t bytes) {
-  if (!gExpectColl || strcmp(gExpectColl, coll) || bytes < (1u << 20) || c->n < 4) return;
+  if (!gExpectColl || strcmp(gExpectColl, coll) || bytes < gExpectMinBytes ||
+      strcmp(c->name, "world"))
+    return;
   const char *a = tpudistLastAlgorithm(c->comm);
   gChecks++;
   if (strcmp(a, gExpectAlgo)) {
@@ -122,6 +129,7 @@ static void tReduce(const Ctx *c, int dt, int op, size_t count, int root, int in
   void *out = me || inplace ? gR : NULL;
   if (ok(c, tpudistReduce(in, out, count, dt, op, root, c->comm, NULL), what) && me)
     compare(c, what, gR, gE, count, es);
+  checkAlgo(c, "reduce", count * es);
 }
 
 static void tReduceScatter(const Ctx *c, int dt, int op, size_t count, int inplace) {
@@ -161,6 +169,7 @@ static void tBroadcast(const Ctx *c, int dt, size_t count, int root, int inplace
   const void *send = c->rank == root || inplace ? in : NULL;
   if (ok(c, tpudistBroadcast(send, gR, count, dt, root, c->comm, NULL), what))
     compare(c, what, gR, gE, count, es);
+  checkAlgo(c, "broadcast", count * es);
 }
 
 static void tAllgather(const Ctx *c, int dt, size_t count, int inplace) {
@@ -189,6 +198,7 @@ static void tAlltoall(const Ctx *c, int dt, size_t count) {
       raw(gE, (size_t)p * count + j, es, seed, p, (size_t)c->rank * count + j);
   if (ok(c, tpudistAllToAll(gS, gR, count, dt, c->comm, NULL), what))
     compare(c, what, gR, gE, count * (size_t)c->n, es);
+  checkAlgo(c, "alltoall", count * es * (size_t)c->n);
 }
 
 /* Counts from s to d; send blocks packed in reverse peer order with one-element gaps. */
@@ -224,6 +234,47 @@ static void tAlltoallv(const Ctx *c, int dt, size_t maxc) {
     compare(c, "alltoallcounts", got, rc, (size_t)n, sizeof(size_t));
   if (ok(c, tpudistAllToAllv(gS, sc, sd, gR, rc, rd, dt, c->comm, NULL), what))
     compare(c, what, gR, gE, off, es);
+  checkAlgo(c, "alltoallv", off * es);
+}
+
+/* MoE dispatch: one hot expert (the last rank) receives most tokens, most other counts are zero;
+ * each rank knows only its send counts, learns its receive counts with the counts exchange, then
+ * sizes its receive layout from them (counts first, then sized buffers). */
+static void tMoeDispatch(const Ctx *c, int dt, size_t tokens) {
+  char what[128];
+  int n = c->n, me = c->rank, hot = n - 1;
+  size_t es = refSize(dt), sc[64], sd[64], rc[64], rd[64], off = 0;
+  uint64_t seed = ++gSeed;
+  snprintf(what, sizeof(what), "moe dispatch %s tokens=%zu", dtName(dt), tokens);
+  for (int d = 0; d < n; d++) {
+    uint64_t h = refHash(seed, me, (size_t)d);
+    sc[d] = d == hot ? tokens : (h % 4 == 0 ? h % 7 : 0);
+    sd[d] = off;
+    off += sc[d];
+  }
+  if (!ok(c, tpudistAllToAllCounts(sc, rc, c->comm, NULL), "moe counts")) return;
+  off = 0;
+  for (int s = 0; s < n; s++) {
+    rd[s] = off;
+    off += rc[s];
+  }
+  for (int d = 0; d < n; d++)
+    for (size_t j = 0; j < sc[d]; j++) raw(gS, sd[d] + j, es, seed, me, (size_t)d * 100000 + j);
+  for (int s = 0; s < n; s++) {
+    uint64_t h = refHash(seed, s, (size_t)me);
+    size_t want = me == hot ? tokens : (h % 4 == 0 ? h % 7 : 0);
+    gChecks++;
+    if (rc[s] != want) {
+      gFail++;
+      fprintf(stderr, "[%d] %s: counts from %d: got %zu want %zu\n", gWorldRank, what, s, rc[s],
+              want);
+      return;
+    }
+    for (size_t j = 0; j < rc[s]; j++) raw(gE, rd[s] + j, es, seed, s, (size_t)me * 100000 + j);
+  }
+  memset(gR, 0x55, off * es);
+  if (ok(c, tpudistAllToAllv(gS, sc, sd, gR, rc, rd, dt, c->comm, NULL), what))
+    compare(c, what, gR, gE, off, es);
 }
 
 /* ---- point to point and requests --------------------------------------------------------- */
@@ -252,8 +303,9 @@ static void tSendRecv(const Ctx *c, int dt, size_t count) {
     tpudistRequest_t req;
     int src = -1;
     if (!ok(c, tpudistRecv(gR, count, dt, tpudistAnySource, c->comm, &req), what)) return;
-    if (!ok(c, tpudistWait(req), what)) return;
+    /* the source is asked before Wait, which frees the request */
     if (!ok(c, tpudistRequestSource(req, &src), "RequestSource")) return;
+    if (!ok(c, tpudistWait(req), what)) return;
     gChecks++;
     if (src <= 0 || src >= n || seen[src]++) {
       gFail++;
@@ -331,6 +383,20 @@ static void expectErr(const Ctx *c, tpudistResult_t got, tpudistResult_t want, c
 
 static void tErrors(const Ctx *c) {
   tpudistComm_t cm = c->comm;
+  for (int r = -1; r <= tpudistNumResults + 5; r++) {
+    const char *s = tpudistGetErrorString((tpudistResult_t)r);
+    gChecks++;
+    if (!s || !*s) {
+      gFail++;
+      fprintf(stderr, "[%d] GetErrorString(%d) empty\n", gWorldRank, r);
+    }
+  }
+  int ver = 0;
+  gChecks++;
+  if (tpudistGetVersion(&ver) != tpudistSuccess || ver != TPUDIST_VERSION_CODE) {
+    gFail++;
+    fprintf(stderr, "[%d] GetVersion gave %d\n", gWorldRank, ver);
+  }
   expectErr(c, tpudistAllReduce(NULL, gR, 4, tpudistInt32, tpudistSum, cm, NULL),
             tpudistInvalidArgument, "null send");
   expectErr(c, tpudistAllReduce(gS, gR, 4, (tpudistDataType_t)42, tpudistSum, cm, NULL),
@@ -463,6 +529,8 @@ static void smallCross(const Ctx *c, int full) {
   tAlltoallv(c, tpudistInt32, 0);
   tAlltoallv(c, tpudistInt32, 9);
   tAlltoallv(c, tpudistFloat64, 700);
+  tMoeDispatch(c, tpudistBfloat16, 5000);
+  tMoeDispatch(c, tpudistFloat32, 1);
   tRequests(c);
 }
 
@@ -496,6 +564,8 @@ static void parseArgs(int argc, char **argv) {
         gExpectColl = buf;
         gExpectAlgo = eq + 1;
       }
+    } else if (!strcmp(argv[i], "--expect-from")) {
+      gExpectMinBytes = (size_t)strtoull(argv[i + 1], NULL, 10);
     }
 }
 

@@ -1,20 +1,21 @@
 /*
  * test_sched.c - every algorithm of tdAlgoTable over a matrix of shapes, through the validator
  * (collectives/validate.h) and the text format (collectives/sched_io.h):
- *   nranks 1..17, 24, 32, 64, 128 (flat; 4, 16, 8, 64, 128 stand for the tori 2x2, 4x4, 2x2x2,
- *   4x4x4, 4x4x8) x counts {0, 1, n-1, 3n+1, 1031} x in place / out of place (where the
- *   collective has an in-place form) x roots {0, n-1, n/2} (broadcast, reduce; sendrecv shifts)
- *   x count matrices (all-to-all-v: uniform, all zero, one hot receiver with zeros, sparse,
- *   skewed with gapped displacements).
- * For each shape every rank's schedule is generated, the set validated, each schedule dumped,
- * loaded and dumped again (byte-identical), fused with schedFuse when it is linked and validated
- * again (and in two randomised completion orders up to 32 ranks, for races that the lock-step
- * order hides). A schedule must serve every count of its shape (it is cached per shape): when the
- * sets generated for two counts differ, each is also validated at the other counts. A generator may
- * refuse a shape (tpudistNotSupported); the coverage report at the end lists, per collective and
- * rank count, the algorithms that accepted it, and the test fails if some shape has no accepting
- * generator.
- * TD_FULL=1 adds rank counts 48, 96, 255, 256 and counts {2, n, n+1, 7n-1}.
+ *   nranks 1..17, 24, 32, 64, 128 flat, and the tori 2x2, 3x3, 4x4, 2x2x2, 4x2x2 themselves
+ *   (topology-aware generators refuse flat shapes; TD_FULL=1 adds 4x4x4, 4x4x8) x counts {0, 1,
+ * n-1, 3n+1, 1031} x in place / out of place (where the collective has an in-place form) x roots
+ * {0, n-1, n/2} (broadcast, reduce; sendrecv shifts) x count matrices (all-to-all-v: uniform, all
+ * zero, one hot receiver with zeros, sparse, skewed with gapped displacements). For each shape
+ * every rank's schedule is generated, the set validated, each schedule dumped, loaded and dumped
+ * again (byte-identical), fused with schedFuse when it is linked and validated again (and in two
+ * randomised completion orders up to 32 ranks, for races that the lock-step order hides). A
+ * schedule must serve every count of its shape (it is cached per shape): when the sets generated
+ * for two counts differ, each is also validated at the other counts. A generator may refuse a shape
+ * (tpudistNotSupported); the coverage report at the end lists, per collective and rank count, the
+ * algorithms that accepted it, and the test fails if some shape has no accepting generator.
+ * TD_FULL=1 adds rank counts 48, 96, 255, 256, the tori 4x4x4, 4x4x8, and counts
+ * {2, n, n+1, 7n-1} up to 64 ranks; TD_SCHED_MAX_RANKS=N keeps the flat rank counts up to N (the
+ * tori stay).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -24,10 +25,9 @@
 #include "sched_io.h"
 #include "validate.h"
 
-
 #define MAXALGO 16
 #define MAXCOUNTS 12
-#define MAXRANKCASES 32
+#define MAXRANKCASES 40
 
 static int g_full;
 static int g_failures;
@@ -38,6 +38,8 @@ static int g_validated, g_cross;
 /* Coverage: per collective and rank-count case, a bitmask of algorithms that accepted a shape. */
 static unsigned g_accepted[TD_NUM_COLLS][MAXRANKCASES];
 static int g_ranks[MAXRANKCASES], g_nranks_cases;
+static tdTopo g_topo[MAXRANKCASES];      /* flat, or the torus named in g_spec */
+static const char *g_spec[MAXRANKCASES]; /* NULL = flat */
 
 static void failf(const char *fmt, ...) __attribute__((format(printf, 1, 2)));
 static void failf(const char *fmt, ...) {
@@ -56,8 +58,10 @@ typedef struct {
 } Shape;
 
 static void shapeName(const Shape *sh, const char *algo, char *buf, size_t len) {
-  snprintf(buf, len, "%s/%s n=%d count=%llu inplace=%d root=%d", schedCollName(sh->a.coll), algo,
-           sh->a.nranks, (unsigned long long)sh->a.count, sh->a.inplace, sh->a.root);
+  char topo[48] = "flat";
+  if (sh->a.topo && sh->a.topo->ndims) topoFormat(sh->a.topo, topo, sizeof(topo));
+  snprintf(buf, len, "%s/%s n=%d (%s) count=%llu inplace=%d root=%d", schedCollName(sh->a.coll),
+           algo, sh->a.nranks, topo, (unsigned long long)sh->a.count, sh->a.inplace, sh->a.root);
 }
 
 /* One schedule set: every rank's schedule. */
@@ -100,7 +104,7 @@ static tpudistResult_t validateSet(const Shape *sh, Set *x, uint64_t count, char
   memset(&o, 0, sizeof(o));
   o.v_counts = sh->a.v_counts, o.v_sdispls = sh->sd, o.v_rdispls = sh->rd;
   /* two more executions in random completion orders hunt for timing-dependent races */
-  o.random_runs = x->n <= (g_full ? 64 : 32) ? 2 : 0;
+  o.random_runs = x->n <= 32 ? 2 : 0;
   o.seed = (uint64_t)g_validated * 0x9e3779b97f4a7c15ull + count;
   g_validated++;
   return validateSchedulesOpts(x->p, x->n, count, &o, err);
@@ -157,8 +161,9 @@ static void checkFused(const Shape *sh, Set *x, const char *what) {
   x->text = t;
 }
 
-/* Generates and checks one shape with one algorithm: 1 accepted, 0 refused. */
-static int runShape(const Shape *sh, const char *algo, Set *keep, char *why) {
+/* Generates and checks one shape with one algorithm: 1 accepted, 0 refused. With text, hands
+ * back the count-free text of the set (for count independence). */
+static int runShape(const Shape *sh, const char *algo, char **text, char *why) {
   char name[160], err[TD_ERRLEN] = "";
   shapeName(sh, algo, name, sizeof(name));
   Set x;
@@ -176,40 +181,44 @@ static int runShape(const Shape *sh, const char *algo, Set *keep, char *why) {
   }
   if (validateSet(sh, &x, sh->a.count, err) != tpudistSuccess) failf("FAIL %s: %s", name, err);
   ioRoundTrip(&x, name);
-  if (keep) {
-    *keep = x; /* checked for count independence by the caller, then fused */
-    return 1;
+  if (text) {
+    *text = x.text;
+    x.text = NULL;
   }
   checkFused(sh, &x, name);
   setFree(&x);
   return 1;
 }
 
-/* Sets generated for different counts must each be valid at every count of the shape. */
-static void crossCounts(const Shape *sh, const char *algo, Set *sets, const uint64_t *counts,
-                        int nc) {
-  for (int i = 0; i < nc; i++) {
-    if (!sets[i].n) continue;
+/* Schedules are cached per shape, not per count: when the sets generated for two counts differ,
+ * the set of one count must also be correct at the other. */
+static void crossCounts(const Shape *base, const char *algo, char *const *texts,
+                        const uint64_t *counts, int nc) {
+  for (int i = 0; i < nc; i++)
     for (int j = 0; j < nc; j++) {
-      if (i == j || !sets[j].n || !sets[i].text || !sets[j].text) continue;
-      if (strcmp(sets[i].text, sets[j].text) == 0) continue;
+      if (i == j || !texts[i] || !texts[j] || strcmp(texts[i], texts[j]) == 0) continue;
+      Shape sh = *base;
+      sh.a.count = counts[i];
+      Set x;
       char err[TD_ERRLEN] = "";
+      memset(&x, 0, sizeof(x));
       g_cross++;
-      if (validateSet(sh, &sets[i], counts[j], err) != tpudistSuccess)
+      if (generate(&sh, algo, &x, err) == tpudistSuccess &&
+          validateSet(&sh, &x, counts[j], err) != tpudistSuccess)
         failf(
             "FAIL %s/%s n=%d inplace=%d root=%d: generated for count %llu, wrong at count "
             "%llu (schedules are cached per shape): %s",
-            schedCollName(sh->a.coll), algo, sh->a.nranks, sh->a.inplace, sh->a.root,
+            schedCollName(sh.a.coll), algo, sh.a.nranks, sh.a.inplace, sh.a.root,
             (unsigned long long)counts[i], (unsigned long long)counts[j], err);
+      setFree(&x);
     }
-  }
 }
 
 static int countsFor(int n, uint64_t *c) {
   uint64_t base[] = {0, 1, (uint64_t)n - 1, 3 * (uint64_t)n + 1, 1031};
   uint64_t more[] = {2, (uint64_t)n, (uint64_t)n + 1, 7 * (uint64_t)n - 1};
   int k = 0;
-  for (int i = 0; i < 5 + (g_full ? 4 : 0); i++) {
+  for (int i = 0; i < 5 + (g_full && n <= 64 ? 4 : 0); i++) {
     uint64_t v = i < 5 ? base[i] : more[i - 5];
     int dup = 0;
     for (int j = 0; j < k; j++) dup |= c[j] == v;
@@ -248,12 +257,12 @@ static void algosOf(tdColl c, AlgoList *l) {
 }
 
 /* Runs one shape over all algorithms; records coverage. */
-static void runAllAlgos(const Shape *sh, const AlgoList *al, int rc, Set *keep) {
+static void runAllAlgos(const Shape *sh, const AlgoList *al, int rc, char **texts) {
   char why[MAXALGO][TD_ERRLEN];
   int any = 0;
   for (int i = 0; i < al->n; i++) {
     why[i][0] = 0;
-    int r = runShape(sh, al->name[i], keep ? &keep[i] : NULL, why[i]);
+    int r = runShape(sh, al->name[i], texts ? &texts[i] : NULL, why[i]);
     if (r > 0) {
       any = 1;
       g_accepted[sh->a.coll][rc] |= 1u << i;
@@ -271,33 +280,21 @@ static void runAllAlgos(const Shape *sh, const AlgoList *al, int rc, Set *keep) 
 static void runCounts(tdColl c, int N, int rc, int inplace, int root, const AlgoList *al) {
   uint64_t counts[MAXCOUNTS];
   int nc = countsFor(N, counts);
-  static Set sets[MAXALGO][MAXCOUNTS];
-  tdTopo topo;
-  topoInitFlat(&topo, N);
+  char *texts[MAXALGO][MAXCOUNTS];
+  memset(texts, 0, sizeof(texts));
+  Shape sh;
+  memset(&sh, 0, sizeof(sh));
+  sh.a.coll = c, sh.a.nranks = N, sh.a.root = root, sh.a.inplace = inplace;
+  sh.a.topo = &g_topo[rc], sh.a.elem_size = 4;
   for (int k = 0; k < nc; k++) {
-    Shape sh;
-    memset(&sh, 0, sizeof(sh));
-    sh.a.coll = c, sh.a.nranks = N, sh.a.root = root, sh.a.inplace = inplace;
-    sh.a.count = counts[k], sh.a.topo = &topo, sh.a.elem_size = 4;
-    Set keep[MAXALGO];
-    memset(keep, 0, sizeof(keep));
-    runAllAlgos(&sh, al, rc, keep);
-    for (int i = 0; i < al->n; i++) sets[i][k] = keep[i];
+    char *t[MAXALGO] = {NULL};
+    sh.a.count = counts[k];
+    runAllAlgos(&sh, al, rc, t);
+    for (int i = 0; i < al->n; i++) texts[i][k] = t[i];
   }
   for (int i = 0; i < al->n; i++) {
-    Shape sh;
-    memset(&sh, 0, sizeof(sh));
-    sh.a.coll = c, sh.a.nranks = N, sh.a.root = root, sh.a.inplace = inplace, sh.a.topo = &topo;
-    crossCounts(&sh, al->name[i], sets[i], counts, nc);
-    for (int k = 0; k < nc; k++) {
-      if (sets[i][k].n) {
-        char name[160];
-        sh.a.count = counts[k];
-        shapeName(&sh, al->name[i], name, sizeof(name));
-        checkFused(&sh, &sets[i][k], name);
-      }
-      setFree(&sets[i][k]);
-    }
+    crossCounts(&sh, al->name[i], texts[i], counts, nc);
+    for (int k = 0; k < nc; k++) free(texts[i][k]);
   }
 }
 
@@ -345,13 +342,11 @@ static void runColl(tdColl c) {
     if (c == TD_COLL_ALLTOALLV) {
       size_t nn = (size_t)N * N;
       uint64_t *vc = malloc(nn * 8), *sd = malloc(nn * 8), *rd = malloc(nn * 8);
-      tdTopo topo;
-      topoInitFlat(&topo, N);
       for (int m = 0; m < 5; m++) {
         matrixFor(N, m, vc, sd, rd);
         Shape sh;
         memset(&sh, 0, sizeof(sh));
-        sh.a.coll = c, sh.a.nranks = N, sh.a.topo = &topo, sh.a.elem_size = 4;
+        sh.a.coll = c, sh.a.nranks = N, sh.a.topo = &g_topo[rc], sh.a.elem_size = 4;
         sh.a.v_counts = vc, sh.sd = sd, sh.rd = rd, sh.a.count = (uint64_t)m; /* names it */
         runAllAlgos(&sh, &al, rc, NULL);
       }
@@ -472,7 +467,8 @@ static void testCoverage(void) {
     AlgoList al;
     algosOf((tdColl)c, &al);
     for (int rc = 0; rc < g_nranks_cases; rc++) {
-      printf("  %-13s n=%-4d", schedCollName((tdColl)c), g_ranks[rc]);
+      printf("  %-13s n=%-4d %-6s", schedCollName((tdColl)c), g_ranks[rc],
+             g_spec[rc] ? g_spec[rc] : "");
       for (int i = 0; i < al.n; i++)
         if (g_accepted[c][rc] >> i & 1) printf(" %s", al.name[i]);
       if (!g_accepted[c][rc]) printf(" (none)");
@@ -492,9 +488,28 @@ int main(void) {
   static const int full[] = {48, 96, 255, 256};
   const char *e = getenv("TD_FULL");
   g_full = e && strcmp(e, "1") == 0;
-  for (size_t i = 0; i < sizeof(ci) / sizeof(ci[0]); i++) g_ranks[g_nranks_cases++] = ci[i];
+  /* TD_SCHED_MAX_RANKS=N: flat rank counts up to N only (the sanitizer pass, tests/asan.sh) */
+  const char *mx = getenv("TD_SCHED_MAX_RANKS");
+  int max_ranks = mx && atoi(mx) > 0 ? atoi(mx) : 1 << 30;
+  for (size_t i = 0; i < sizeof(ci) / sizeof(ci[0]); i++)
+    if (ci[i] <= max_ranks) g_ranks[g_nranks_cases++] = ci[i];
   for (size_t i = 0; g_full && i < sizeof(full) / sizeof(full[0]); i++)
     g_ranks[g_nranks_cases++] = full[i];
+  for (int i = 0; i < g_nranks_cases; i++) topoInitFlat(&g_topo[i], g_ranks[i]);
+  /* the tori themselves, so that topology-aware generators run too */
+  static const char *const tori[] = {"2x2", "3x3", "4x4", "2x2x2", "4x2x2", "4x4x4", "4x4x8"};
+  for (size_t i = 0; i < sizeof(tori) / sizeof(tori[0]) - (g_full ? 0 : 2); i++) {
+    int n = 1;
+    for (const char *q = tori[i]; *q; q++)
+      if (*q >= '0' && *q <= '9' && (q == tori[i] || q[-1] == 'x')) n *= atoi(q);
+    char err[TD_ERRLEN];
+    if (topoParse(tori[i], n, &g_topo[g_nranks_cases], err) != tpudistSuccess) {
+      printf("topology %s: %s\n", tori[i], err);
+      return 1;
+    }
+    g_spec[g_nranks_cases] = tori[i];
+    g_ranks[g_nranks_cases++] = n;
+  }
   setvbuf(stdout, NULL, _IOLBF, 0);
   CU_TestInfo tests[] = {
       {"allreduce", testAllreduce},

@@ -11,8 +11,10 @@
  *    It proves that every rank ends with the *same* tree for each element -- same association and
  *    same operand order, hence bit-identical results for any reduction op -- which contribution
  *    sets alone cannot show. It runs the issue rules (in-order issue, conflicts within a stream,
- *    deps, rendezvous sends) and reports deadlocks and cross-stream races it meets.
- * Plus: schedules do not depend on the count, and bad arguments are refused.
+ *    deps, rendezvous sends, fused steps as store and forward) and reports deadlocks and
+ *    cross-stream races it meets. Unfused and fused (schedFuse) schedules.
+ * Plus: schedules do not depend on the count, rings fuse fully, the two trees are complementary,
+ * bad arguments are refused; tests/run --full adds 127..257 ranks.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -505,7 +507,7 @@ static void testCountIndependent(void) {
 }
 
 /* Ring and ring2: 2(p-1) sends and receives per ring, and every send after the first forwards the
- * chunk received by the step just before it (so that the fusion pass can fuse them). */
+ * chunk received by the step just before it, so that schedFuse fuses all 2p-3 of them. */
 static void testRingShape(void) {
   char err[TD_ERRLEN];
   for (int g = 0; g < 2; g++)
@@ -530,6 +532,15 @@ static void testRingShape(void) {
           CU_ASSERT_EQUAL(sends, 2 * (p - 1));
           CU_ASSERT_EQUAL(recvs, 2 * (p - 1));
           CU_ASSERT_EQUAL(fusable, 2 * (p - 1) - 1);
+        }
+        schedFuse(&s); /* the pass fuses every forwarded receive */
+        for (uint32_t k = 0; k < s.nstreams; k++) {
+          int fused = 0;
+          for (uint32_t i = 0; i < s.streams[k].nsteps; i++)
+            fused += s.streams[k].steps[i].op == TD_STEP_RECV_REDUCE_SEND ||
+                     s.streams[k].steps[i].op == TD_STEP_RECV_COPY_SEND;
+          CU_ASSERT_EQUAL(fused, 2 * (p - 1) - 1);
+          CU_ASSERT_EQUAL(s.streams[k].nsteps, 2 * (uint32_t)p - 1);
         }
         schedFree(&s);
       }

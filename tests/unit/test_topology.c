@@ -291,6 +291,11 @@ static void testTwistHops(void) {
   CU_ASSERT_EQUAL(sp, (1 + 2 + 2) * 256L * 256L); /* average 5.0 */
   CU_ASSERT_EQUAL(st, 282624L);                   /* average 4.3125 */
   CU_ASSERT(dp == 10 && dt == 6);
+  /* the same shapes with other axis orders are the same graphs */
+  tw = parseOk("8x4x4:twist", 128);
+  CU_ASSERT_EQUAL(allPairsHops(&tw, &dt), 56320L);
+  tw = parseOk("8x4x8:twist", 256);
+  CU_ASSERT_EQUAL(allPairsHops(&tw, &dt), 282624L);
   /* n = 2 and a fourth plain axis */
   tw = parseOk("2x2x4x2:twist", 32);
   CU_ASSERT(tw.twisted && !tw.wrap[3]);

@@ -1,7 +1,8 @@
 /*
  * test_torus_algos.c - the torus generators (all-reduce, all-gather, reduce-scatter, all-to-all,
  * all-to-all-v) and Bruck all-to-all, proved by the schedule validator on tori 2x2, 4x4, 2x2x2,
- * 4x4x4, 4x4x8 (plain and twisted), 2x4 without wrap, 3x5 and 2x2x2x2, with counts 0, 1, fewer
+ * 4x4x4, 4x4x8 (plain and twisted), 2x4 without wrap, 3x5 and 2x2x2x2 (and 4x4 with one wrap,
+ * twisted 2x4x4 and 4x2x2: the n x 2n x 2n family, the long axis first), with counts 0, 1, fewer
  * than the ranks, not divisible by the chunking, and large, in place and out of place; a check
  * over the step lists that torus generators send and receive only between torus neighbours;
  * the same after the fusion pass; refusals on flat topologies; and controls showing that both
@@ -15,8 +16,8 @@
 #include "validate.h"
 
 static const char *const kShapes[] = {
-    "2x2",          "4x4", "2x2x2",   "4x4x4",        "4x4x8", "4x4x8:twist",
-    "2x4:wrap=0,0", "3x5", "2x2x2x2", "4x4:wrap=1,0", NULL};
+    "2x2", "4x4",     "2x2x2",        "4x4x4",       "4x4x8",       "4x4x8:twist", "2x4:wrap=0,0",
+    "3x5", "2x2x2x2", "4x4:wrap=1,0", "2x4x4:twist", "4x2x2:twist", NULL};
 
 static void parse(const char *spec, tdTopo *t) {
   char err[TD_ERRLEN] = "";

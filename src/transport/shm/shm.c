@@ -23,9 +23,11 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mman.h>
 #include <sys/uio.h>
 #include <unistd.h>
 
+#include "bootstrap.h"
 #include "core/config.h"
 #include "kernels.h"
 #include "log.h"
@@ -84,6 +86,8 @@ static void shmCommFini(tdComm *comm) {
   int i = commTransportIndex(comm, &tdTransportShm);
   tdShmCtx *c = comm->tp_ctx[i];
   if (!c) return;
+  /* segments a dead peer created (or began) that this rank never mapped are left to us */
+  if (c->peers) shmUnlinkDeadPeers(comm, c);
   for (int i = 0; c->peers && i < c->nactive; i++) shmDisconnect(c, c->active[i]);
   freeUnexpList(c);
   while (c->reads) {
@@ -400,7 +404,8 @@ static int produceOne(tdShmCtx *c, tdShmPeer *pe, uint64_t *head) {
   uint64_t room = TD_MIN(avail - TD_SHM_REC, pe->frag_max);
   size_t flen = left <= room ? left : (size_t)(room & ~(uint64_t)63);
   rec->flen = flen;
-  memcpy((char *)rec + TD_SHM_REC, (const char *)x->buf + done, flen);
+  if (flen)
+    memcpy((char *)rec + TD_SHM_REC, (const char *)x->buf + done, flen); /* buf may be NULL */
   *head += TD_SHM_REC + TD_R64(flen);
   x->tp_priv[0] = (void *)(uintptr_t)(done + flen);
   if (done + flen == x->len) {
@@ -557,8 +562,12 @@ static tpudistResult_t checkLiveness(tdComm *comm, tdShmCtx *c) {
     tdShmPeer *pe = &c->peers[p];
     if (pe->state == SHM_FAILED || !peerBusy(c, p)) continue;
     char why[96];
+    int unmapped = pe->state != SHM_READY ||
+                   !__atomic_load_n(&pe->hdr->mapped[1 - pe->side], __ATOMIC_ACQUIRE);
     if (pe->state == SHM_READY && __atomic_load_n(&pe->hdr->closed[1 - pe->side], __ATOMIC_ACQUIRE))
       snprintf(why, sizeof(why), "the rank released the communicator (destroyed or aborted)");
+    else if (unmapped && bootstrapPeerReleased(comm->bootstrap, p)) /* it never joined the pair */
+      snprintf(why, sizeof(why), "the rank released the communicator before joining the segment");
     else if (shmPeerDead(comm, pe, p))
       snprintf(why, sizeof(why), "process %d exited", comm->peers[p].pid);
     else

@@ -198,6 +198,22 @@ static int procGone(int pid) {
   return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
+void shmUnlinkDeadPeers(tdComm *comm, tdShmCtx *c) {
+  for (int p = 0; comm->peers && p < comm->nranks; p++) {
+    tdShmPeer *pe = &c->peers[p];
+    if (p == comm->rank || pe->map || pe->state == SHM_READY ||
+        comm->peers[p].host_hash != comm->peers[comm->rank].host_hash)
+      continue;
+    const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
+    const char *theirs = strchr(comm->peers[p].shm_name, ':');
+    if (!mine || !theirs || strcmp(mine, theirs) != 0 || !procGone(comm->peers[p].pid)) continue;
+    char name[64];
+    snprintf(name, sizeof(name), "/tdshm-%016llx-%d-%d", (unsigned long long)comm->comm_hash,
+             TD_MIN(comm->rank, p), TD_MAX(comm->rank, p));
+    shm_unlink(name);
+  }
+}
+
 int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p) {
   int pid = comm->peers[p].pid;
   const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');

@@ -17,6 +17,8 @@
  * every transfer pending with that peer with tpudistRemoteError naming the peer; a peer closing
  * with nothing pending (normal shutdown) only fails later posts to it.
  */
+#include "socket.h"
+
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
@@ -35,6 +37,8 @@
 #define TD_SOCK_MAGIC 0x6b636f73647470ull /* "ptdsock" */
 #define TD_SOCK_STAGE (256 * 1024)
 #define TD_SOCK_MAX_PER_PEER (8u << 20) /* bytes read per peer per progress call */
+#define TD_SOCK_HELLO_MS 10000          /* how long an accepted connection may stay silent */
+#define TD_SOCK_MAX_ACCEPTING 64        /* connections without a complete hello kept at once */
 
 enum { SK_NONE, SK_CONNECTING, SK_HELLO, SK_WAITPEER, SK_READY, SK_CLOSED, SK_FAILED };
 enum { RX_HDR, RX_XFER, RX_UNEXP, RX_DISCARD };
@@ -72,12 +76,14 @@ typedef struct {
   size_t rlen;
   tdXfer *rcur;
   tdSockMsg *rmsg;
-  size_t stage_fill;
+  size_t stage_fill; /* bytes of a partial element kept in part (reducing receives) */
+  char part[16];
   char why[160]; /* reason of SK_CLOSED / SK_FAILED */
 } tdSockPeer;
 
 typedef struct tdSockAccept {
   int fd;
+  int64_t since_ms; /* accepted at; a connection silent past TD_SOCK_HELLO_MS is dropped */
   size_t got;
   tdSockHello hello;
   struct tdSockAccept *next;
@@ -98,6 +104,35 @@ typedef struct {
   struct pollfd *pfd;
   int *pfd_peer;
 } tdSockCtx;
+
+_Static_assert(sizeof(tdSockHello) == TD_SOCK_HELLO_BYTES, "hello size");
+_Static_assert(sizeof(tdWireHdr) == TD_SOCK_HDR_BYTES, "header size");
+
+int sockHelloCheck(const void *msg, size_t len, uint64_t hash, uint64_t secret, int rank,
+                   int nranks, int *from) {
+  tdSockHello h;
+  if (len != sizeof(h)) return 0;
+  memcpy(&h, msg, sizeof(h));
+  if (h.magic != TD_SOCK_MAGIC || h.hash != hash || h.secret != secret || h.to != rank ||
+      h.from < 0 || h.from >= nranks || h.from == rank)
+    return 0;
+  *from = h.from;
+  return 1;
+}
+
+tpudistResult_t sockHeaderCheck(const void *msg, size_t len, tdMsgKey *key, uint64_t *plen,
+                                char *err) {
+  tdWireHdr h;
+  if (len != sizeof(h)) return tdErr(err, tpudistRemoteError, "a frame header of %zu bytes", len);
+  memcpy(&h, msg, sizeof(h));
+  if (h.pad != 0) return tdErr(err, tpudistRemoteError, "a corrupt frame header");
+  if (h.len > TD_SOCK_MAX_MSG)
+    return tdErr(err, tpudistRemoteError, "a frame announcing %llu bytes",
+                 (unsigned long long)h.len);
+  *key = (tdMsgKey){h.seq, h.stream, h.ordinal, h.piece};
+  *plen = h.len;
+  return tpudistSuccess;
+}
 
 static tdSockCtx *sockCtx(tdComm *comm) {
   int i = commTransportIndex(comm, &tdTransportSocket);
@@ -347,16 +382,15 @@ static tpudistResult_t peerHandshake(tdComm *comm, tdSockCtx *c, int p, short re
 
 /* Acceptor side: validates a complete hello and adopts or rejects the connection. */
 static void acceptHello(tdComm *comm, tdSockCtx *c, tdSockAccept *a) {
-  const tdSockHello *h = &a->hello;
   unsigned char verdict = 1;
-  if (h->magic != TD_SOCK_MAGIC || h->hash != comm->comm_hash || h->secret != c->secret ||
-      h->to != comm->rank || h->from < 0 || h->from >= comm->nranks || h->from == comm->rank) {
+  int p = -1;
+  if (!sockHelloCheck(&a->hello, sizeof(a->hello), comm->comm_hash, c->secret, comm->rank,
+                      comm->nranks, &p)) {
     TD_WARN(TD_SUBSYS_SOCK, "%s rank %d: dropped a connection with a wrong hello", comm->name,
             comm->rank);
     close(a->fd);
     return;
   }
-  int p = h->from;
   tdSockPeer *pe = &c->peers[p];
   if (pe->state == SK_READY || pe->state == SK_CLOSED || pe->state == SK_FAILED ||
       ((pe->state == SK_CONNECTING || pe->state == SK_HELLO) && comm->rank < p))
@@ -379,16 +413,23 @@ static void acceptHello(tdComm *comm, tdSockCtx *c, tdSockAccept *a) {
 }
 
 static void progressAccept(tdComm *comm, tdSockCtx *c, int *moved) {
+  int64_t now = netNowMs();
+  int naccepting = 0;
+  for (tdSockAccept *a = c->accepting; a; a = a->next) naccepting++;
   for (;;) {
     int fd;
     char err[TD_ERRLEN];
     if (netAccept(c->lfd, &fd, err) != tpudistSuccess || fd < 0) break;
-    tdSockAccept *a = calloc(1, sizeof(*a));
-    if (!a) {
+    tdSockAccept *a = naccepting < TD_SOCK_MAX_ACCEPTING ? calloc(1, sizeof(*a)) : NULL;
+    if (!a) { /* a flood of connections without hellos: the newest are refused */
+      TD_WARN(TD_SUBSYS_SOCK, "%s rank %d: refused a connection (%d without a hello)", comm->name,
+              comm->rank, naccepting);
       close(fd);
-      break;
+      continue;
     }
+    naccepting++;
     a->fd = fd;
+    a->since_ms = now;
     a->next = c->accepting;
     c->accepting = a;
     *moved = 1;
@@ -398,6 +439,11 @@ static void progressAccept(tdComm *comm, tdSockCtx *c, int *moved) {
     ssize_t n = recv(a->fd, (char *)&a->hello + a->got, sizeof(a->hello) - a->got, MSG_DONTWAIT);
     if (n > 0) a->got += (size_t)n;
     int gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
+    if (!gone && a->got < sizeof(a->hello) && now - a->since_ms > TD_SOCK_HELLO_MS) {
+      TD_WARN(TD_SUBSYS_SOCK, "%s rank %d: dropped a connection silent for %d ms", comm->name,
+              comm->rank, TD_SOCK_HELLO_MS);
+      gone = 1;
+    }
     if (gone || a->got == sizeof(a->hello)) {
       *pp = a->next;
       if (gone)
@@ -447,8 +493,12 @@ static tpudistResult_t progressSend(tdComm *comm, tdSockCtx *c, int p, int *move
 /* A header is complete: choose where the payload goes. */
 static tpudistResult_t rxStart(tdComm *comm, tdSockCtx *c, int p) {
   tdSockPeer *pe = &c->peers[p];
-  tdMsgKey k = {pe->rhdr.seq, pe->rhdr.stream, pe->rhdr.ordinal, pe->rhdr.piece};
-  size_t len = pe->rhdr.len;
+  tdMsgKey k;
+  uint64_t wlen;
+  char why[TD_ERRLEN];
+  if (sockHeaderCheck(&pe->rhdr, sizeof(pe->rhdr), &k, &wlen, why) != tpudistSuccess)
+    return peerFail(comm, c, p, SK_FAILED, why);
+  size_t len = (size_t)wlen;
   pe->rgot = 0;
   pe->rlen = len;
   pe->stage_fill = 0;
@@ -510,6 +560,8 @@ static char *rxTarget(tdSockCtx *c, tdSockPeer *pe, size_t *room) {
     *room = left;
     return (char *)pe->rcur->buf + pe->rgot;
   }
+  /* The stage is shared by all peers: this peer's partial element goes in front first. */
+  memcpy(c->stage, pe->part, pe->stage_fill);
   *room = TD_MIN(left, TD_SOCK_STAGE - pe->stage_fill);
   return c->stage + pe->stage_fill;
 }
@@ -551,7 +603,7 @@ static tpudistResult_t progressRecv(tdComm *comm, tdSockCtx *c, int p, int *move
       size_t whole = pe->stage_fill - pe->stage_fill % es;
       size_t off = pe->rgot - pe->stage_fill;
       transportDeliver(pe->rcur, off, c->stage, whole);
-      memmove(c->stage, c->stage + whole, pe->stage_fill - whole);
+      memcpy(pe->part, c->stage + whole, pe->stage_fill - whole);
       pe->stage_fill -= whole;
     }
     if (pe->rgot == pe->rlen) rxFinish(comm, c, p);

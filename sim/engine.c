@@ -1,0 +1,576 @@
+/*
+ * engine.c - the simulator's discrete-event engine: issues every rank's steps by the IR's rules
+ * (docs/schedule-ir.md "Ordering"), matches message ends by (source, destination, stream,
+ * ordinal), turns matched pairs into flows on the network (net.c) and completes steps as their
+ * flows are delivered or their local work ends.
+ *
+ * Issue rules: a stream's steps issue in order; a step waits while it conflicts with an earlier
+ * incomplete step of its stream (element ranges from tdStepSemTable's read/write sets, in-place
+ * aliasing applied), while a cross-stream dep is incomplete, and while max_inflight steps of its
+ * stream are incomplete (the executor's depth). A fused receive-and-send forwards after its
+ * receive (and reduction) completes.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "kernels.h"
+#include "sim_int.h"
+
+#define SIM_NO_SLOT UINT32_MAX
+
+/* ---- match table: open addressing, linear probing, backward-shift deletion ---- */
+static uint64_t mkKey(int src, int dst, uint32_t stream, uint32_t ord, int side) {
+  return (1ull << 63) | ((uint64_t)(uint32_t)src << 42) | ((uint64_t)(uint32_t)dst << 21) |
+         ((uint64_t)stream << 17) | ((uint64_t)ord << 1) | (uint64_t)side;
+}
+
+static size_t hashKey(uint64_t k, size_t cap) {
+  k ^= k >> 33;
+  k *= 0xff51afd7ed558ccdull;
+  k ^= k >> 33;
+  return (size_t)k & (cap - 1);
+}
+
+static tpudistResult_t tableGrow(simEngine *e) {
+  size_t oc = e->tcap, nc = oc ? oc * 2 : 1024;
+  simPost *old = e->table, *nt = calloc(nc, sizeof(simPost));
+  if (!nt) return tpudistNoMemory;
+  for (size_t i = 0; i < oc; i++)
+    if (old[i].key) {
+      size_t h = hashKey(old[i].key, nc);
+      while (nt[h].key) h = (h + 1) & (nc - 1);
+      nt[h] = old[i];
+    }
+  free(old);
+  e->table = nt;
+  e->tcap = nc;
+  return tpudistSuccess;
+}
+
+/* Removes and returns the slot posted under key, or SIM_NO_SLOT. */
+static uint32_t tableTake(simEngine *e, uint64_t key) {
+  if (!e->tcap) return SIM_NO_SLOT;
+  size_t m = e->tcap - 1, h = hashKey(key, e->tcap);
+  while (e->table[h].key && e->table[h].key != key) h = (h + 1) & m;
+  if (!e->table[h].key) return SIM_NO_SLOT;
+  uint32_t slot = e->table[h].slot;
+  size_t i = h, j = h;
+  for (;;) { /* backward shift */
+    j = (j + 1) & m;
+    if (!e->table[j].key) break;
+    size_t home = hashKey(e->table[j].key, e->tcap);
+    if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
+      e->table[i] = e->table[j];
+      i = j;
+    }
+  }
+  e->table[i].key = 0;
+  e->tused--;
+  return slot;
+}
+
+static tpudistResult_t tablePut(simEngine *e, uint64_t key, uint32_t slot) {
+  if ((e->tused + 1) * 2 > e->tcap) TD_CHECK(tableGrow(e));
+  size_t h = hashKey(key, e->tcap);
+  while (e->table[h].key) h = (h + 1) & (e->tcap - 1);
+  e->table[h].key = key;
+  e->table[h].slot = slot;
+  e->tused++;
+  return tpudistSuccess;
+}
+
+/* ---- slots: issued steps ---- */
+static tpudistResult_t slotAlloc(simEngine *e, uint32_t *id) {
+  uint32_t gen = 0;
+  if (e->nfreeslots) {
+    *id = e->freeslots[--e->nfreeslots];
+    gen = e->slots[*id].gen + 1;
+  } else {
+    if (e->nslots == e->capslots) {
+      uint32_t c = e->capslots ? e->capslots * 2 : 1024;
+      simSlot *a = realloc(e->slots, sizeof(simSlot) * c);
+      uint32_t *f = realloc(e->freeslots, sizeof(uint32_t) * c);
+      if (a) e->slots = a;
+      if (f) e->freeslots = f;
+      if (!a || !f) return tpudistNoMemory;
+      e->capslots = c;
+    }
+    *id = e->nslots++;
+  }
+  memset(&e->slots[*id], 0, sizeof(simSlot));
+  e->slots[*id].gen = gen;
+  e->slots[*id].used = 1;
+  e->slots[*id].recv_flow = SIM_NO_FLOW;
+  e->slots[*id].recv_done = -1;
+  return tpudistSuccess;
+}
+
+static uint64_t refBytes(const simEngine *e, int r, tdBufRef ref) {
+  int sp;
+  uint64_t b, en;
+  if (winSpan(e, r, ref, &sp, &b, &en) != tpudistSuccess) return UINT64_MAX;
+  return (en - b) * e->es;
+}
+
+/* ---- DMA queues: a chip sends at most max_dma messages at once over one port (first link);
+ * further matched messages wait in order ---- */
+static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes,
+                                 uint32_t port) {
+  uint32_t fid;
+  int from = e->slots[ss].rank, to = e->slots[rs].rank;
+  uint32_t feeder = SIM_NO_FLOW, rf = e->slots[ss].recv_flow;
+  if (e->slots[ss].phase && rf < e->net.nflows && e->net.flows[rf].active &&
+      e->net.flows[rf].recv_slot == ss)
+    feeder = rf;
+  TD_CHECK(netStart(&e->net, from, to, bytes, e->now, ss, rs, feeder, &fid));
+  e->net.flows[fid].src = from;
+  e->net.flows[fid].dst = to;
+  e->net.flows[fid].port = port;
+  if (e->port_active) e->port_active[port]++;
+  simSlot *s = &e->slots[ss], *r = &e->slots[rs];
+  if (s->phase) s->fwd_flow = fid;
+  if ((tdStepSemTable[r->step.op].flags & TD_SEM_WIRE_OUT) && !r->phase) {
+    /* a fused receive: its forward starts once the first piece has landed (and is reduced) */
+    const simFlow *f = &e->net.flows[fid];
+    double p = TD_MIN(bytes, e->cfg->piece_bytes > 0 ? e->cfg->piece_bytes : bytes);
+    double t = e->now + f->lat + (f->rate > 0 && f->rate < 1e299 ? p / f->rate : 0);
+    if (tdStepSemTable[r->step.op].flags & TD_SEM_REDUCES) t += 3.0 * p / e->cfg->p.mem_bw;
+    r->piece = p;
+    r->recv_flow = fid;
+    return netPush(&e->net, t, SIM_EV_PIECE, rs, r->gen);
+  }
+  return tpudistSuccess;
+}
+
+static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
+  if (e->cfg->max_dma <= 0) return flowStart(e, ss, rs, bytes, 0);
+  uint32_t port = netPort(&e->net, e->slots[ss].rank, e->slots[rs].rank);
+  if (e->port_active[port] < (uint32_t)e->cfg->max_dma) return flowStart(e, ss, rs, bytes, port);
+  uint32_t id = e->freepend;
+  if (id != SIM_NO_SLOT) {
+    e->freepend = e->pend[id].next;
+  } else {
+    if (e->npend == e->cappend) {
+      uint32_t c = e->cappend ? e->cappend * 2 : 256;
+      simPending *a = realloc(e->pend, sizeof(simPending) * c);
+      if (!a) return tdErr(e->err, tpudistNoMemory, "sim: no memory for queued messages");
+      e->pend = a;
+      e->cappend = c;
+    }
+    id = e->npend++;
+  }
+  e->pend[id] = (simPending){ss, rs, SIM_NO_SLOT, bytes};
+  if (e->port_tail[port] != SIM_NO_SLOT)
+    e->pend[e->port_tail[port]].next = id;
+  else
+    e->port_head[port] = id;
+  e->port_tail[port] = id;
+  return tpudistSuccess;
+}
+
+/* A flow drained: its port takes the next queued message. */
+static tpudistResult_t dmaDone(simEngine *e, uint32_t port) {
+  if (!e->port_active) return tpudistSuccess;
+  e->port_active[port]--;
+  uint32_t id = e->port_head[port];
+  if (id == SIM_NO_SLOT) return tpudistSuccess;
+  e->port_head[port] = e->pend[id].next;
+  if (e->port_head[port] == SIM_NO_SLOT) e->port_tail[port] = SIM_NO_SLOT;
+  simPending p = e->pend[id];
+  e->pend[id].next = e->freepend;
+  e->freepend = id;
+  return flowStart(e, p.ss, p.rs, p.bytes, port);
+}
+
+/* ---- message ends ---- */
+static tpudistResult_t postEnd(simEngine *e, uint32_t slot, int send) {
+  simSlot *s = &e->slots[slot];
+  const simStep *st = &s->step;
+  tdStep tmp;
+  memset(&tmp, 0, sizeof(tmp));
+  tmp.op = st->op;
+  tmp.peer = st->peer;
+  tmp.peer2 = st->peer2;
+  int peer = send ? schedSendPeer(&tmp) : schedRecvPeer(&tmp);
+  if (peer < 0 || peer >= e->nranks)
+    return tdErr(e->err, tpudistInternalError, "sim: rank %d stream %u step %u: peer %d", s->rank,
+                 s->stream, s->idx, peer);
+  uint32_t ord = send ? st->sord : st->rord;
+  if (ord >= (1u << 16))
+    return tdErr(e->err, tpudistNotSupported, "sim: more than 65536 messages on one stream pair");
+  int from = send ? s->rank : peer, to = send ? peer : s->rank;
+  uint64_t mine = mkKey(from, to, s->stream, ord, send), other = mine ^ 1ull;
+  uint32_t o = tableTake(e, other);
+  if (o == SIM_NO_SLOT) return tablePut(e, mine, slot);
+  uint32_t ss = send ? slot : o, rs = send ? o : slot;
+  tdBufRef wire =
+      e->slots[ss].step.op == TD_STEP_SEND ? e->slots[ss].step.src : e->slots[ss].step.dst;
+  uint64_t sb = refBytes(e, from, wire), rb = refBytes(e, to, e->slots[rs].step.dst);
+  if (sb == UINT64_MAX || sb != rb)
+    return tdErr(e->err, tpudistInternalError,
+                 "sim: message %d->%d stream %u #%u: %llu bytes sent, %llu expected", from, to,
+                 s->stream, ord, (unsigned long long)sb, (unsigned long long)rb);
+  e->messages++;
+  e->wire_bytes += (double)sb;
+  return dmaStart(e, ss, rs, (double)sb);
+}
+
+/* ---- issue ---- */
+static int stepComplete(const simRankState *rs, uint32_t stream, uint32_t idx) {
+  const simStreamState *ss = &rs->st[stream];
+  return idx < ss->cursor && (ss->done[idx >> 3] >> (idx & 7) & 1);
+}
+
+static tpudistResult_t stepSpans(const simEngine *e, int r, const simStep *st, simSpans *sp) {
+  unsigned f = tdStepSemTable[st->op].flags;
+  sp->n = 0;
+  sp->dst = -1;
+  if (f & TD_SEM_READ_SRC) {
+    TD_CHECK(winSpan(e, r, st->src, &sp->space[0], &sp->b[0], &sp->e[0]));
+    sp->write[sp->n++] = 0;
+  }
+  if (f & (TD_SEM_WRITE_DST | TD_SEM_READ_DST)) {
+    int i = sp->dst = sp->n++;
+    TD_CHECK(winSpan(e, r, st->dst, &sp->space[i], &sp->b[i], &sp->e[i]));
+    sp->write[i] = (f & TD_SEM_WRITE_DST) != 0;
+  }
+  return tpudistSuccess;
+}
+
+/* What an issued step still touches: a fused step whose receive is done only reads dst. */
+static simSpans slotSpans(const simSlot *s) {
+  simSpans sp = s->sp;
+  if (s->recv_done >= 0 && sp.dst >= 0) {
+    int d = sp.dst;
+    sp.space[0] = sp.space[d];
+    sp.b[0] = sp.b[d];
+    sp.e[0] = sp.e[d];
+    sp.write[0] = 0;
+    sp.n = 1;
+    sp.dst = 0;
+  }
+  return sp;
+}
+
+static int spansConflict(const simSpans *a, const simSpans *b) {
+  for (int i = 0; i < a->n; i++)
+    for (int j = 0; j < b->n; j++)
+      if ((a->write[i] || b->write[j]) && a->space[i] == b->space[j] && a->b[i] < b->e[j] &&
+          b->b[j] < a->e[i] && a->b[i] < a->e[i] && b->b[j] < b->e[j])
+        return 1;
+  return 0;
+}
+
+static tpudistResult_t canIssue(simEngine *e, int r, uint32_t stream, const simStep *st, int *ok) {
+  simRankState *rs = &e->ranks[r];
+  simStreamState *ss = &rs->st[stream];
+  *ok = 0;
+  if (e->cfg->max_inflight > 0 && ss->ninflight >= (uint32_t)e->cfg->max_inflight)
+    return tpudistSuccess;
+  for (int d = 0; d < 2; d++) {
+    if (st->deps[d].stream == TD_NO_DEP) continue;
+    if (st->deps[d].stream >= rs->nstreams)
+      return tdErr(e->err, tpudistInternalError, "sim: rank %d: dep on stream %u", r,
+                   st->deps[d].stream);
+    if (!stepComplete(rs, st->deps[d].stream, st->deps[d].step)) return tpudistSuccess;
+  }
+  if (ss->blk_valid) {
+    const simSlot *b = &e->slots[ss->blk_slot];
+    if (b->used && b->gen == ss->blk_gen && (b->recv_done >= 0) == ss->blk_rd)
+      return tpudistSuccess; /* the step it conflicted with still stands as it was */
+    ss->blk_valid = 0;
+  }
+  if (ss->ninflight) {
+    simSpans me;
+    TD_CHECK(stepSpans(e, r, st, &me));
+    for (uint32_t i = ss->ninflight; i-- > 0;) { /* latest first: likeliest conflict */
+      const simSlot *o = &e->slots[ss->inflight[i].slot];
+      simSpans other = slotSpans(o);
+      if (spansConflict(&me, &other)) {
+        ss->blk_valid = 1;
+        ss->blk_slot = ss->inflight[i].slot;
+        ss->blk_gen = o->gen;
+        ss->blk_rd = o->recv_done >= 0;
+        return tpudistSuccess;
+      }
+    }
+  }
+  *ok = 1;
+  return tpudistSuccess;
+}
+
+static tpudistResult_t issue(simEngine *e, int r, uint32_t stream, const simStep *st) {
+  simStreamState *ss = &e->ranks[r].st[stream];
+  if (ss->ninflight == ss->capinflight) {
+    uint32_t c = ss->capinflight ? ss->capinflight * 2 : 8;
+    simInflight *a = realloc(ss->inflight, sizeof(simInflight) * c);
+    if (!a) return tdErr(e->err, tpudistNoMemory, "sim: no memory for steps in flight");
+    ss->inflight = a;
+    ss->capinflight = c;
+  }
+  uint32_t id;
+  TD_CHECK(slotAlloc(e, &id));
+  simSlot *s = &e->slots[id];
+  s->step = *st;
+  TD_CHECK(stepSpans(e, r, st, &s->sp));
+  s->rank = r;
+  s->stream = (uint16_t)stream;
+  s->idx = ss->cursor;
+  s->ipos = ss->ninflight;
+  ss->inflight[ss->ninflight].slot = id;
+  ss->inflight[ss->ninflight++].idx = ss->cursor;
+  ss->cursor++;
+  ss->blk_valid = 0;
+  unsigned f = tdStepSemTable[st->op].flags;
+  if (f & TD_SEM_WIRE_IN) return postEnd(e, id, 0);
+  if (f & TD_SEM_WIRE_OUT) return postEnd(e, id, 1);
+  /* local: copy reads and writes, reduce reads two and writes one */
+  uint64_t bytes = refBytes(e, r, st->dst);
+  if (bytes == UINT64_MAX) return tdErr(e->err, tpudistInternalError, "sim: bad ref (rank %d)", r);
+  double k = (f & TD_SEM_REDUCES) ? 3.0 : 2.0;
+  return netPush(&e->net, e->now + k * (double)bytes / e->cfg->p.mem_bw, SIM_EV_LOCAL, id, 0);
+}
+
+static void rankFinish(simEngine *e, int r) {
+  simRankState *rs = &e->ranks[r];
+  for (uint32_t i = 0; i < rs->nstreams; i++) {
+    e->held -= rs->st[i].win_n;
+    free(rs->st[i].win);
+    free(rs->st[i].inflight);
+    free(rs->st[i].done);
+  }
+  free(rs->st);
+  rs->st = NULL;
+  rs->done = 1;
+  rs->finish = e->now;
+  e->ranks_left--;
+}
+
+/* Issues what rank r can issue now. */
+static tpudistResult_t advance(simEngine *e, int r) {
+  simRankState *rs = &e->ranks[r];
+  if (rs->done) return tpudistSuccess;
+  for (uint32_t i = 0; i < rs->nstreams; i++) {
+    simStreamState *ss = &rs->st[i];
+    while (ss->cursor < ss->nsteps) {
+      if (ss->cursor >= ss->win_first + ss->win_n) TD_CHECK(winLoad(e, r, i));
+      const simStep *st = &ss->win[ss->cursor - ss->win_first];
+      int ok;
+      TD_CHECK(canIssue(e, r, i, st, &ok));
+      if (!ok) break;
+      TD_CHECK(issue(e, r, i, st));
+    }
+  }
+  uint32_t live = 0;
+  for (uint32_t i = 0; i < rs->nstreams; i++)
+    if (rs->st[i].cursor < rs->st[i].nsteps || rs->st[i].ninflight) live++;
+  if (!live) rankFinish(e, r);
+  return tpudistSuccess;
+}
+
+static tpudistResult_t complete(simEngine *e, uint32_t slot) {
+  simSlot *s = &e->slots[slot];
+  int r = s->rank;
+  simStreamState *ss = &e->ranks[r].st[s->stream];
+  uint32_t i = s->ipos;
+  ss->inflight[i] = ss->inflight[--ss->ninflight];
+  if (i < ss->ninflight) e->slots[ss->inflight[i].slot].ipos = i;
+  ss->done[s->idx >> 3] |= (uint8_t)(1u << (s->idx & 7));
+  s->used = 0;
+  e->freeslots[e->nfreeslots++] = slot;
+  return advance(e, r);
+}
+
+/* ---- events ---- */
+/* Delivery time of a fused step's forward that drained at now: not before its last piece was
+ * received and reduced, plus that piece's time on a link. */
+static double fwdDeliverAt(const simEngine *e, const simSlot *s, double lat) {
+  return TD_MAX(e->now, s->recv_done + s->piece / e->cfg->p.link_bw) + lat;
+}
+
+static tpudistResult_t onDeliver(simEngine *e, uint32_t fid) {
+  simFlow *f = &e->net.flows[fid];
+  uint32_t ss = f->send_slot, rs = f->recv_slot;
+  netRelease(&e->net, fid);
+  if (e->cfg->functional) TD_CHECK(funcDeliver(e, &e->slots[ss], &e->slots[rs]));
+  unsigned rf = tdStepSemTable[e->slots[rs].step.op].flags;
+  TD_CHECK(complete(e, ss));   /* the send end (a fused step's forward) is done */
+  simSlot *rv = &e->slots[rs]; /* after complete: slots may have moved */
+  double red = (rf & TD_SEM_REDUCES) ? 3.0 * (double)refBytes(e, rv->rank, rv->step.dst) : 0;
+  if (!(rf & TD_SEM_WIRE_OUT)) {
+    if (!(rf & TD_SEM_REDUCES)) return complete(e, rs);
+    return netPush(&e->net, e->now + red / e->cfg->p.mem_bw, SIM_EV_LOCAL, rs, 0);
+  }
+  /* fused: the last piece still has to be reduced; the forward may already be under way */
+  rv->recv_done = e->now + (rf & TD_SEM_REDUCES ? 3.0 * rv->piece / e->cfg->p.mem_bw : 0);
+  if (!rv->phase) {
+    rv->phase = 1;
+    TD_CHECK(postEnd(e, rs, 1));
+  } else if (rv->fwd_waiting) {
+    rv->fwd_waiting = 0;
+    const simFlow *g = &e->net.flows[rv->fwd_flow];
+    TD_CHECK(netPush(&e->net, fwdDeliverAt(e, rv, g->lat), SIM_EV_DELIVER, rv->fwd_flow, 0));
+  }
+  return advance(e, e->slots[rs].rank); /* its receive footprint is released */
+}
+
+static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
+  switch (ev->kind) {
+    case SIM_EV_DRAINED: {
+      simFlow *f = &e->net.flows[ev->id];
+      if (!f->active) return tpudistSuccess;
+      TD_CHECK(netDrained(&e->net, ev->id, e->now));
+      simSlot *s = &e->slots[f->send_slot];
+      if (s->phase && s->recv_done < 0)
+        s->fwd_waiting = 1; /* delivered once its receive is done */
+      else
+        TD_CHECK(netPush(&e->net, s->phase ? fwdDeliverAt(e, s, f->lat) : e->now + f->lat,
+                         SIM_EV_DELIVER, ev->id, 0));
+      return dmaDone(e, e->net.flows[ev->id].port);
+    }
+    case SIM_EV_DELIVER:
+      return onDeliver(e, ev->id);
+    case SIM_EV_PIECE: /* a fused step's first piece is in: start forwarding */
+      if (!e->slots[ev->id].used || e->slots[ev->id].gen != ev->version || e->slots[ev->id].phase)
+        return tpudistSuccess; /* forwarding already (or the step is long done) */
+      e->slots[ev->id].phase = 1;
+      return postEnd(e, ev->id, 1);
+    case SIM_EV_LOCAL:
+      if (e->cfg->functional && !(tdStepSemTable[e->slots[ev->id].step.op].flags & TD_SEM_WIRE_IN))
+        TD_CHECK(funcLocal(e, &e->slots[ev->id]));
+      return complete(e, ev->id);
+  }
+  return tpudistInternalError;
+}
+
+/* ---- run ---- */
+void simConfigDefault(simConfig *c, const simPreset *p, const tdTopo *topo) {
+  memset(c, 0, sizeof(*c));
+  c->p = *p;
+  c->topo = topo;
+  c->window = 256;
+  c->fuse = 1;
+  c->piece_bytes = 131072;
+  c->dtype = tpudistFloat32;
+  c->op = tpudistSum;
+}
+
+static void engineFree(simEngine *e) {
+  for (int r = 0; e->ranks && r < e->nranks; r++) {
+    simRankState *rs = &e->ranks[r];
+    for (uint32_t i = 0; rs->st && i < rs->nstreams; i++) {
+      free(rs->st[i].win);
+      free(rs->st[i].inflight);
+      free(rs->st[i].done);
+    }
+    free(rs->st);
+    for (int b = 0; b < TD_NUM_BUFS; b++) {
+      free(rs->lay.layout[b].offsets);
+      free(rs->lay.layout[b].counts);
+    }
+  }
+  funcFree(e);
+  free(e->ranks);
+  free(e->slots);
+  free(e->freeslots);
+  free(e->table);
+  free(e->ordcnt);
+  free(e->pend);
+  free(e->port_active);
+  free(e->port_head);
+  free(e->port_tail);
+  netFree(&e->net);
+}
+
+static void engineResult(simEngine *e, simResult *res) {
+  simNet *n = &e->net;
+  res->time = e->now;
+  for (int r = 0; r < e->nranks; r++) res->time = TD_MAX(res->time, e->ranks[r].finish);
+  res->messages = e->messages;
+  res->wire_bytes = e->wire_bytes;
+  res->nlinks = (int)n->nlinks;
+  double sum = 0;
+  for (uint32_t i = 0; i < n->nlinks; i++) {
+    res->link_bytes += n->res[i].bytes;
+    double u = res->time > 0 ? n->res[i].bytes / (res->time * n->res[i].cap) : 0;
+    sum += u;
+    res->util_max = TD_MAX(res->util_max, u);
+  }
+  res->util_mean = n->nlinks ? sum / n->nlinks : 0;
+  res->max_flows = n->max_active;
+  res->max_steps = e->max_held;
+  res->generations = e->generations;
+}
+
+static tpudistResult_t engineLoop(simEngine *e) {
+  for (int r = 0; r < e->nranks; r++) TD_CHECK(winLoad(e, r, 0));
+  if (e->cfg->functional) TD_CHECK(funcInit(e));
+  for (int r = 0; r < e->nranks; r++) TD_CHECK(advance(e, r));
+  simEvent ev;
+  for (;;) {
+    if (e->net.nwork && (!e->net.nheap || e->net.heap[0].t > e->now))
+      TD_CHECK(rateFlush(&e->net, e->now)); /* this instant is over: settle the shares */
+    if (!netPop(&e->net, &ev)) break;
+    e->now = ev.t;
+    TD_CHECK(onEvent(e, &ev));
+  }
+  for (int r = 0; r < e->nranks; r++) {
+    simRankState *rs = &e->ranks[r];
+    if (rs->done) continue;
+    for (uint32_t i = 0; i < rs->nstreams; i++)
+      if (rs->st[i].cursor < rs->st[i].nsteps || rs->st[i].ninflight)
+        return tdErr(e->err, tpudistInternalError,
+                     "sim: deadlock: rank %d stream %u stuck at step %u of %u (%u in flight)", r, i,
+                     rs->st[i].cursor, rs->st[i].nsteps, rs->st[i].ninflight);
+  }
+  return tpudistSuccess;
+}
+
+tpudistResult_t simRun(const simConfig *cfg, const tdCollArgs *args, const char *algo,
+                       simResult *res, char *err) {
+  memset(res, 0, sizeof(*res));
+  if (!cfg || !cfg->topo || !args || !algo)
+    return tdErr(err, tpudistInvalidArgument, "sim: NULL argument");
+  if (cfg->window < 1 || cfg->p.link_bw <= 0 || cfg->p.mem_bw <= 0)
+    return tdErr(err, tpudistInvalidArgument, "sim: window, depth and bandwidths must be > 0");
+  simEngine e;
+  memset(&e, 0, sizeof(e));
+  char local[TD_ERRLEN] = "";
+  e.err = err ? err : local;
+  e.err[0] = 0;
+  e.cfg = cfg;
+  e.args = *args;
+  e.args.topo = cfg->topo;
+  e.algo = algo;
+  e.nranks = args->nranks;
+  e.es = args->elem_size ? args->elem_size : 4;
+  if (cfg->functional) e.es = (uint32_t)kernelDtypeSize(cfg->dtype);
+  e.args.elem_size = e.es;
+  e.ranks_left = e.nranks;
+  e.freepend = SIM_NO_SLOT;
+  if (e.nranks != cfg->topo->nranks || e.nranks < 1 || e.nranks >= (1 << 21))
+    return tdErr(e.err, tpudistInvalidArgument, "sim: %d ranks on a topology of %d", e.nranks,
+                 cfg->topo->nranks);
+  e.ranks = calloc((size_t)e.nranks, sizeof(simRankState));
+  e.ordcnt = calloc((size_t)e.nranks * 2, sizeof(uint32_t));
+  tpudistResult_t r = tpudistNoMemory;
+  if (e.ranks && e.ordcnt) r = netInit(&e.net, cfg, e.err);
+  if (r == tpudistSuccess && cfg->max_dma > 0) {
+    size_t np = e.net.nlinks + 2 * (size_t)e.nranks;
+    e.port_active = calloc(np, sizeof(uint32_t));
+    e.port_head = malloc(np * sizeof(uint32_t));
+    e.port_tail = malloc(np * sizeof(uint32_t));
+    if (!e.port_active || !e.port_head || !e.port_tail) r = tpudistNoMemory;
+    for (size_t i = 0; r == tpudistSuccess && i < np; i++)
+      e.port_head[i] = e.port_tail[i] = SIM_NO_SLOT;
+  }
+  if (r == tpudistSuccess) r = engineLoop(&e);
+  if (r == tpudistSuccess) {
+    engineResult(&e, res);
+    res->functional_ok = cfg->functional ? funcCheck(&e, res->check_msg) : 0;
+  } else if (!e.err[0]) {
+    tdErr(e.err, r, "sim: failed (%d)", (int)r);
+  }
+  engineFree(&e);
+  return r;
+}

@@ -1,0 +1,312 @@
+/*
+ * net.c - the simulator's network: directed ICI links plus a per-chip injection and ejection
+ * resource, flows routed over them, per-link fair shares, and the event heap.
+ *
+ * Rates are max-min fair (rate.c). Routes are the torus model's dimension-ordered shortest routes;
+ * when one crosses a failed link the flow takes a shortest path over healthy links (breadth-first
+ * search).
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "sim_int.h"
+
+static uint32_t linkId(const simNet *n, int rank, int axis, int dir) {
+  return (uint32_t)((rank * n->nd + axis) * 2 + (dir > 0 ? 0 : 1));
+}
+
+static void failLink(simNet *n, int rank, int axis, int dir) {
+  int nb = topoNeighbor(n->topo, rank, axis, dir);
+  if (nb < 0) return;
+  n->res[linkId(n, rank, axis, dir)].failed = 1;
+  /* the way back: the neighbour of nb in the opposite direction is rank on a plain torus; on a
+   * twisted one search nb's links for the one that lands on rank along the same axis */
+  for (int d = -1; d <= 1; d += 2)
+    if (topoNeighbor(n->topo, nb, axis, d) == rank) n->res[linkId(n, nb, axis, d)].failed = 1;
+}
+
+tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
+  memset(n, 0, sizeof(*n));
+  n->topo = cfg->topo;
+  n->nd = cfg->topo->ndims;
+  int nr = cfg->topo->nranks;
+  n->nlinks = (uint32_t)(nr * n->nd * 2);
+  size_t nres = n->nlinks + 2 * (size_t)nr;
+  n->res = calloc(nres, sizeof(simRes));
+  n->maxhops = 64;
+  n->hops = malloc(sizeof(tdHop) * (size_t)n->maxhops);
+  if (!n->res || !n->hops) return tdErr(err, tpudistNoMemory, "sim: no memory for %zu links", nres);
+  n->level = malloc(sizeof(double) * (nres ? nres : 1));
+  if (!n->level) return tdErr(err, tpudistNoMemory, "sim: no memory for %zu links", nres);
+  for (uint32_t i = 0; i < n->nlinks; i++) n->res[i].cap = n->level[i] = cfg->p.link_bw;
+  double inj = cfg->p.inj_bw > 0 ? cfg->p.inj_bw : cfg->p.link_bw * (n->nd ? 2 * n->nd : 1);
+  for (size_t i = n->nlinks; i < nres; i++) n->res[i].cap = n->level[i] = inj;
+  /* a chip's flows leave (and arrive) over its own links: an injection limit at or above their
+   * sum never binds, and is left out of the routes */
+  n->use_inj = n->nd == 0 || inj < cfg->p.link_bw * 2 * n->nd * (1 - 1e-12);
+  n->hop_latency = cfg->p.hop_latency;
+  n->msg_overhead = cfg->p.msg_overhead;
+  for (int i = 0; i < cfg->nfailed; i++) {
+    const simFailedLink *f = &cfg->failed[i];
+    if (n->nd == 0 || f->rank < 0 || f->rank >= nr || f->axis < 0 || f->axis >= n->nd ||
+        (f->dir != 1 && f->dir != -1) || topoNeighbor(n->topo, f->rank, f->axis, f->dir) < 0)
+      return tdErr(err, tpudistInvalidArgument, "sim: no link at rank %d axis %d dir %d", f->rank,
+                   f->axis, f->dir);
+    failLink(n, f->rank, f->axis, f->dir);
+  }
+  return tpudistSuccess;
+}
+
+void netFree(simNet *n) {
+  size_t nres = n->nlinks + 2 * (size_t)(n->topo ? n->topo->nranks : 0);
+  for (size_t i = 0; n->res && i < nres; i++) free(n->res[i].flows);
+  for (uint32_t i = 0; i < n->nflows; i++) free(n->flows[i].heap);
+  free(n->res);
+  free(n->level);
+  free(n->flows);
+  free(n->freeflows);
+  free(n->heap);
+  free(n->hops);
+  free(n->bfs_prev);
+  free(n->work);
+  free(n->dem);
+  free(n->bfs_queue);
+  memset(n, 0, sizeof(*n));
+}
+
+/* ---- event heap: earliest time first, ties by kind then id (deterministic); a flow's drain
+ * event is indexed (hpos) so a rate change moves it instead of leaving a stale copy ---- */
+static int evLess(const simEvent *a, const simEvent *b) {
+  if (a->t != b->t) return a->t < b->t;
+  if (a->kind != b->kind) return a->kind < b->kind;
+  return a->id < b->id;
+}
+
+static void heapSet(simNet *n, size_t i, simEvent ev) {
+  n->heap[i] = ev;
+  if (ev.kind == SIM_EV_DRAINED) n->flows[ev.id].hpos = (uint32_t)i;
+}
+
+static void siftUp(simNet *n, size_t i, simEvent ev) {
+  while (i > 0 && evLess(&ev, &n->heap[(i - 1) / 2])) {
+    heapSet(n, i, n->heap[(i - 1) / 2]);
+    i = (i - 1) / 2;
+  }
+  heapSet(n, i, ev);
+}
+
+static void siftDown(simNet *n, size_t i, simEvent ev) {
+  for (;;) {
+    size_t c = 2 * i + 1;
+    if (c >= n->nheap) break;
+    if (c + 1 < n->nheap && evLess(&n->heap[c + 1], &n->heap[c])) c++;
+    if (!evLess(&n->heap[c], &ev)) break;
+    heapSet(n, i, n->heap[c]);
+    i = c;
+  }
+  heapSet(n, i, ev);
+}
+
+tpudistResult_t netPush(simNet *n, double t, uint32_t kind, uint32_t id, uint32_t version) {
+  if (n->nheap == n->capheap) {
+    size_t c = n->capheap ? n->capheap * 2 : 4096;
+    simEvent *h = realloc(n->heap, sizeof(simEvent) * c);
+    if (!h) return tpudistNoMemory;
+    n->heap = h;
+    n->capheap = c;
+  }
+  simEvent ev = {t, kind, id, version};
+  siftUp(n, n->nheap++, ev);
+  return tpudistSuccess;
+}
+
+tpudistResult_t netSetDrain(simNet *n, uint32_t id, double t) {
+  uint32_t p = n->flows[id].hpos;
+  if (p == SIM_NO_FLOW) return netPush(n, t, SIM_EV_DRAINED, id, 0);
+  simEvent ev = n->heap[p];
+  double old = ev.t;
+  ev.t = t;
+  if (t < old)
+    siftUp(n, p, ev);
+  else
+    siftDown(n, p, ev);
+  return tpudistSuccess;
+}
+
+int netPop(simNet *n, simEvent *ev) {
+  if (!n->nheap) return 0;
+  *ev = n->heap[0];
+  if (ev->kind == SIM_EV_DRAINED) n->flows[ev->id].hpos = SIM_NO_FLOW;
+  simEvent last = n->heap[--n->nheap];
+  if (n->nheap) siftDown(n, 0, last);
+  return 1;
+}
+
+/* ---- routes ---- */
+static tpudistResult_t addRes(simFlow *f, uint32_t r) {
+  if (f->nres == SIM_INLINE_RES && !f->heap) {
+    f->heap = malloc(sizeof(uint32_t) * SIM_INLINE_RES * 8);
+    if (!f->heap) return tpudistNoMemory;
+    memcpy(f->heap, f->res_inline, sizeof(f->res_inline));
+  } else if (f->nres >= SIM_INLINE_RES * 8) {
+    return tpudistInternalError; /* routes are far shorter */
+  }
+  SIM_FLOW_RES(f)[f->nres++] = r;
+  return tpudistSuccess;
+}
+
+/* Shortest path over healthy links (breadth first); returns hops or -1. */
+static int netDetour(simNet *n, simFlow *f, int src, int dst) {
+  int nr = n->topo->nranks;
+  if (!n->bfs_prev) {
+    n->bfs_prev = malloc(sizeof(int) * (size_t)nr);
+    n->bfs_queue = malloc(sizeof(int) * (size_t)nr);
+    if (!n->bfs_prev || !n->bfs_queue) return -1;
+  }
+  for (int i = 0; i < nr; i++) n->bfs_prev[i] = -1;
+  int head = 0, tail = 0;
+  n->bfs_queue[tail++] = src;
+  n->bfs_prev[src] = src;
+  while (head < tail && n->bfs_prev[dst] < 0) {
+    int u = n->bfs_queue[head++];
+    for (int a = 0; a < n->nd; a++)
+      for (int d = 1; d >= -1; d -= 2) {
+        int v = topoNeighbor(n->topo, u, a, d);
+        if (v < 0 || n->bfs_prev[v] >= 0 || n->res[linkId(n, u, a, d)].failed) continue;
+        n->bfs_prev[v] = u * 16 + a * 2 + (d > 0 ? 0 : 1);
+        if (v == src) continue;
+        n->bfs_queue[tail++] = v;
+      }
+  }
+  if (n->bfs_prev[dst] < 0) return -1;
+  int hops = 0;
+  uint32_t path[SIM_INLINE_RES * 8];
+  for (int v = dst; v != src && hops < SIM_INLINE_RES * 8 - 2; hops++) {
+    int code = n->bfs_prev[v], u = code / 16, a = (code % 16) / 2, d = code % 2 ? -1 : 1;
+    path[hops] = linkId(n, u, a, d);
+    v = u;
+  }
+  for (int i = hops - 1; i >= 0; i--)
+    if (addRes(f, path[i]) != tpudistSuccess) return -1;
+  return hops;
+}
+
+static tpudistResult_t netRoute(simNet *n, simFlow *f, int src, int dst, int *nhops) {
+  int h = topoRoute(n->topo, src, dst, n->hops, n->maxhops);
+  if (h > n->maxhops) {
+    tdHop *nh = realloc(n->hops, sizeof(tdHop) * (size_t)h);
+    if (!nh) return tpudistNoMemory;
+    n->hops = nh;
+    n->maxhops = h;
+    h = topoRoute(n->topo, src, dst, n->hops, n->maxhops);
+  }
+  int broken = 0;
+  for (int i = 0; i < h; i++)
+    if (n->res[linkId(n, n->hops[i].from, n->hops[i].axis, n->hops[i].dir)].failed) broken = 1;
+  if (broken) {
+    *nhops = netDetour(n, f, src, dst);
+    return *nhops < 0 ? tpudistRemoteError : tpudistSuccess;
+  }
+  for (int i = 0; i < h; i++)
+    TD_CHECK(addRes(f, linkId(n, n->hops[i].from, n->hops[i].axis, n->hops[i].dir)));
+  *nhops = h;
+  return tpudistSuccess;
+}
+
+uint32_t netPort(simNet *n, int src, int dst) {
+  tdHop h;
+  if (n->nd == 0 || src == dst || topoRoute(n->topo, src, dst, &h, 1) < 1)
+    return n->nlinks + (uint32_t)src;
+  return linkId(n, h.from, h.axis, h.dir);
+}
+
+/* ---- flows ---- */
+static tpudistResult_t resAdd(simRes *r, uint32_t id) {
+  if (r->n == r->capn) {
+    uint32_t c = r->capn ? r->capn * 2 : 4;
+    uint32_t *a = realloc(r->flows, sizeof(uint32_t) * c);
+    if (!a) return tpudistNoMemory;
+    r->flows = a;
+    r->capn = c;
+  }
+  r->flows[r->n++] = id;
+  return tpudistSuccess;
+}
+
+static tpudistResult_t flowAlloc(simNet *n, uint32_t *id) {
+  if (n->nfree) {
+    *id = n->freeflows[--n->nfree];
+    return tpudistSuccess;
+  }
+  if (n->nflows == n->capflows) {
+    uint32_t c = n->capflows ? n->capflows * 2 : 1024;
+    simFlow *a = realloc(n->flows, sizeof(simFlow) * c);
+    uint32_t *fr = realloc(n->freeflows, sizeof(uint32_t) * c);
+    if (a) n->flows = a;
+    if (fr) n->freeflows = fr;
+    if (!a || !fr) return tpudistNoMemory;
+    n->capflows = c;
+  }
+  *id = n->nflows++;
+  n->flows[*id].heap = NULL;
+  return tpudistSuccess;
+}
+
+tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, uint32_t send_slot,
+                         uint32_t recv_slot, uint32_t feeder, uint32_t *id) {
+  TD_CHECK(flowAlloc(n, id));
+  simFlow *f = &n->flows[*id];
+  int hops = 0;
+  f->nres = 0;
+  f->child = SIM_NO_FLOW;
+  f->hpos = SIM_NO_FLOW;
+  f->cap_rate = 1e300;
+  f->rate = 0;
+  if (feeder != SIM_NO_FLOW && n->flows[feeder].active) {
+    n->flows[feeder].child = *id;
+    f->cap_rate = n->flows[feeder].rate;
+  }
+  f->send_slot = send_slot;
+  f->recv_slot = recv_slot;
+  f->remaining = f->bytes = bytes;
+  f->t_last = now;
+  f->active = 1;
+  if (src != dst) {
+    if (n->use_inj) TD_CHECK(addRes(f, n->nlinks + (uint32_t)src));
+    if (n->nd > 0) TD_CHECK(netRoute(n, f, src, dst, &hops));
+    if (n->use_inj) TD_CHECK(addRes(f, n->nlinks + (uint32_t)n->topo->nranks + (uint32_t)dst));
+  }
+  f->lat = src == dst ? 0 : n->msg_overhead + n->hop_latency * (n->nd ? hops : 1);
+  if (++n->active > n->max_active) n->max_active = n->active;
+  if (bytes <= 0 || !f->nres) {
+    f->rate = 1e300;
+    return netSetDrain(n, *id, now);
+  }
+  for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(resAdd(&n->res[SIM_FLOW_RES(f)[i]], *id));
+  return rateJoin(n, *id, now);
+}
+
+tpudistResult_t netDrained(simNet *n, uint32_t id, double now) {
+  simFlow *f = &n->flows[id];
+  f->active = 0;
+  n->active--;
+  for (uint32_t i = 0; i < f->nres; i++) {
+    simRes *r = &n->res[SIM_FLOW_RES(f)[i]];
+    r->bytes += f->bytes;
+    for (uint32_t j = 0; j < r->n; j++)
+      if (r->flows[j] == id) {
+        r->flows[j] = r->flows[--r->n];
+        break;
+      }
+  }
+  return rateLeave(n, id, now);
+}
+
+void netRelease(simNet *n, uint32_t id) {
+  simFlow *f = &n->flows[id];
+  free(f->heap);
+  f->heap = NULL;
+  f->nres = 0;
+  f->child = SIM_NO_FLOW;
+  n->freeflows[n->nfree++] = id;
+}

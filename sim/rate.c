@@ -1,0 +1,157 @@
+/*
+ * rate.c - max-min fair flow rates for the simulator's network (work conserving: bandwidth a
+ * flow cannot use because it is held elsewhere goes to the others).
+ *
+ * Every resource (directed link, chip injection, chip ejection) keeps a water level: the rate an
+ * unconstrained flow gets there. Re-levelling a resource water-fills its capacity over its flows,
+ * each demanding what it could get elsewhere (the smallest level on its other resources, and the
+ * rate of the flow feeding it when it forwards pieces of a receive). A flow's rate is the smallest
+ * level on its route (and its feed cap). When a flow joins or leaves, its resources are
+ * re-levelled; every flow whose rate changes queues its other resources, until nothing changes by
+ * more than a relative 1e-9 (the distributed max-min iteration; bounded, it converges in a few
+ * rounds on collective traffic). Draining flows are settled (bytes moved at the old rate) before a
+ * change.
+ */
+#include <math.h>
+#include <stdlib.h>
+
+#include "sim_int.h"
+
+#define RATE_TOL 1e-7
+#define RATE_MAX_RELAX 200000
+
+static void settle(simFlow *f, double now) {
+  f->remaining -= f->rate * (now - f->t_last);
+  if (f->remaining < 0) f->remaining = 0;
+  f->t_last = now;
+}
+
+/* Smallest level over f's resources other than skip, and its feed cap. */
+static double flowLimit(const simNet *n, const simFlow *f, uint32_t skip) {
+  double r = f->cap_rate;
+  const uint32_t *res = SIM_FLOW_RES(f);
+  for (uint32_t i = 0; i < f->nres; i++)
+    if (res[i] != skip) r = TD_MIN(r, n->level[res[i]]);
+  return r;
+}
+
+static tpudistResult_t workPush(simNet *n, uint32_t r) {
+  if (n->res[r].queued) return tpudistSuccess;
+  if (n->nwork == n->capwork) {
+    size_t c = n->capwork ? n->capwork * 2 : 1024;
+    uint32_t *w = realloc(n->work, sizeof(uint32_t) * c);
+    if (!w) return tpudistNoMemory;
+    n->work = w;
+    n->capwork = c;
+  }
+  n->res[r].queued = 1;
+  n->work[n->nwork++] = r;
+  return tpudistSuccess;
+}
+
+static int differs(double a, double b) {
+  return fabs(a - b) > RATE_TOL * TD_MAX(fabs(a), fabs(b));
+}
+
+/* Recomputes flow id's rate; on a change reschedules its drain, queues its resources and passes
+ * the new rate down the chain of forwards it feeds. */
+static tpudistResult_t applyRate(simNet *n, uint32_t id, double now) {
+  for (;;) {
+    simFlow *f = &n->flows[id];
+    if (!f->active) return tpudistSuccess;
+    double r = flowLimit(n, f, SIM_NO_FLOW);
+    if (!differs(r, f->rate)) return tpudistSuccess;
+    settle(f, now);
+    f->rate = r;
+    TD_CHECK(netSetDrain(n, id, now + f->remaining / r));
+    const uint32_t *res = SIM_FLOW_RES(f);
+    for (uint32_t i = 0; i < f->nres; i++) /* only shared resources can re-level */
+      if (n->res[res[i]].n > 1) TD_CHECK(workPush(n, res[i]));
+    uint32_t c = f->child;
+    if (c == SIM_NO_FLOW || !n->flows[c].active) return tpudistSuccess;
+    n->flows[c].cap_rate = r;
+    id = c;
+  }
+}
+
+/* Water level of capacity cap over demands d[0..m): what each unsatisfied flow gets. Flows
+ * demanding less than the level keep their demand; the rest share what remains equally. */
+static double waterLevel(double cap, double *d, uint32_t m) {
+  double sum = 0;
+  for (uint32_t j = 0; j < m; j++) sum += d[j];
+  if (sum <= cap) return cap; /* not a bottleneck */
+  uint32_t left = m;
+  double rest = cap, level = cap / m;
+  for (;;) { /* drop the satisfied flows, raise the level, until none drops */
+    uint32_t k = 0;
+    double taken = 0;
+    for (uint32_t j = 0; j < left; j++) {
+      if (d[j] < level)
+        taken += d[j];
+      else
+        d[k++] = d[j];
+    }
+    if (k == left || !k) return k ? level : cap;
+    rest -= taken;
+    left = k;
+    level = rest / left;
+  }
+}
+
+/* Water-fills resource ri; on a level change re-rates its flows. */
+static tpudistResult_t relax(simNet *n, uint32_t ri, double now, double **dem, size_t *capdem) {
+  simRes *r = &n->res[ri];
+  uint32_t m = r->n;
+  if (m > *capdem) {
+    double *d = realloc(*dem, sizeof(double) * m * 2);
+    if (!d) return tpudistNoMemory;
+    *dem = d;
+    *capdem = (size_t)m * 2;
+  }
+  double *d = *dem, level = r->cap; /* one flow or none: the link never holds it back */
+  if (m > 1) {
+    for (uint32_t j = 0; j < m; j++) d[j] = flowLimit(n, &n->flows[r->flows[j]], ri);
+    level = waterLevel(r->cap, d, m);
+  }
+  if (!differs(level, n->level[ri])) return tpudistSuccess;
+  n->level[ri] = level;
+  for (uint32_t j = 0; j < r->n; j++) TD_CHECK(applyRate(n, r->flows[j], now));
+  return tpudistSuccess;
+}
+
+static tpudistResult_t drain(simNet *n, double now) {
+  size_t budget = RATE_MAX_RELAX;
+  while (n->nwork) {
+    uint32_t ri = n->work[--n->nwork];
+    n->res[ri].queued = 0;
+    if (!budget--) continue; /* pathological: leave the rest as they are */
+    TD_CHECK(relax(n, ri, now, &n->dem, &n->capdem));
+  }
+  return tpudistSuccess;
+}
+
+/* Joins and leaves only queue their resources; rateFlush re-levels once per instant, after
+ * every event of that instant (thousands of flows may start together). A joining flow runs at
+ * its route's current levels until then. */
+tpudistResult_t rateJoin(simNet *n, uint32_t id, double now) {
+  const simFlow *f = &n->flows[id];
+  const uint32_t *res = SIM_FLOW_RES(f);
+  for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(workPush(n, res[i]));
+  return applyRate(n, id, now);
+}
+
+tpudistResult_t rateFlush(simNet *n, double now) {
+  return drain(n, now);
+}
+
+tpudistResult_t rateLeave(simNet *n, uint32_t id, double now) {
+  const simFlow *f = &n->flows[id];
+  const uint32_t *res = SIM_FLOW_RES(f);
+  for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(workPush(n, res[i]));
+  uint32_t c = f->child;
+  if (c != SIM_NO_FLOW && n->flows[c].active) { /* its forward runs free now */
+    n->flows[c].cap_rate = 1e300;
+    TD_CHECK(applyRate(n, c, now));
+  }
+  return tpudistSuccess;
+}

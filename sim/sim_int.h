@@ -1,0 +1,202 @@
+/*
+ * sim_int.h - private to sim/: the network (resources, flows, fair shares), the event queue, the
+ * per-rank step windows and the engine state.
+ */
+#ifndef TD_SIM_INT_H_
+#define TD_SIM_INT_H_
+
+#include "sim.h"
+
+/* ---- network (net.c) ---- */
+#define SIM_INLINE_RES 40
+
+typedef struct {
+  double cap;      /* bytes/s */
+  double bytes;    /* carried so far */
+  uint32_t *flows; /* active flows */
+  uint32_t n, capn;
+  double level; /* max-min water level: what an unconstrained flow here gets */
+  int failed, queued;
+} simRes;
+
+typedef struct {
+  uint32_t res_inline[SIM_INLINE_RES];
+  uint32_t *heap; /* malloc'ed route when longer than res_inline, else NULL */
+  uint32_t nres;
+  double remaining, rate, t_last, bytes, lat;
+  double cap_rate; /* a forward runs no faster than the flow feeding it (1e300: free) */
+  uint32_t child;  /* the forward this flow feeds, or SIM_NO_FLOW */
+  uint32_t hpos;   /* position of its drain event in the heap, or SIM_NO_FLOW */
+  uint32_t send_slot, recv_slot; /* engine slots of the two ends */
+  int src, dst;
+  uint32_t port; /* the port (first link) it leaves by */
+  int active;
+} simFlow;
+
+typedef struct {
+  double t;
+  uint32_t kind, id, version;
+} simEvent;
+
+enum { SIM_EV_DRAINED = 0, SIM_EV_DELIVER = 1, SIM_EV_LOCAL = 2, SIM_EV_PIECE = 3 };
+
+typedef struct {
+  const tdTopo *topo;
+  int nd;          /* axes used for links (0 when flat) */
+  uint32_t nlinks; /* directed ICI links; injection/ejection resources follow */
+  int use_inj;     /* injection/ejection limits can bind (else left out of routes) */
+  simRes *res;
+  double *level; /* per resource: max-min water level (what an unconstrained flow gets there);
+                    an array of its own for locality */
+  simFlow *flows;
+  uint32_t nflows, capflows, *freeflows, nfree;
+  uint64_t active, max_active;
+  simEvent *heap;
+  size_t nheap, capheap;
+  uint32_t *work; /* resources to re-level */
+  size_t nwork, capwork;
+  double *dem; /* scratch: demands on one resource */
+  size_t capdem;
+  double hop_latency, msg_overhead;
+  tdHop *hops;
+  int maxhops;
+  int *bfs_prev, *bfs_queue; /* detours, allocated on first use */
+} simNet;
+
+#define SIM_NO_FLOW UINT32_MAX
+#define SIM_FLOW_RES(f) ((f)->heap ? (f)->heap : (f)->res_inline)
+
+tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err);
+void netFree(simNet *n);
+/* Starts a flow of bytes from src to dst at time now; returns its id. */
+/* feeder: the flow whose data this one forwards piece by piece (its rate caps this one's), or
+ * SIM_NO_FLOW. */
+tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, uint32_t send_slot,
+                         uint32_t recv_slot, uint32_t feeder, uint32_t *id);
+/* Ends a drained flow at time now (frees its links; the flow stays until netRelease). */
+/* The port a message from src to dst leaves by: its first link, or src's injection resource
+ * (flat topologies, self messages). */
+uint32_t netPort(simNet *n, int src, int dst);
+tpudistResult_t netDrained(simNet *n, uint32_t id, double now);
+void netRelease(simNet *n, uint32_t id);
+tpudistResult_t netPush(simNet *n, double t, uint32_t kind, uint32_t id, uint32_t version);
+int netPop(simNet *n, simEvent *ev);
+/* (Re)schedules flow id's drain event at t (one per flow, moved in place). */
+tpudistResult_t netSetDrain(simNet *n, uint32_t id, double t);
+
+/* Max-min fair rates (rate.c): flow id joined / left its resources at now. */
+tpudistResult_t rateJoin(simNet *n, uint32_t id, double now);
+tpudistResult_t rateLeave(simNet *n, uint32_t id, double now);
+/* Re-levels what joins and leaves queued at this instant (before time moves on). */
+tpudistResult_t rateFlush(simNet *n, double now);
+
+/* ---- engine (engine.c) ---- */
+typedef struct {
+  uint8_t op;
+  int32_t peer, peer2;
+  tdBufRef src, dst;
+  tdDep deps[2];
+  uint32_t sord, rord; /* match ordinals of the send and receive ends */
+} simStep;
+
+typedef struct {
+  uint32_t slot; /* engine slot of the issued step */
+  uint32_t idx;  /* step index in the stream */
+} simInflight;
+
+typedef struct {
+  simStep *win; /* steps [win_first, win_first + win_n) */
+  uint32_t win_first, win_n;
+  uint32_t nsteps, cursor;
+  simInflight *inflight;
+  uint32_t ninflight, capinflight;
+  uint8_t *done; /* one bit per step: completed (deps are looked up here) */
+  /* the in-flight step the cursor step last conflicted with (skip rechecks while it stands) */
+  uint32_t blk_slot, blk_gen;
+  int blk_rd, blk_valid;
+} simStreamState;
+
+typedef struct {
+  tdSched lay; /* layouts, inplace, count: only what binding needs (no streams) */
+  simStreamState *st;
+  uint32_t nstreams;
+  uint32_t live; /* streams not yet finished */
+  int loaded, done;
+  double finish;
+  void *buf[TD_NUM_BUFS]; /* functional mode */
+} simRankState;
+
+typedef struct {
+  uint32_t ss, rs, next;
+  double bytes;
+} simPending;
+
+/* Read/write element spans of a step (in-place aliasing applied). */
+typedef struct {
+  int n, dst; /* spans used; index of the dst span (-1 if none) */
+  int space[2];
+  uint64_t b[2], e[2];
+  int write[2];
+} simSpans;
+
+typedef struct {
+  simStep step;
+  simSpans sp; /* computed once at issue */
+  int rank;
+  uint16_t stream;
+  uint32_t idx;
+  uint32_t gen;       /* bumped on every reuse: events name (slot, gen) */
+  uint32_t ipos;      /* position in its stream's in-flight list */
+  int phase;          /* fused: 0 receiving only, 1 also forwarding */
+  int fwd_waiting;    /* fused: the forward drained before the receive was done */
+  uint32_t fwd_flow;  /* fused: the forward's flow */
+  uint32_t recv_flow; /* fused: the receive's flow (feeds the forward) */
+  double recv_done;   /* fused: when the last piece was received and reduced (< 0: not yet) */
+  double piece;       /* fused: bytes of one piece */
+  int used;
+} simSlot;
+
+typedef struct {
+  uint64_t key;
+  uint32_t slot;
+} simPost;
+
+typedef struct {
+  const simConfig *cfg;
+  tdCollArgs args;
+  const char *algo;
+  int nranks;
+  uint32_t es;
+  simNet net;
+  simRankState *ranks;
+  simSlot *slots;
+  uint32_t nslots, capslots, *freeslots, nfreeslots;
+  simPost *table; /* open addressing, key 0 = empty */
+  size_t tcap, tused;
+  uint32_t *ordcnt; /* nranks scratch counters for ordinals */
+  simPending *pend;
+  uint32_t npend, cappend, freepend;
+  uint32_t *port_active, *port_head, *port_tail; /* per port (first link): DMA queues */
+  uint64_t held, max_held, generations, messages;
+  double wire_bytes, now;
+  int ranks_left;
+  char *err;
+  tpudistResult_t fail;
+} simEngine;
+
+/* Loads (or reloads) a window of rank r's schedule (window.c). */
+tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing);
+/* Element span of ref on rank r with in-place aliasing applied: space and [b, e). */
+tpudistResult_t winSpan(const simEngine *e, int r, tdBufRef ref, int *space, uint64_t *b,
+                        uint64_t *end);
+
+/* Functional mode (func.c). */
+tpudistResult_t funcInit(simEngine *e);
+void funcFree(simEngine *e);
+/* Applies the data effect of a completed receive (from sender slot ss into receiver slot rs). */
+tpudistResult_t funcDeliver(simEngine *e, const simSlot *ss, const simSlot *rs);
+tpudistResult_t funcLocal(simEngine *e, const simSlot *s);
+/* Checks the outputs against an independent reference; writes a message. */
+int funcCheck(simEngine *e, char *msg);
+
+#endif /* TD_SIM_INT_H_ */

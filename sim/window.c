@@ -1,0 +1,152 @@
+/*
+ * window.c - per-rank schedules on demand: a rank's schedule is generated when the simulation
+ * needs it, a window of each stream's steps (from the stream's issue cursor on) is copied out with
+ * the match ordinals of its message ends, and the schedule is freed at once. When a stream runs
+ * past its window the rank is generated again. Memory is the windows, not the plans.
+ */
+#include <stdlib.h>
+#include <string.h>
+
+#include "algos.h"
+#include "sim_int.h"
+
+/* Ordinals of the message ends of steps [0, end) of stream st: the i-th message on the stream
+ * between the same ordered pair has ordinal i. Only [first, end) is stored. */
+static void winOrdinals(simEngine *e, const tdStream *ts, simStep *win, uint32_t first,
+                        uint32_t end) {
+  uint32_t *sc = e->ordcnt, *rc = e->ordcnt + e->nranks;
+  for (uint32_t i = 0; i < end; i++) {
+    const tdStep *s = &ts->steps[i];
+    int sp = schedSendPeer(s), rp = schedRecvPeer(s);
+    uint32_t so = sp >= 0 && sp < e->nranks ? sc[sp]++ : 0;
+    uint32_t ro = rp >= 0 && rp < e->nranks ? rc[rp]++ : 0;
+    if (i >= first) {
+      win[i - first].sord = so;
+      win[i - first].rord = ro;
+    }
+  }
+  for (uint32_t i = 0; i < end; i++) { /* reset only what was touched */
+    int sp = schedSendPeer(&ts->steps[i]), rp = schedRecvPeer(&ts->steps[i]);
+    if (sp >= 0 && sp < e->nranks) sc[sp] = 0;
+    if (rp >= 0 && rp < e->nranks) rc[rp] = 0;
+  }
+}
+
+static tpudistResult_t winFirst(simRankState *rs, tdSched *s) {
+  rs->lay = *s;
+  memset(rs->lay.streams, 0, sizeof(rs->lay.streams));
+  rs->lay.nstreams = 0;
+  for (int b = 0; b < TD_NUM_BUFS; b++) { /* explicit tables now belong to the rank state */
+    s->layout[b].offsets = NULL;
+    s->layout[b].counts = NULL;
+  }
+  rs->nstreams = s->nstreams;
+  rs->st = calloc(s->nstreams ? s->nstreams : 1, sizeof(simStreamState));
+  if (!rs->st) return tpudistNoMemory;
+  rs->live = 0;
+  for (uint32_t i = 0; i < s->nstreams; i++) {
+    simStreamState *ss = &rs->st[i];
+    ss->nsteps = s->streams[i].nsteps;
+    ss->done = calloc(ss->nsteps / 8 + 1, 1);
+    if (!ss->done) return tpudistNoMemory;
+    if (ss->nsteps) rs->live++;
+  }
+  rs->loaded = 1;
+  return tpudistSuccess;
+}
+
+static tpudistResult_t winFill(simEngine *e, simRankState *rs, const tdSched *s) {
+  uint32_t w = (uint32_t)e->cfg->window;
+  for (uint32_t i = 0; i < rs->nstreams; i++) {
+    simStreamState *ss = &rs->st[i];
+    if (ss->win && ss->cursor < ss->win_first + ss->win_n) continue;     /* still covered */
+    if (s->streams[i].nsteps != ss->nsteps) return tpudistInternalError; /* not deterministic */
+    uint32_t first = ss->cursor, end = TD_MIN(ss->nsteps, first + w);
+    e->held -= ss->win_n;
+    free(ss->win);
+    ss->win = NULL;
+    ss->win_first = first;
+    ss->win_n = end - first;
+    if (!ss->win_n) continue;
+    ss->win = malloc(sizeof(simStep) * ss->win_n);
+    if (!ss->win) return tpudistNoMemory;
+    for (uint32_t k = first; k < end; k++) {
+      const tdStep *t = &s->streams[i].steps[k];
+      simStep *d = &ss->win[k - first];
+      d->op = t->op;
+      d->peer = t->peer;
+      d->peer2 = t->peer2;
+      d->src = t->src;
+      d->dst = t->dst;
+      d->deps[0] = t->deps[0];
+      d->deps[1] = t->deps[1];
+    }
+    winOrdinals(e, &s->streams[i], ss->win, first, end);
+    e->held += ss->win_n;
+  }
+  if (e->held > e->max_held) e->max_held = e->held;
+  return tpudistSuccess;
+}
+
+tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing) {
+  (void)stream_needing;
+  simRankState *rs = &e->ranks[r];
+  tdCollArgs a = e->args;
+  a.rank = r;
+  tdSched s;
+  memset(&s, 0, sizeof(s));
+  tpudistResult_t res = algoGenerate(&a, e->algo, &s, e->err);
+  e->generations++;
+  if (res == tpudistSuccess && e->cfg->fuse) schedFuse(&s);
+  if (res != tpudistSuccess) {
+    schedFree(&s);
+    return res;
+  }
+  if (s.nranks != e->nranks || s.nstreams > TD_MAX_STREAMS) {
+    schedFree(&s);
+    return tdErr(e->err, tpudistInternalError, "sim: rank %d's schedule has a bad shape", r);
+  }
+  if (!rs->loaded) res = winFirst(rs, &s);
+  if (res == tpudistSuccess) res = winFill(e, rs, &s);
+  schedFree(&s);
+  if (res != tpudistSuccess && !e->err[0])
+    tdErr(e->err, res, "sim: cannot hold rank %d's steps", r);
+  return res;
+}
+
+static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
+  return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
+}
+
+tpudistResult_t winSpan(const simEngine *e, int r, tdBufRef ref, int *space, uint64_t *b,
+                        uint64_t *end) {
+  const simRankState *rs = &e->ranks[r];
+  const tdLayout *l = ref.buf < TD_NUM_BUFS ? &rs->lay.layout[ref.buf] : NULL;
+  uint32_t k = l ? l->chunks_per_block : 0;
+  if (l && !l->offsets && k && ref.nchunks &&
+      ref.chunk + (uint64_t)ref.nchunks <= (uint64_t)l->nblocks * k) {
+    /* uniform: chunks are contiguous, so the span runs from the first's start to the last's end */
+    uint64_t n = rs->lay.count;
+    uint32_t c0 = ref.chunk, c1 = ref.chunk + ref.nchunks - 1;
+    *b = (uint64_t)(c0 / k) * n + subStart(n, k, c0 % k);
+    *end = (uint64_t)(c1 / k) * n + subStart(n, k, c1 % k + 1);
+  } else {
+    TD_CHECK(schedRefRange(&rs->lay, ref, rs->lay.count, b, end));
+  }
+  *space = ref.buf;
+  if (!rs->lay.inplace) return tpudistSuccess;
+  tdColl c = rs->lay.coll;
+  uint64_t shift = 0;
+  if (c == TD_COLL_ALLREDUCE || c == TD_COLL_BROADCAST || c == TD_COLL_REDUCE) {
+    if (ref.buf == TD_BUF_INPUT) *space = TD_BUF_OUTPUT;
+  } else if (c == TD_COLL_ALLGATHER && ref.buf == TD_BUF_INPUT) {
+    *space = TD_BUF_OUTPUT;
+    shift = (uint64_t)r * rs->lay.count;
+  } else if (c == TD_COLL_REDUCESCATTER && ref.buf == TD_BUF_OUTPUT) {
+    *space = TD_BUF_INPUT;
+    shift = (uint64_t)r * rs->lay.count;
+  }
+  *b += shift;
+  *end += shift;
+  return tpudistSuccess;
+}
