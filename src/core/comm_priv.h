@@ -44,7 +44,8 @@ struct tdCommPriv {
   volatile int in_calls;
   int destroyed;
   struct tdFlight *flight; /* flight recorder (flight.c) */
-  int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores) */
+  /* waits spin this long before yielding (0 when ranks outnumber cores) */
+  int spin_us;
 };
 
 /* ---- registry of live communicators (comm.c) ---- */
