@@ -7,7 +7,8 @@
  * uint32, int64, uint64), -o op (sum, prod, max, min, avg), -r root, -z blocking (barrier after each
  * iteration), -a average over ranks (0 rank 0, 1 mean, 2 min, 3 max). Ours: -A algorithm (as in
  * TPU_DIST_ALGO), -I implementation (tpu_dist | mpi), -C file (append CSV rows), -k skew,
- * -T tokens -H hidden -K top-k (all-to-all-v MoE traffic).
+ * -T tokens -H hidden -K top-k (all-to-all-v MoE traffic; -M FILE writes its count matrix, in
+ * elements, one row per sender, for bench/torch_perf.py --counts).
  */
 #include "perf.h"
 
@@ -21,6 +22,7 @@
 #include "kernels.h"
 
 const perfOpts *perfCurrentOpts;
+int perfRank;
 
 static size_t parseSize(const char *s) {
   char *end;
@@ -112,7 +114,7 @@ static void usage(const char *prog) {
   fprintf(stderr,
           "usage: mpirun -np N %s [-b min] [-e max] [-f factor | -i step] [-n iters] [-w warmup]\n"
           "  [-c 0|1] [-d dtype] [-o op] [-r root] [-z 0|1] [-a 0-3] [-A algo] [-I tpu_dist|mpi]\n"
-          "  [-C out.csv] [-k skew] [-T tokens -H hidden -K topk]\n",
+          "  [-C out.csv] [-k skew] [-T tokens -H hidden -K topk [-M counts.csv]]\n",
           prog);
 }
 
@@ -128,7 +130,7 @@ static int parseOpts(int argc, char **argv, perfOpts *o) {
   o->dtype = tpudistFloat32;
   o->op = tpudistSum;
   int c;
-  while ((c = getopt(argc, argv, "b:e:i:f:n:w:c:d:o:r:z:a:A:I:C:k:T:H:K:h")) != -1) {
+  while ((c = getopt(argc, argv, "b:e:i:f:n:w:c:d:o:r:z:a:A:I:C:k:T:H:K:M:h")) != -1) {
     switch (c) {
       case 'b': o->min_bytes = parseSize(optarg); break;
       case 'e': o->max_bytes = parseSize(optarg); break;
@@ -161,6 +163,7 @@ static int parseOpts(int argc, char **argv, perfOpts *o) {
       case 'T': o->moe_tokens = atol(optarg); break;
       case 'H': o->moe_hidden = atol(optarg); break;
       case 'K': o->moe_topk = atoi(optarg); break;
+      case 'M': o->counts_out = optarg; break;
       default: return 1;
     }
   }
@@ -309,6 +312,7 @@ int perfMain(int argc, char **argv, const perfColl *coll) {
     return 2;
   }
   perfCurrentOpts = &o;
+  perfRank = c.rank;
   if (o.algo) { /* -A names the algorithm for this tool's collective */
     char spec[128];
     snprintf(spec, sizeof(spec), "%s=%s", coll->coll, o.algo);

@@ -27,6 +27,7 @@ typedef struct {
   long moe_tokens, moe_hidden;
   int moe_topk;
   const char *csv; /* -C: append rows as CSV */
+  const char *counts_out; /* -M: write the MoE count matrix (rank 0) */
 } perfOpts;
 
 typedef struct {
@@ -58,6 +59,8 @@ typedef struct {
 int perfMain(int argc, char **argv, const perfColl *coll);
 /* The options of the running tool (for size functions that depend on them). */
 extern const perfOpts *perfCurrentOpts;
+/* This process's rank in MPI_COMM_WORLD. */
+extern int perfRank;
 
 /* Deterministic small-integer test values (exact in every dtype, including sums over 64 ranks). */
 double perfValue(int rank, size_t i);

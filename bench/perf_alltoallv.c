@@ -5,6 +5,7 @@
  * Counts are a deterministic function of (sender, receiver), so every rank knows the matrix.
  */
 #include <math.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 
@@ -42,6 +43,12 @@ static void moeCounts(int n, const perfOpts *o) {
     }
   }
   free(w);
+  if (o->counts_out && perfRank == 0) {
+    FILE *f = fopen(o->counts_out, "w");
+    for (int a = 0; f && a < n; a++)
+      for (int b = 0; b < n; b++) fprintf(f, "%zu%c", gMoe[(size_t)a * n + b], b == n - 1 ? '\n' : ',');
+    if (f) fclose(f);
+  }
 }
 
 static size_t cnt(int n, int s, int r) {

@@ -37,7 +37,7 @@ def skew_splits(n, rows_per_peer, skew):
     return m
 
 
-def make_op(coll, nbytes, rank, n, skew):
+def make_op(coll, nbytes, rank, n, skew, counts=None):
     elems = max(nbytes // 4, n)
     if coll == "allreduce":
         t = torch.full((elems,), float(rank + 1))
@@ -70,11 +70,15 @@ def make_op(coll, nbytes, rank, n, skew):
                 (lambda: all(bool((out[p * per:(p + 1) * per] == p * n + rank).all())
                              for p in range(n))), per * 4 * n)
     if coll == "alltoallv":
-        rows = max(elems // n // 8, 1)
-        m = skew_splits(n, rows, skew)
-        src = torch.cat([torch.full((m[rank][p], 8), float(rank * n + p)) for p in range(n)])
+        width = 8
+        if counts:  # MoE traffic from alltoallv_perf -M: elements per (sender, receiver)
+            width = counts[1]
+            m = [[c // width for c in row] for row in counts[0]]
+        else:
+            m = skew_splits(n, max(elems // n // 8, 1), skew)
+        src = torch.cat([torch.full((m[rank][p], width), float(rank * n + p)) for p in range(n)])
         osz = [m[p][rank] for p in range(n)]
-        out = torch.empty(sum(osz), 8)
+        out = torch.empty(sum(osz), width)
         def check():
             off = 0
             for p in range(n):
@@ -82,9 +86,17 @@ def make_op(coll, nbytes, rank, n, skew):
                     return False
                 off += osz[p]
             return True
-        sent = sum(sum(r) for r in m) * 8 * 4 // n
+        sent = sum(sum(r) for r in m) * width * 4 // n
         return (lambda: dist.all_to_all_single(out, src, osz, m[rank])), check, sent
     raise ValueError(coll)
+
+
+def load_counts(a):
+    """(matrix, width) from --counts FILE --width H, or None."""
+    if not a.counts:
+        return None
+    with open(a.counts) as f:
+        return [[int(x) for x in line.split(",")] for line in f if line.strip()], a.width
 
 
 def worker(rank, n, a, init_file, rows):
@@ -94,7 +106,7 @@ def worker(rank, n, a, init_file, rows):
     for coll in a.colls.split(","):
         size = a.min
         while size <= a.max:
-            fn, check, algbytes = make_op(coll, size, rank, n, a.skew)
+            fn, check, algbytes = make_op(coll, size, rank, n, a.skew, load_counts(a))
             wrong = 0
             fn()
             ok = check()
@@ -130,6 +142,8 @@ def main():
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--skew", type=float, default=0.5)
+    ap.add_argument("--counts", help="all-to-all-v count matrix (elements), from alltoallv_perf -M")
+    ap.add_argument("--width", type=int, default=1, help="elements per row with --counts (hidden)")
     ap.add_argument("--csv")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
