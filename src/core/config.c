@@ -62,7 +62,8 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_SHM_BUF_BYTES", TD_CFG_INT, "1048576", TD_OFF(shm_buf_bytes),
      "Per-pair shared-memory ring size in bytes."},
     {"TPU_DIST_SPIN_US", TD_CFG_INT, "0", TD_OFF(spin_us),
-     "Microseconds a wait spins before yielding, then sleeping."},
+     "Microseconds a wait spins before it starts yielding (sched_yield for 2 ms, then short "
+     "sleeps). Ignored (0) when the ranks on this host outnumber the cores this process may use."},
     {"TPU_DIST_PROGRESS_THREAD", TD_CFG_INT, "1", TD_OFF(progress_thread),
      "1: a background progress thread per communicator drives non-blocking requests."},
     {"TPU_DIST_SHM_CMA_MIN_BYTES", TD_CFG_INT, "65536", TD_OFF(shm_cma_min_bytes),
