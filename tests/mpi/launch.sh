@@ -1,7 +1,8 @@
 # tests/mpi/launch.sh - sourced by the suites that start ranks without mpirun:
 #   launch N CMD...   starts N processes with RANK, WORLD_SIZE and one TPU_DIST_COMM_ID, waits for
 #                     all, returns non-zero if any failed (each rank's output prefixed).
-td_port() { echo $((20000 + (RANDOM * 7 + $$) % 30000)); }
+# Below the kernel's ephemeral range (32768+), so no rank's own listener can take the port first.
+td_port() { echo $((20000 + (RANDOM * 7 + $$) % 12000)); }
 launch() {
   local n=$1 pids=() rc=0
   shift
