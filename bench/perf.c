@@ -3,11 +3,11 @@
  * loop, exact checks, and the output table with nccl-tests' columns plus the algorithm used.
  *
  * Flags (nccl-tests'): -b min bytes, -e max bytes, -i step bytes, -f step factor, -n iterations,
- * -w warmup iterations, -c check (0/1), -d dtype (float, half, bfloat16, double, int8, uint8, int32,
- * uint32, int64, uint64), -o op (sum, prod, max, min, avg), -r root, -z blocking (barrier after each
- * iteration), -a average over ranks (0 rank 0, 1 mean, 2 min, 3 max). Ours: -A algorithm (as in
- * TPU_DIST_ALGO), -I implementation (tpu_dist | mpi), -C file (append CSV rows), -k skew,
- * -T tokens -H hidden -K top-k (all-to-all-v MoE traffic; -M FILE writes its count matrix, in
+ * -w warmup iterations, -c check (0/1), -d dtype (float, half, bfloat16, double, int8, uint8,
+ * int32, uint32, int64, uint64), -o op (sum, prod, max, min, avg), -r root, -z blocking (barrier
+ * after each iteration), -a average over ranks (0 rank 0, 1 mean, 2 min, 3 max). Ours: -A algorithm
+ * (as in TPU_DIST_ALGO), -I implementation (tpu_dist | mpi), -C file (append CSV rows), -k skew, -T
+ * tokens -H hidden -K top-k (all-to-all-v MoE traffic; -M FILE writes its count matrix, in
  * elements, one row per sender, for bench/torch_perf.py --counts).
  */
 #include "perf.h"
@@ -28,9 +28,18 @@ static size_t parseSize(const char *s) {
   char *end;
   double v = strtod(s, &end);
   switch (*end) {
-    case 'K': case 'k': v *= 1024; break;
-    case 'M': case 'm': v *= 1024 * 1024; break;
-    case 'G': case 'g': v *= 1024.0 * 1024 * 1024; break;
+    case 'K':
+    case 'k':
+      v *= 1024;
+      break;
+    case 'M':
+    case 'm':
+      v *= 1024 * 1024;
+      break;
+    case 'G':
+    case 'g':
+      v *= 1024.0 * 1024 * 1024;
+      break;
   }
   return (size_t)v;
 }
@@ -38,10 +47,11 @@ static size_t parseSize(const char *s) {
 static const struct {
   const char *name;
   tpudistDataType_t t;
-} dtypeNames[] = {{"float", tpudistFloat32},   {"half", tpudistFloat16}, {"bfloat16", tpudistBfloat16},
-                  {"double", tpudistFloat64},  {"int8", tpudistInt8},    {"uint8", tpudistUint8},
-                  {"int32", tpudistInt32},     {"uint32", tpudistUint32}, {"int64", tpudistInt64},
-                  {"uint64", tpudistUint64}};
+} dtypeNames[] = {{"float", tpudistFloat32},     {"half", tpudistFloat16},
+                  {"bfloat16", tpudistBfloat16}, {"double", tpudistFloat64},
+                  {"int8", tpudistInt8},         {"uint8", tpudistUint8},
+                  {"int32", tpudistInt32},       {"uint32", tpudistUint32},
+                  {"int64", tpudistInt64},       {"uint64", tpudistUint64}};
 static const char *opNames[] = {"sum", "prod", "max", "min", "avg"};
 
 static const char *dtypeName(tpudistDataType_t t) {
@@ -50,63 +60,113 @@ static const char *dtypeName(tpudistDataType_t t) {
   return "?";
 }
 
-size_t perfDtypeSize(tpudistDataType_t dtype) { return kernelDtypeSize(dtype); }
+size_t perfDtypeSize(tpudistDataType_t dtype) {
+  return kernelDtypeSize(dtype);
+}
 
-double perfValue(int rank, size_t i) { return (double)((rank * 7 + i * 13) % 9) - 4.0; }
+double perfValue(int rank, size_t i) {
+  return (double)((rank * 7 + i * 13) % 9) - 4.0;
+}
 
 void perfStore(void *buf, size_t i, tpudistDataType_t t, double v) {
   switch (t) {
-    case tpudistInt8: ((int8_t *)buf)[i] = (int8_t)(int64_t)v; break;
-    case tpudistUint8: ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v; break;
-    case tpudistInt32: ((int32_t *)buf)[i] = (int32_t)(int64_t)v; break;
-    case tpudistUint32: ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v; break;
-    case tpudistInt64: ((int64_t *)buf)[i] = (int64_t)v; break;
-    case tpudistUint64: ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v; break;
-    case tpudistFloat16: ((uint16_t *)buf)[i] = kernelFloatToHalf((float)v); break;
-    case tpudistBfloat16: ((uint16_t *)buf)[i] = kernelFloatToBf16((float)v); break;
-    case tpudistFloat32: ((float *)buf)[i] = (float)v; break;
-    case tpudistFloat64: ((double *)buf)[i] = v; break;
-    default: break;
+    case tpudistInt8:
+      ((int8_t *)buf)[i] = (int8_t)(int64_t)v;
+      break;
+    case tpudistUint8:
+      ((uint8_t *)buf)[i] = (uint8_t)(int64_t)v;
+      break;
+    case tpudistInt32:
+      ((int32_t *)buf)[i] = (int32_t)(int64_t)v;
+      break;
+    case tpudistUint32:
+      ((uint32_t *)buf)[i] = (uint32_t)(int64_t)v;
+      break;
+    case tpudistInt64:
+      ((int64_t *)buf)[i] = (int64_t)v;
+      break;
+    case tpudistUint64:
+      ((uint64_t *)buf)[i] = (uint64_t)(int64_t)v;
+      break;
+    case tpudistFloat16:
+      ((uint16_t *)buf)[i] = kernelFloatToHalf((float)v);
+      break;
+    case tpudistBfloat16:
+      ((uint16_t *)buf)[i] = kernelFloatToBf16((float)v);
+      break;
+    case tpudistFloat32:
+      ((float *)buf)[i] = (float)v;
+      break;
+    case tpudistFloat64:
+      ((double *)buf)[i] = v;
+      break;
+    default:
+      break;
   }
 }
 
 double perfLoad(const void *buf, size_t i, tpudistDataType_t t) {
   switch (t) {
-    case tpudistInt8: return ((const int8_t *)buf)[i];
-    case tpudistUint8: return ((const uint8_t *)buf)[i];
-    case tpudistInt32: return ((const int32_t *)buf)[i];
-    case tpudistUint32: return ((const uint32_t *)buf)[i];
-    case tpudistInt64: return (double)((const int64_t *)buf)[i];
-    case tpudistUint64: return (double)((const uint64_t *)buf)[i];
-    case tpudistFloat16: return kernelHalfToFloat(((const uint16_t *)buf)[i]);
-    case tpudistBfloat16: return kernelBf16ToFloat(((const uint16_t *)buf)[i]);
-    case tpudistFloat32: return ((const float *)buf)[i];
-    case tpudistFloat64: return ((const double *)buf)[i];
-    default: return NAN;
+    case tpudistInt8:
+      return ((const int8_t *)buf)[i];
+    case tpudistUint8:
+      return ((const uint8_t *)buf)[i];
+    case tpudistInt32:
+      return ((const int32_t *)buf)[i];
+    case tpudistUint32:
+      return ((const uint32_t *)buf)[i];
+    case tpudistInt64:
+      return (double)((const int64_t *)buf)[i];
+    case tpudistUint64:
+      return (double)((const uint64_t *)buf)[i];
+    case tpudistFloat16:
+      return kernelHalfToFloat(((const uint16_t *)buf)[i]);
+    case tpudistBfloat16:
+      return kernelBf16ToFloat(((const uint16_t *)buf)[i]);
+    case tpudistFloat32:
+      return ((const float *)buf)[i];
+    case tpudistFloat64:
+      return ((const double *)buf)[i];
+    default:
+      return NAN;
   }
 }
 
 MPI_Datatype perfMpiType(tpudistDataType_t t) {
   switch (t) {
-    case tpudistInt8: return MPI_INT8_T;
-    case tpudistUint8: return MPI_UINT8_T;
-    case tpudistInt32: return MPI_INT32_T;
-    case tpudistUint32: return MPI_UINT32_T;
-    case tpudistInt64: return MPI_INT64_T;
-    case tpudistUint64: return MPI_UINT64_T;
-    case tpudistFloat32: return MPI_FLOAT;
-    case tpudistFloat64: return MPI_DOUBLE;
-    default: return MPI_DATATYPE_NULL; /* MPI has no half/bfloat16 */
+    case tpudistInt8:
+      return MPI_INT8_T;
+    case tpudistUint8:
+      return MPI_UINT8_T;
+    case tpudistInt32:
+      return MPI_INT32_T;
+    case tpudistUint32:
+      return MPI_UINT32_T;
+    case tpudistInt64:
+      return MPI_INT64_T;
+    case tpudistUint64:
+      return MPI_UINT64_T;
+    case tpudistFloat32:
+      return MPI_FLOAT;
+    case tpudistFloat64:
+      return MPI_DOUBLE;
+    default:
+      return MPI_DATATYPE_NULL; /* MPI has no half/bfloat16 */
   }
 }
 
 MPI_Op perfMpiOp(tpudistRedOp_t op) {
   switch (op) {
-    case tpudistSum: return MPI_SUM;
-    case tpudistProd: return MPI_PROD;
-    case tpudistMax: return MPI_MAX;
-    case tpudistMin: return MPI_MIN;
-    default: return MPI_OP_NULL;
+    case tpudistSum:
+      return MPI_SUM;
+    case tpudistProd:
+      return MPI_PROD;
+    case tpudistMax:
+      return MPI_MAX;
+    case tpudistMin:
+      return MPI_MIN;
+    default:
+      return MPI_OP_NULL;
   }
 }
 
@@ -132,46 +192,94 @@ static int parseOpts(int argc, char **argv, perfOpts *o) {
   int c;
   while ((c = getopt(argc, argv, "b:e:i:f:n:w:c:d:o:r:z:a:A:I:C:k:T:H:K:M:h")) != -1) {
     switch (c) {
-      case 'b': o->min_bytes = parseSize(optarg); break;
-      case 'e': o->max_bytes = parseSize(optarg); break;
-      case 'i': o->step_bytes = parseSize(optarg); o->step_factor = 0; break;
-      case 'f': o->step_factor = atof(optarg); break;
-      case 'n': o->iters = atoi(optarg); break;
-      case 'w': o->warmup = atoi(optarg); break;
-      case 'c': o->check = atoi(optarg); break;
+      case 'b':
+        o->min_bytes = parseSize(optarg);
+        break;
+      case 'e':
+        o->max_bytes = parseSize(optarg);
+        break;
+      case 'i':
+        o->step_bytes = parseSize(optarg);
+        o->step_factor = 0;
+        break;
+      case 'f':
+        o->step_factor = atof(optarg);
+        break;
+      case 'n':
+        o->iters = atoi(optarg);
+        break;
+      case 'w':
+        o->warmup = atoi(optarg);
+        break;
+      case 'c':
+        o->check = atoi(optarg);
+        break;
       case 'd': {
         size_t i, n = sizeof(dtypeNames) / sizeof(dtypeNames[0]);
-        for (i = 0; i < n && strcmp(dtypeNames[i].name, optarg); i++) {}
-        if (i == n) { fprintf(stderr, "unknown dtype %s\n", optarg); return 1; }
+        for (i = 0; i < n && strcmp(dtypeNames[i].name, optarg); i++) {
+        }
+        if (i == n) {
+          fprintf(stderr, "unknown dtype %s\n", optarg);
+          return 1;
+        }
         o->dtype = dtypeNames[i].t;
         break;
       }
       case 'o': {
         int i;
-        for (i = 0; i < 5 && strcmp(opNames[i], optarg); i++) {}
-        if (i == 5) { fprintf(stderr, "unknown op %s\n", optarg); return 1; }
+        for (i = 0; i < 5 && strcmp(opNames[i], optarg); i++) {
+        }
+        if (i == 5) {
+          fprintf(stderr, "unknown op %s\n", optarg);
+          return 1;
+        }
         o->op = (tpudistRedOp_t)i;
         break;
       }
-      case 'r': o->root = atoi(optarg); break;
-      case 'z': o->blocking = atoi(optarg); break;
-      case 'a': o->average = atoi(optarg); break;
-      case 'A': o->algo = optarg; break;
-      case 'I': o->impl = strcmp(optarg, "mpi") == 0 ? PERF_IMPL_MPI : PERF_IMPL_TPU_DIST; break;
-      case 'C': o->csv = optarg; break;
-      case 'k': o->skew = atof(optarg); break;
-      case 'T': o->moe_tokens = atol(optarg); break;
-      case 'H': o->moe_hidden = atol(optarg); break;
-      case 'K': o->moe_topk = atoi(optarg); break;
-      case 'M': o->counts_out = optarg; break;
-      default: return 1;
+      case 'r':
+        o->root = atoi(optarg);
+        break;
+      case 'z':
+        o->blocking = atoi(optarg);
+        break;
+      case 'a':
+        o->average = atoi(optarg);
+        break;
+      case 'A':
+        o->algo = optarg;
+        break;
+      case 'I':
+        o->impl = strcmp(optarg, "mpi") == 0 ? PERF_IMPL_MPI : PERF_IMPL_TPU_DIST;
+        break;
+      case 'C':
+        o->csv = optarg;
+        break;
+      case 'k':
+        o->skew = atof(optarg);
+        break;
+      case 'T':
+        o->moe_tokens = atol(optarg);
+        break;
+      case 'H':
+        o->moe_hidden = atol(optarg);
+        break;
+      case 'K':
+        o->moe_topk = atoi(optarg);
+        break;
+      case 'M':
+        o->counts_out = optarg;
+        break;
+      default:
+        return 1;
     }
   }
   if (o->moe_tokens <= 0 && (o->skew < 0 || o->skew > 1)) {
-    fprintf(stderr, "-k skew must be in [0, 1] (a fraction of the data), or a Zipf exponent with -T\n");
+    fprintf(stderr,
+            "-k skew must be in [0, 1] (a fraction of the data), or a Zipf exponent with -T\n");
     return 1;
   }
-  if (o->moe_tokens > 0 && (o->moe_hidden <= 0 || o->moe_topk < 1 || o->moe_topk > 64 || o->skew < 0)) {
+  if (o->moe_tokens > 0 &&
+      (o->moe_hidden <= 0 || o->moe_topk < 1 || o->moe_topk > 64 || o->skew < 0)) {
     fprintf(stderr, "MoE traffic needs -H hidden > 0, 1 <= -K top-k <= 64 and -k >= 0\n");
     return 1;
   }
@@ -267,7 +375,8 @@ typedef struct {
 } perfResult;
 
 static perfResult measure(const perfCtx *c, const perfColl *coll, void *send, void *recv,
-                          size_t count, size_t recv_bytes, size_t algbytes, int inplace, int *fail) {
+                          size_t count, size_t recv_bytes, size_t algbytes, int inplace,
+                          int *fail) {
   perfResult res = {0, 0, 0, -1, 1};
   int err = 0;
   if (inplace) coll->init(c, recv, count, c->o->root, 1);
@@ -277,7 +386,8 @@ static perfResult measure(const perfCtx *c, const perfColl *coll, void *send, vo
     return res;
   }
   if (err) {
-    if (c->rank == 0) fprintf(stderr, "# error %d: %s\n", err, c->comm ? tpudistGetLastError(c->comm) : "mpi");
+    if (c->rank == 0)
+      fprintf(stderr, "# error %d: %s\n", err, c->comm ? tpudistGetLastError(c->comm) : "mpi");
     *fail = 1;
   }
   res.us = t * 1e6;
@@ -334,7 +444,8 @@ int perfMain(int argc, char **argv, const perfColl *coll) {
   double busbw_sum = 0;
   FILE *csv = (o.csv && c.rank == 0) ? fopen(o.csv, "a") : NULL;
   for (size_t bytes = o.min_bytes; bytes <= o.max_bytes;
-       bytes = o.step_factor ? (size_t)(bytes * o.step_factor) + (bytes == 0) : bytes + o.step_bytes) {
+       bytes = o.step_factor ? (size_t)(bytes * o.step_factor) + (bytes == 0)
+                             : bytes + o.step_bytes) {
     coll->sizes(bytes, esize, c.nranks, &count, &se, &re);
     coll->init(&c, send, count, o.root, 0);
     size_t algbytes = coll->algbytes(count, esize, c.nranks);
@@ -352,8 +463,8 @@ int perfMain(int argc, char **argv, const perfColl *coll) {
       fflush(stdout);
       if (csv)
         fprintf(csv, "%s,%s,%d,%zu,%.3f,%.4f,%.4f,%ld,%s\n", coll->name,
-                o.impl == PERF_IMPL_MPI ? "mpi" : "tpu_dist", c.nranks, algbytes, out.us,
-                out.algbw, out.busbw, out.wrong, algoName);
+                o.impl == PERF_IMPL_MPI ? "mpi" : "tpu_dist", c.nranks, algbytes, out.us, out.algbw,
+                out.busbw, out.wrong, algoName);
     }
     busbw_sum += out.busbw;
     rows++;

@@ -26,7 +26,7 @@ typedef struct {
   double skew;
   long moe_tokens, moe_hidden;
   int moe_topk;
-  const char *csv; /* -C: append rows as CSV */
+  const char *csv;        /* -C: append rows as CSV */
   const char *counts_out; /* -M: write the MoE count matrix (rank 0) */
 } perfOpts;
 
@@ -39,8 +39,8 @@ typedef struct {
 
 /* One collective as the harness sees it. */
 typedef struct {
-  const char *name;     /* "all_reduce" */
-  const char *coll;     /* tpu_dist collective name for -A: "allreduce" */
+  const char *name; /* "all_reduce" */
+  const char *coll; /* tpu_dist collective name for -A: "allreduce" */
   int reduces, rooted;
   /* count argument (NCCL's) and send/recv element counts for a message of `bytes` */
   void (*sizes)(size_t bytes, size_t esize, int nranks, size_t *count, size_t *send_elems,

@@ -13,8 +13,8 @@
 
 #define ES(c) perfDtypeSize((c)->o->dtype)
 
-static size_t gBase;    /* mean elements per (sender, receiver) in skew mode */
-static size_t *gMoe;    /* n x n counts in MoE mode */
+static size_t gBase; /* mean elements per (sender, receiver) in skew mode */
+static size_t *gMoe; /* n x n counts in MoE mode */
 static int gMoeN;
 
 /* MoE: token t of rank s picks top-k distinct experts from a Zipf(skew) popularity. */
@@ -46,7 +46,8 @@ static void moeCounts(int n, const perfOpts *o) {
   if (o->counts_out && perfRank == 0) {
     FILE *f = fopen(o->counts_out, "w");
     for (int a = 0; f && a < n; a++)
-      for (int b = 0; b < n; b++) fprintf(f, "%zu%c", gMoe[(size_t)a * n + b], b == n - 1 ? '\n' : ',');
+      for (int b = 0; b < n; b++)
+        fprintf(f, "%zu%c", gMoe[(size_t)a * n + b], b == n - 1 ? '\n' : ',');
     if (f) fclose(f);
   }
 }
@@ -93,7 +94,9 @@ static double valueOf(const perfCtx *c, int s, int r, size_t i) {
 }
 
 static void initV(const perfCtx *c, void *buf, size_t count, int root, int inplace) {
-  (void)count; (void)root; (void)inplace;
+  (void)count;
+  (void)root;
+  (void)inplace;
   size_t off = 0;
   for (int r = 0; r < c->nranks; r++) {
     size_t k = cnt(c->nranks, c->rank, r);
@@ -115,7 +118,8 @@ static void layout(const perfCtx *c, size_t *sc, size_t *sd, size_t *rc, size_t 
 }
 
 static int runV(const perfCtx *c, const void *s, void *r, size_t n, int root, int ip) {
-  (void)n; (void)root;
+  (void)n;
+  (void)root;
   if (ip) return tpudistNotSupported;
   int np = c->nranks, res;
   size_t *v = malloc(sizeof(size_t) * 4 * np);
@@ -136,7 +140,8 @@ static int runV(const perfCtx *c, const void *s, void *r, size_t n, int root, in
 }
 
 static long checkV(const perfCtx *c, const void *r, size_t n, int root) {
-  (void)n; (void)root;
+  (void)n;
+  (void)root;
   long wrong = 0;
   size_t off = 0;
   char tmp[8];
@@ -151,7 +156,9 @@ static long checkV(const perfCtx *c, const void *r, size_t n, int root) {
   return wrong;
 }
 
-static double factorV(int n) { return n > 1 ? (double)(n - 1) / n : 0.0; }
+static double factorV(int n) {
+  return n > 1 ? (double)(n - 1) / n : 0.0;
+}
 
-const perfColl perfAllToAllv = {"alltoallv", "alltoallv", 0, 0, sizesV, factorV,
-                                initV, runV, checkV, algV};
+const perfColl perfAllToAllv = {"alltoallv", "alltoallv", 0,    0,      sizesV,
+                                factorV,     initV,       runV, checkV, algV};

@@ -12,9 +12,16 @@
 #define AT(buf, c, i) ((char *)(buf) + (size_t)(i)*ES(c))
 #define IS_MPI(c) ((c)->o->impl == PERF_IMPL_MPI)
 
-static double factorOne(int n) { (void)n; return 1.0; }
-static double factorAllreduce(int n) { return n > 1 ? 2.0 * (n - 1) / n : 0.0; }
-static double factorGather(int n) { return n > 1 ? (double)(n - 1) / n : 0.0; }
+static double factorOne(int n) {
+  (void)n;
+  return 1.0;
+}
+static double factorAllreduce(int n) {
+  return n > 1 ? 2.0 * (n - 1) / n : 0.0;
+}
+static double factorGather(int n) {
+  return n > 1 ? (double)(n - 1) / n : 0.0;
+}
 
 /* Input value of rank r, element i, for the run's op (products use +-1 and a few 2s: exact). */
 static double input(const perfCtx *c, int r, size_t i) {
@@ -36,20 +43,30 @@ static double reduced(const perfCtx *c, size_t i) {
   for (int r = 1; r < c->nranks; r++) {
     double v = input(c, r, i);
     switch (c->o->op) {
-      case tpudistProd: acc *= v; break;
-      case tpudistMax: acc = v > acc ? v : acc; break;
-      case tpudistMin: acc = v < acc ? v : acc; break;
-      default: acc += v; break;
+      case tpudistProd:
+        acc *= v;
+        break;
+      case tpudistMax:
+        acc = v > acc ? v : acc;
+        break;
+      case tpudistMin:
+        acc = v < acc ? v : acc;
+        break;
+      default:
+        acc += v;
+        break;
     }
   }
   char tmp[8];
   perfStore(tmp, 0, t, acc); /* integer sums wrap here, as in the library */
   acc = perfLoad(tmp, 0, t);
   if (c->o->op == tpudistAvg) {
-    if (t == tpudistFloat64) acc = acc / c->nranks;
+    if (t == tpudistFloat64)
+      acc = acc / c->nranks;
     else if (t == tpudistFloat32 || t == tpudistFloat16 || t == tpudistBfloat16)
       acc = (float)acc / (float)c->nranks;
-    else acc = trunc(acc / c->nranks);
+    else
+      acc = trunc(acc / c->nranks);
     perfStore(tmp, 0, t, acc);
     acc = perfLoad(tmp, 0, t);
   }
@@ -69,9 +86,13 @@ static void sizesFlat(size_t bytes, size_t es, int n, size_t *count, size_t *se,
   (void)n;
   *count = *se = *re = bytes / es;
 }
-static size_t algFlat(size_t count, size_t es, int n) { (void)n; return count * es; }
+static size_t algFlat(size_t count, size_t es, int n) {
+  (void)n;
+  return count * es;
+}
 static void initFlat(const perfCtx *c, void *buf, size_t count, int root, int inplace) {
-  (void)root; (void)inplace;
+  (void)root;
+  (void)inplace;
   fill(c, buf, count, c->rank, 0);
 }
 static int runAllreduce(const perfCtx *c, const void *s, void *r, size_t n, int root, int ip) {
@@ -85,8 +106,9 @@ static long checkAllreduce(const perfCtx *c, const void *r, size_t n, int root) 
   (void)root;
   return countWrong(c, r, n, 0, reduced);
 }
-const perfColl perfAllReduce = {"all_reduce", "allreduce", 1, 0, sizesFlat, factorAllreduce,
-                                initFlat, runAllreduce, checkAllreduce, algFlat};
+const perfColl perfAllReduce = {"all_reduce",   "allreduce",     1,        0,
+                                sizesFlat,      factorAllreduce, initFlat, runAllreduce,
+                                checkAllreduce, algFlat};
 
 /* ---- reduce ---- */
 static int runReduce(const perfCtx *c, const void *s, void *r, size_t n, int root, int ip) {
@@ -98,8 +120,8 @@ static int runReduce(const perfCtx *c, const void *s, void *r, size_t n, int roo
 static long checkReduce(const perfCtx *c, const void *r, size_t n, int root) {
   return c->rank == root ? countWrong(c, r, n, 0, reduced) : 0;
 }
-const perfColl perfReduce = {"reduce", "reduce", 1, 1, sizesFlat, factorOne,
-                             initFlat, runReduce, checkReduce, algFlat};
+const perfColl perfReduce = {"reduce",  "reduce", 1,         1,           sizesFlat,
+                             factorOne, initFlat, runReduce, checkReduce, algFlat};
 
 /* ---- broadcast ---- */
 static int gRoot;
@@ -110,8 +132,10 @@ static double rootValue(const perfCtx *c, size_t i) {
 }
 static void initBcast(const perfCtx *c, void *buf, size_t count, int root, int inplace) {
   (void)inplace;
-  if (c->rank == root) fill(c, buf, count, root, 0);
-  else memset(buf, 0, count * ES(c));
+  if (c->rank == root)
+    fill(c, buf, count, root, 0);
+  else
+    memset(buf, 0, count * ES(c));
 }
 static int runBcast(const perfCtx *c, const void *s, void *r, size_t n, int root, int ip) {
   if (IS_MPI(c)) {
@@ -124,8 +148,8 @@ static long checkBcast(const perfCtx *c, const void *r, size_t n, int root) {
   gRoot = root;
   return countWrong(c, r, n, 0, rootValue);
 }
-const perfColl perfBroadcast = {"broadcast", "broadcast", 0, 1, sizesFlat, factorOne,
-                                initBcast, runBcast, checkBcast, algFlat};
+const perfColl perfBroadcast = {"broadcast", "broadcast", 0,        1,          sizesFlat,
+                                factorOne,   initBcast,   runBcast, checkBcast, algFlat};
 
 /* ---- all-gather: count per rank; recv holds n blocks ---- */
 static void sizesGather(size_t bytes, size_t es, int n, size_t *count, size_t *se, size_t *re) {
@@ -133,7 +157,9 @@ static void sizesGather(size_t bytes, size_t es, int n, size_t *count, size_t *s
   *se = *count;
   *re = *count * n;
 }
-static size_t algGather(size_t count, size_t es, int n) { return count * es * n; }
+static size_t algGather(size_t count, size_t es, int n) {
+  return count * es * n;
+}
 static void initAllgather(const perfCtx *c, void *buf, size_t count, int root, int inplace) {
   (void)root;
   fill(c, inplace ? AT(buf, c, c->rank * count) : buf, count, c->rank, 0);
@@ -157,8 +183,9 @@ static long checkAllgather(const perfCtx *c, const void *r, size_t n, int root) 
   gBlock = n;
   return countWrong(c, r, n * c->nranks, 0, blockValue);
 }
-const perfColl perfAllGather = {"all_gather", "allgather", 0, 0, sizesGather, factorGather,
-                                initAllgather, runAllgather, checkAllgather, algGather};
+const perfColl perfAllGather = {
+    "all_gather", "allgather",    0,        0, sizesGather, factorGather, initAllgather,
+    runAllgather, checkAllgather, algGather};
 
 /* ---- reduce-scatter: count per rank received; send holds n blocks ---- */
 static void sizesRS(size_t bytes, size_t es, int n, size_t *count, size_t *se, size_t *re) {
@@ -167,7 +194,8 @@ static void sizesRS(size_t bytes, size_t es, int n, size_t *count, size_t *se, s
   *re = *count * n; /* in place needs the full input in recv */
 }
 static void initRS(const perfCtx *c, void *buf, size_t count, int root, int inplace) {
-  (void)root; (void)inplace;
+  (void)root;
+  (void)inplace;
   fill(c, buf, count * c->nranks, c->rank, 0);
 }
 static int runRS(const perfCtx *c, const void *s, void *r, size_t n, int root, int ip) {
@@ -177,8 +205,8 @@ static int runRS(const perfCtx *c, const void *s, void *r, size_t n, int root, i
     return MPI_Reduce_scatter_block(s, r, (int)n, perfMpiType(c->o->dtype), perfMpiOp(c->o->op),
                                     c->mcomm) != MPI_SUCCESS;
   }
-  return tpudistReduceScatter(ip ? r : s, ip ? AT(r, c, c->rank * n) : r, n, c->o->dtype,
-                              c->o->op, c->comm, NULL);
+  return tpudistReduceScatter(ip ? r : s, ip ? AT(r, c, c->rank * n) : r, n, c->o->dtype, c->o->op,
+                              c->comm, NULL);
 }
 static int gInplace;
 static long checkRS(const perfCtx *c, const void *r, size_t n, int root) {
@@ -190,8 +218,9 @@ static int runRSTracked(const perfCtx *c, const void *s, void *r, size_t n, int 
   gInplace = ip;
   return runRS(c, s, r, n, root, ip);
 }
-const perfColl perfReduceScatter = {"reduce_scatter", "reducescatter", 1, 0, sizesRS,
-                                    factorGather, initRS, runRSTracked, checkRS, algGather};
+const perfColl perfReduceScatter = {"reduce_scatter", "reducescatter", 1,      0,
+                                    sizesRS,          factorGather,    initRS, runRSTracked,
+                                    checkRS,          algGather};
 
 /* ---- all-to-all: count per peer ---- */
 static void sizesA2A(size_t bytes, size_t es, int n, size_t *count, size_t *se, size_t *re) {
@@ -199,15 +228,16 @@ static void sizesA2A(size_t bytes, size_t es, int n, size_t *count, size_t *se, 
   *se = *re = *count * n;
 }
 static void initA2A(const perfCtx *c, void *buf, size_t count, int root, int inplace) {
-  (void)root; (void)inplace;
+  (void)root;
+  (void)inplace;
   for (int p = 0; p < c->nranks; p++) fill(c, AT(buf, c, p * count), count, c->rank * 1000 + p, 0);
 }
 static int runA2A(const perfCtx *c, const void *s, void *r, size_t n, int root, int ip) {
   (void)root;
   if (ip) return tpudistNotSupported;
   if (IS_MPI(c))
-    return MPI_Alltoall(s, (int)(n * ES(c)), MPI_BYTE, r, (int)(n * ES(c)), MPI_BYTE,
-                        c->mcomm) != MPI_SUCCESS;
+    return MPI_Alltoall(s, (int)(n * ES(c)), MPI_BYTE, r, (int)(n * ES(c)), MPI_BYTE, c->mcomm) !=
+           MPI_SUCCESS;
   return tpudistAllToAll(s, r, n, c->o->dtype, c->comm, NULL);
 }
 static int gRank;
@@ -223,8 +253,8 @@ static long checkA2A(const perfCtx *c, const void *r, size_t n, int root) {
   gRank = c->rank;
   return countWrong(c, r, n * c->nranks, 0, a2aValue);
 }
-const perfColl perfAllToAll = {"alltoall", "alltoall", 0, 0, sizesA2A, factorGather,
-                               initA2A, runA2A, checkA2A, algGather};
+const perfColl perfAllToAll = {"alltoall",   "alltoall", 0,      0,        sizesA2A,
+                               factorGather, initA2A,    runA2A, checkA2A, algGather};
 
 /* ---- send/recv: each rank sends to rank+1 and receives from rank-1 ---- */
 static int runSendrecv(const perfCtx *c, const void *s, void *r, size_t n, int root, int ip) {
@@ -232,8 +262,8 @@ static int runSendrecv(const perfCtx *c, const void *s, void *r, size_t n, int r
   if (ip) return tpudistNotSupported;
   int next = (c->rank + 1) % c->nranks, prev = (c->rank + c->nranks - 1) % c->nranks;
   if (IS_MPI(c))
-    return MPI_Sendrecv(s, (int)(n * ES(c)), MPI_BYTE, next, 7, r, (int)(n * ES(c)), MPI_BYTE,
-                        prev, 7, c->mcomm, MPI_STATUS_IGNORE) != MPI_SUCCESS;
+    return MPI_Sendrecv(s, (int)(n * ES(c)), MPI_BYTE, next, 7, r, (int)(n * ES(c)), MPI_BYTE, prev,
+                        7, c->mcomm, MPI_STATUS_IGNORE) != MPI_SUCCESS;
   int res = tpudistGroupStart();
   if (!res) res = tpudistSend(s, n, c->o->dtype, next, c->comm, NULL);
   if (!res) res = tpudistRecv(r, n, c->o->dtype, prev, c->comm, NULL);
@@ -249,5 +279,6 @@ static long checkSendrecv(const perfCtx *c, const void *r, size_t n, int root) {
   (void)root;
   return countWrong(c, r, n, 0, prevValue);
 }
-const perfColl perfSendRecv = {"sendrecv", "sendrecv", 0, 0, sizesFlat, factorOne,
-                               initFlat, runSendrecv, checkSendrecv, algFlat};
+const perfColl perfSendRecv = {"sendrecv",    "sendrecv", 0,        0,
+                               sizesFlat,     factorOne,  initFlat, runSendrecv,
+                               checkSendrecv, algFlat};

@@ -6,4 +6,6 @@
 
 extern const perfColl PERF_COLL;
 
-int main(int argc, char **argv) { return perfMain(argc, argv, &PERF_COLL); }
+int main(int argc, char **argv) {
+  return perfMain(argc, argv, &PERF_COLL);
+}

@@ -1,10 +1,9 @@
 /*
  * algos.c - the per-collective algorithm tables and lookup. Names follow DESIGN.md.
  */
-#include <string.h>
-
 #include "algos.h"
 
+#include <string.h>
 
 const tdAlgo tdAlgoTable[] = {
     {TD_COLL_ALLREDUCE, "ring", genAllreduceRing},

@@ -8,7 +8,8 @@
 
 typedef struct {
   tdColl coll;
-  const char *name; /* ring, ring2, tree, recdbl, rabenseifner, torus, chain, pairwise, bruck, direct */
+  const char
+      *name; /* ring, ring2, tree, recdbl, rabenseifner, torus, chain, pairwise, bruck, direct */
   tdGenFn gen;
 } tdAlgo;
 

@@ -6,9 +6,9 @@
 
 #include "sched_ir.h"
 
-static const char *const collNames[TD_NUM_COLLS] = {
-    "allreduce", "broadcast", "reduce",   "allgather",
-    "reducescatter", "alltoall", "alltoallv", "sendrecv"};
+static const char *const collNames[TD_NUM_COLLS] = {"allreduce", "broadcast",     "reduce",
+                                                    "allgather", "reducescatter", "alltoall",
+                                                    "alltoallv", "sendrecv"};
 static const char *const bufNames[TD_NUM_BUFS] = {"input", "output", "scratch"};
 
 const char *schedCollName(tdColl c) {

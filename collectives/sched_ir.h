@@ -54,12 +54,12 @@ typedef struct {
 } tdDep;
 
 typedef struct {
-  uint8_t op;      /* tdStepOp */
-  int32_t peer;    /* SEND: destination; RECV*: source */
-  int32_t peer2;   /* fused ops: where dst is forwarded; else -1 */
-  tdBufRef src;    /* SEND, COPY, REDUCE, RECV_REDUCE(_SEND): the local operand */
-  tdBufRef dst;    /* RECV*, COPY, REDUCE: written */
-  tdDep deps[2];   /* steps of other streams that must complete first */
+  uint8_t op;    /* tdStepOp */
+  int32_t peer;  /* SEND: destination; RECV*: source */
+  int32_t peer2; /* fused ops: where dst is forwarded; else -1 */
+  tdBufRef src;  /* SEND, COPY, REDUCE, RECV_REDUCE(_SEND): the local operand */
+  tdBufRef dst;  /* RECV*, COPY, REDUCE: written */
+  tdDep deps[2]; /* steps of other streams that must complete first */
 } tdStep;
 
 typedef struct {
@@ -88,10 +88,10 @@ typedef struct {
   tdColl coll;
   int nranks;
   int rank;
-  int root;        /* broadcast/reduce; peer for sendrecv */
-  int inplace;     /* NCCL in-place form (see docs/schedule-ir.md) */
-  uint64_t count;  /* per-block element count: allreduce/bcast/reduce: count; allgather: sendcount;
-                      reducescatter: recvcount; alltoall: count per peer */
+  int root;       /* broadcast/reduce; peer for sendrecv */
+  int inplace;    /* NCCL in-place form (see docs/schedule-ir.md) */
+  uint64_t count; /* per-block element count: allreduce/bcast/reduce: count; allgather: sendcount;
+                     reducescatter: recvcount; alltoall: count per peer */
   /* all-to-all-v only: nranks x nranks matrices in elements, row = sender, col = receiver;
      counts[s * nranks + r]. Every rank's generator sees the whole matrix (the plan includes a
      counts exchange); sdispls/rdispls for this rank only. NULL otherwise. */
@@ -103,15 +103,15 @@ typedef struct {
 } tdCollArgs;
 
 typedef struct {
-  uint32_t version;       /* TD_SCHED_VERSION */
+  uint32_t version; /* TD_SCHED_VERSION */
   tdColl coll;
   char algo[16];
   int nranks, rank, root, inplace;
-  uint64_t count;         /* as tdCollArgs.count (0 for alltoallv) */
+  uint64_t count; /* as tdCollArgs.count (0 for alltoallv) */
   tdLayout layout[TD_NUM_BUFS];
   uint32_t nstreams;
   tdStream streams[TD_MAX_STREAMS];
-  int needs_reduce;       /* uses RECV_REDUCE/REDUCE steps (op matters) */
+  int needs_reduce; /* uses RECV_REDUCE/REDUCE steps (op matters) */
 } tdSched;
 
 #define TD_SCHED_VERSION 1

@@ -8,8 +8,8 @@
  *
  *   tpudistRequest_t *req == NULL   the call blocks until the operation is complete
  *   tpudistRequest_t *req != NULL   the call returns at once; complete it with tpudistWait() or
- *                                   tpudistTest(). Inside tpudistGroupStart/End a NULL request means
- *                                   "complete at tpudistGroupEnd".
+ *                                   tpudistTest(). Inside tpudistGroupStart/End a NULL request
+ * means "complete at tpudistGroupEnd".
  *
  * Operations on one communicator execute in issue order. Calls on one communicator must come from
  * one thread at a time, except tpudistCommAbort, which is safe from any thread. Different
@@ -54,16 +54,16 @@ typedef struct tpudistRequest *tpudistRequest_t;
 /* ---- Results ------------------------------------------------------------------------------ */
 typedef enum {
   tpudistSuccess = 0,
-  tpudistSystemError = 2,      /* a system call or the OS failed (errno in the message) */
-  tpudistInternalError = 3,    /* a bug in tpu_dist */
-  tpudistInvalidArgument = 4,  /* a bad argument: null pointer, bad dtype/op, rank out of range */
-  tpudistInvalidUsage = 5,     /* a call not allowed now: e.g. inside a group, after destroy */
-  tpudistRemoteError = 6,      /* a peer failed or disconnected */
-  tpudistInProgress = 7,       /* a non-blocking operation has not completed yet */
-  tpudistNotSupported = 8,     /* not available in this build or for this shape */
-  tpudistTimeout = 9,          /* a bounded wait expired (TPU_DIST_TIMEOUT_MS / config.timeoutMs) */
-  tpudistAborted = 10,         /* the communicator was aborted */
-  tpudistNoMemory = 11,        /* allocation or shared memory space exhausted */
+  tpudistSystemError = 2,     /* a system call or the OS failed (errno in the message) */
+  tpudistInternalError = 3,   /* a bug in tpu_dist */
+  tpudistInvalidArgument = 4, /* a bad argument: null pointer, bad dtype/op, rank out of range */
+  tpudistInvalidUsage = 5,    /* a call not allowed now: e.g. inside a group, after destroy */
+  tpudistRemoteError = 6,     /* a peer failed or disconnected */
+  tpudistInProgress = 7,      /* a non-blocking operation has not completed yet */
+  tpudistNotSupported = 8,    /* not available in this build or for this shape */
+  tpudistTimeout = 9,         /* a bounded wait expired (TPU_DIST_TIMEOUT_MS / config.timeoutMs) */
+  tpudistAborted = 10,        /* the communicator was aborted */
+  tpudistNoMemory = 11,       /* allocation or shared memory space exhausted */
   tpudistNumResults = 12
 } tpudistResult_t;
 
@@ -103,7 +103,6 @@ typedef enum {
   tpudistNumOps = 5
 } tpudistRedOp_t;
 
-
 #define TPUDIST_UNIQUE_ID_BYTES 128
 /* Opaque: the root's address and a random secret. Only peers presenting the secret are admitted. */
 typedef struct {
@@ -131,10 +130,10 @@ typedef struct {
   const char *topology; /* torus for this communicator, TPU_DIST_TOPOLOGY syntax; NULL: env */
 } tpudistConfig_t;
 
-#define TPUDIST_CONFIG_INITIALIZER                                                               \
-  {                                                                                              \
-    sizeof(tpudistConfig_t), TPUDIST_CONFIG_MAGIC, TPUDIST_VERSION_CODE,                         \
-        TPUDIST_CONFIG_UNDEF_INT, TPUDIST_CONFIG_UNDEF_INT, NULL, NULL                           \
+#define TPUDIST_CONFIG_INITIALIZER                                                                 \
+  {                                                                                                \
+    sizeof(tpudistConfig_t), TPUDIST_CONFIG_MAGIC, TPUDIST_VERSION_CODE, TPUDIST_CONFIG_UNDEF_INT, \
+        TPUDIST_CONFIG_UNDEF_INT, NULL, NULL                                                       \
   }
 
 /* ---- Communicators ------------------------------------------------------------------------ */
@@ -213,9 +212,9 @@ TPUDIST_API tpudistResult_t tpudistReduce(const void *sendbuff, void *recvbuff, 
                                           tpudistComm_t comm, tpudistRequest_t *req);
 /* sendcount per rank; recvbuff holds nranks*sendcount. In place iff
  * sendbuff == recvbuff + rank*sendcount (in elements). */
-TPUDIST_API tpudistResult_t tpudistAllGather(const void *sendbuff, void *recvbuff,
-                                             size_t sendcount, tpudistDataType_t datatype,
-                                             tpudistComm_t comm, tpudistRequest_t *req);
+TPUDIST_API tpudistResult_t tpudistAllGather(const void *sendbuff, void *recvbuff, size_t sendcount,
+                                             tpudistDataType_t datatype, tpudistComm_t comm,
+                                             tpudistRequest_t *req);
 /* recvcount per rank; sendbuff holds nranks*recvcount. In place iff
  * recvbuff == sendbuff + rank*recvcount (in elements). */
 TPUDIST_API tpudistResult_t tpudistReduceScatter(const void *sendbuff, void *recvbuff,
@@ -247,7 +246,8 @@ TPUDIST_API tpudistResult_t tpudistRecv(void *recvbuff, size_t count, tpudistDat
 
 /* ---- Groups and requests ------------------------------------------------------------------ */
 TPUDIST_API tpudistResult_t tpudistGroupStart(void);
-/* Issues the group's operations together; blocks until those issued with a NULL request are done. */
+/* Issues the group's operations together; blocks until those issued with a NULL request are done.
+ */
 TPUDIST_API tpudistResult_t tpudistGroupEnd(void);
 
 /* Completes the request (bounded by the communicator's timeout) and frees it. */

@@ -18,17 +18,17 @@
 #define TD_ERRLEN 256
 
 /* Return the result of call if it is not success. */
-#define TD_CHECK(call)                                                                           \
-  do {                                                                                           \
-    tpudistResult_t td_check_res_ = (call);                                                      \
-    if (td_check_res_ != tpudistSuccess) return td_check_res_;                                   \
+#define TD_CHECK(call)                                         \
+  do {                                                         \
+    tpudistResult_t td_check_res_ = (call);                    \
+    if (td_check_res_ != tpudistSuccess) return td_check_res_; \
   } while (0)
 
 /* Store the result of call in res and jump to label if it is not success. */
-#define TD_CHECK_GOTO(call, res, label)                                                          \
-  do {                                                                                           \
-    (res) = (call);                                                                              \
-    if ((res) != tpudistSuccess) goto label;                                                     \
+#define TD_CHECK_GOTO(call, res, label)      \
+  do {                                       \
+    (res) = (call);                          \
+    if ((res) != tpudistSuccess) goto label; \
   } while (0)
 
 #define TD_MIN(a, b) ((a) < (b) ? (a) : (b))

@@ -14,11 +14,11 @@
 #define TD_MAX_DIMS 4
 
 typedef struct {
-  int ndims;                   /* 0 = flat */
-  int nranks;                  /* product of dims (or the rank count when flat) */
-  int dims[TD_MAX_DIMS];       /* unused axes are 1 */
-  int wrap[TD_MAX_DIMS];       /* 1 if the axis is a ring, 0 if a line */
-  int twisted;                 /* twisted torus wiring (n x n x 2n or n x 2n x 2n), see torus.c */
+  int ndims;                    /* 0 = flat */
+  int nranks;                   /* product of dims (or the rank count when flat) */
+  int dims[TD_MAX_DIMS];        /* unused axes are 1 */
+  int wrap[TD_MAX_DIMS];        /* 1 if the axis is a ring, 0 if a line */
+  int twisted;                  /* twisted torus wiring (n x n x 2n or n x 2n x 2n), see torus.c */
   int host_bounds[TD_MAX_DIMS]; /* chips per host along each axis; all 0 = unknown */
 } tdTopo;
 
@@ -73,10 +73,10 @@ tpudistResult_t topoParse(const char *spec, int nranks, tdTopo *out, char *err);
 
 /* The TPU runtime's variables (strings as read from the environment; NULL when unset). */
 typedef struct {
-  const char *accelerator_type;     /* TPU_ACCELERATOR_TYPE, e.g. "v5p-128", "v5litepod-16" */
-  const char *topology;             /* TPU_TOPOLOGY, e.g. "4x4x4" */
-  const char *topology_wrap;        /* TPU_TOPOLOGY_WRAP, e.g. "true,true,false" */
-  const char *topology_alt;         /* TPU_TOPOLOGY_ALT: "true" means twisted */
+  const char *accelerator_type;      /* TPU_ACCELERATOR_TYPE, e.g. "v5p-128", "v5litepod-16" */
+  const char *topology;              /* TPU_TOPOLOGY, e.g. "4x4x4" */
+  const char *topology_wrap;         /* TPU_TOPOLOGY_WRAP, e.g. "true,true,false" */
+  const char *topology_alt;          /* TPU_TOPOLOGY_ALT: "true" means twisted */
   const char *chips_per_host_bounds; /* TPU_CHIPS_PER_HOST_BOUNDS, e.g. "2,2,1" */
 } tdTpuEnv;
 

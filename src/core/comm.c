@@ -158,7 +158,8 @@ static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdC
   TD_CHECK(commTopoInit(c, uc, parent, members, err));
   TD_CHECK(commSelectInit(c, err));
   TD_CHECK(execCommInit(c, err));
-  if (flightInit(c) != tpudistSuccess) return tdErr(err, tpudistNoMemory, "flight recorder: out of memory");
+  if (flightInit(c) != tpudistSuccess)
+    return tdErr(err, tpudistNoMemory, "flight recorder: out of memory");
   char topo[64];
   topoFormat(&c->topo, topo, sizeof(topo));
   TD_INFO(TD_SUBSYS_INIT, "%s: rank %d of %d, topology %s, %d transport(s)", c->name, c->rank,

@@ -24,11 +24,11 @@ typedef struct tdComm {
   struct tdBootstrap *bootstrap; /* out-of-band channel (allgather, barrier) */
   const tdConfig *cfg;
   int timeout_ms;
-  volatile int aborted;          /* set by tpudistCommAbort from any thread */
+  volatile int aborted; /* set by tpudistCommAbort from any thread */
   /* shared: transports */
   const tdTransport *transports[TD_MAX_TRANSPORTS]; /* enabled, in order */
   int ntransports;
-  const tdTransport **peer_tp;   /* per peer, chosen lazily (NULL until first use) */
+  const tdTransport **peer_tp;     /* per peer, chosen lazily (NULL until first use) */
   void *tp_ctx[TD_MAX_TRANSPORTS]; /* per-transport private state, same index as transports[] */
   /* topology */
   tdTopo topo;

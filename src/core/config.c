@@ -2,12 +2,13 @@
  * config.c - the configuration table and its one reader. Add a variable by adding a field to
  * tdConfig and one row here; docs/env.md is regenerated with `tools/tpudist-info -c --markdown`.
  */
+#include "config.h"
+
 #include <pthread.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
 
-#include "config.h"
 #include "log.h"
 
 #define TD_OFF(field) offsetof(tdConfig, field)
@@ -35,7 +36,8 @@ const tdConfigVar tdConfigTable[] = {
      "Schedule file to run instead of generated schedules (one per rank)."},
     {"TPU_ACCELERATOR_TYPE", TD_CFG_STR, "", TD_OFF(tpu_accelerator_type),
      "TPU runtime: accelerator type (e.g. v5p-128); selects the generation's wrap rule."},
-    {"TPU_TOPOLOGY", TD_CFG_STR, "", TD_OFF(tpu_topology), "TPU runtime: slice topology, e.g. 4x4x4."},
+    {"TPU_TOPOLOGY", TD_CFG_STR, "", TD_OFF(tpu_topology),
+     "TPU runtime: slice topology, e.g. 4x4x4."},
     {"TPU_TOPOLOGY_WRAP", TD_CFG_STR, "", TD_OFF(tpu_topology_wrap),
      "TPU runtime: per-axis wrap, e.g. true,true,true."},
     {"TPU_TOPOLOGY_ALT", TD_CFG_STR, "", TD_OFF(tpu_topology_alt),
@@ -47,7 +49,8 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_HOSTID", TD_CFG_STR, "", TD_OFF(hostid),
      "Overrides the host identity (hostname+boot id+netns hash) that decides who shares memory."},
     {"TPU_DIST_COMM_SECRET", TD_CFG_STR, "", TD_OFF(comm_secret),
-     "Private string mixed into the bootstrap secret of TPU_DIST_COMM_ID jobs (set it on shared hosts)."},
+     "Private string mixed into the bootstrap secret of TPU_DIST_COMM_ID jobs (set it on shared "
+     "hosts)."},
     {"RANK", TD_CFG_INT, "-1", TD_OFF(env_rank), "Rank for tpudistCommInitEnv (torchrun style)."},
     {"WORLD_SIZE", TD_CFG_INT, "-1", TD_OFF(env_world_size),
      "Rank count for tpudistCommInitEnv (torchrun style)."},
@@ -69,7 +72,8 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_SHM_CMA_MIN_BYTES", TD_CFG_INT, "65536", TD_OFF(shm_cma_min_bytes),
      "Smallest shm message sent single-copy (process_vm_readv); smaller ones go through the ring."},
     {"TPU_DIST_SHM_CMA_PULL_MS", TD_CFG_INT, "5", TD_OFF(shm_cma_pull_ms),
-     "A single-copy shm message still unmatched after this many ms is copied out, so its send completes."},
+     "A single-copy shm message still unmatched after this many ms is copied out, so its send "
+     "completes."},
     {NULL, TD_CFG_INT, NULL, 0, NULL},
 };
 
@@ -121,8 +125,7 @@ const tdConfig *configGet(void) {
 }
 
 void configPrint(FILE *f, int markdown) {
-  if (markdown)
-    fprintf(f, "| variable | default | meaning |\n|---|---|---|\n");
+  if (markdown) fprintf(f, "| variable | default | meaning |\n|---|---|---|\n");
   for (const tdConfigVar *v = tdConfigTable; v->name; v++) {
     if (markdown)
       fprintf(f, "| `%s` | %s | %s |\n", v->name, *v->dflt ? v->dflt : "(unset)", v->doc);

@@ -10,22 +10,22 @@
 
 typedef struct {
   /* core */
-  int timeout_ms;            /* TPU_DIST_TIMEOUT_MS */
-  int debug_level;           /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
-  unsigned debug_subsys;     /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
-  int check;                 /* TPU_DIST_CHECK */
-  int flight_records;        /* TPU_DIST_FLIGHT_RECORDS */
+  int timeout_ms;        /* TPU_DIST_TIMEOUT_MS */
+  int debug_level;       /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
+  unsigned debug_subsys; /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
+  int check;             /* TPU_DIST_CHECK */
+  int flight_records;    /* TPU_DIST_FLIGHT_RECORDS */
   /* topology and algorithms */
-  const char *topology;      /* TPU_DIST_TOPOLOGY */
-  const char *algo;          /* TPU_DIST_ALGO */
-  const char *sched_dump_dir;/* TPU_DIST_SCHED_DUMP_DIR */
-  const char *sched_file;    /* TPU_DIST_SCHED_FILE */
+  const char *topology;       /* TPU_DIST_TOPOLOGY */
+  const char *algo;           /* TPU_DIST_ALGO */
+  const char *sched_dump_dir; /* TPU_DIST_SCHED_DUMP_DIR */
+  const char *sched_file;     /* TPU_DIST_SCHED_FILE */
   const char *tpu_accelerator_type, *tpu_topology, *tpu_topology_wrap, *tpu_topology_alt,
       *tpu_chips_per_host_bounds; /* TPU_* runtime variables */
   /* bootstrap */
-  const char *comm_id;       /* TPU_DIST_COMM_ID host:port */
-  const char *hostid;        /* TPU_DIST_HOSTID */
-  const char *comm_secret;   /* TPU_DIST_COMM_SECRET: mixed into the TPU_DIST_COMM_ID secret */
+  const char *comm_id;          /* TPU_DIST_COMM_ID host:port */
+  const char *hostid;           /* TPU_DIST_HOSTID */
+  const char *comm_secret;      /* TPU_DIST_COMM_SECRET: mixed into the TPU_DIST_COMM_ID secret */
   int env_rank, env_world_size; /* RANK, WORLD_SIZE (-1 unset) */
   /* transports and executor */
   const char *transports;    /* TPU_DIST_TRANSPORTS */
@@ -43,11 +43,11 @@ typedef struct {
 typedef enum { TD_CFG_INT, TD_CFG_STR } tdConfigType;
 
 typedef struct {
-  const char *name;    /* environment variable */
+  const char *name; /* environment variable */
   tdConfigType type;
-  const char *dflt;    /* default as text ("" = unset) */
-  size_t offset;       /* in tdConfig */
-  const char *doc;     /* one line */
+  const char *dflt; /* default as text ("" = unset) */
+  size_t offset;    /* in tdConfig */
+  const char *doc;  /* one line */
 } tdConfigVar;
 
 extern const tdConfigVar tdConfigTable[];

@@ -1,23 +1,33 @@
 /*
  * log.c - logging to stderr with host, pid and subsystem.
  */
+#include "log.h"
+
 #include <stdarg.h>
 #include <unistd.h>
 
 #include "config.h"
-#include "log.h"
 
 static const char *subsysName(tdSubsys s) {
   switch (s) {
-    case TD_SUBSYS_INIT: return "INIT";
-    case TD_SUBSYS_BOOT: return "BOOT";
-    case TD_SUBSYS_COLL: return "COLL";
-    case TD_SUBSYS_EXEC: return "EXEC";
-    case TD_SUBSYS_SHM: return "SHM";
-    case TD_SUBSYS_SOCK: return "SOCK";
-    case TD_SUBSYS_IB: return "IB";
-    case TD_SUBSYS_TOPO: return "TOPO";
-    case TD_SUBSYS_TUNE: return "TUNE";
+    case TD_SUBSYS_INIT:
+      return "INIT";
+    case TD_SUBSYS_BOOT:
+      return "BOOT";
+    case TD_SUBSYS_COLL:
+      return "COLL";
+    case TD_SUBSYS_EXEC:
+      return "EXEC";
+    case TD_SUBSYS_SHM:
+      return "SHM";
+    case TD_SUBSYS_SOCK:
+      return "SOCK";
+    case TD_SUBSYS_IB:
+      return "IB";
+    case TD_SUBSYS_TOPO:
+      return "TOPO";
+    case TD_SUBSYS_TUNE:
+      return "TUNE";
   }
   return "?";
 }

@@ -27,17 +27,20 @@ void logPrint(tdLogLevel level, tdSubsys subsys, const char *file, int line, con
     __attribute__((format(printf, 5, 6)));
 
 #define TD_ERROR(subsys, ...) logPrint(TD_LOG_ERROR, subsys, __FILE__, __LINE__, __VA_ARGS__)
-#define TD_WARN(subsys, ...)                                                                     \
-  do {                                                                                           \
-    if (logEnabled(TD_LOG_WARN, subsys)) logPrint(TD_LOG_WARN, subsys, __FILE__, __LINE__, __VA_ARGS__); \
+#define TD_WARN(subsys, ...)                                          \
+  do {                                                                \
+    if (logEnabled(TD_LOG_WARN, subsys))                              \
+      logPrint(TD_LOG_WARN, subsys, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
-#define TD_INFO(subsys, ...)                                                                     \
-  do {                                                                                           \
-    if (logEnabled(TD_LOG_INFO, subsys)) logPrint(TD_LOG_INFO, subsys, __FILE__, __LINE__, __VA_ARGS__); \
+#define TD_INFO(subsys, ...)                                          \
+  do {                                                                \
+    if (logEnabled(TD_LOG_INFO, subsys))                              \
+      logPrint(TD_LOG_INFO, subsys, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
-#define TD_TRACE(subsys, ...)                                                                    \
-  do {                                                                                           \
-    if (logEnabled(TD_LOG_TRACE, subsys)) logPrint(TD_LOG_TRACE, subsys, __FILE__, __LINE__, __VA_ARGS__); \
+#define TD_TRACE(subsys, ...)                                          \
+  do {                                                                 \
+    if (logEnabled(TD_LOG_TRACE, subsys))                              \
+      logPrint(TD_LOG_TRACE, subsys, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
 #endif /* TD_LOG_H_ */

@@ -275,8 +275,8 @@ int execProgressLocked(tdComm *comm) {
     /* the transport logged the cause; record it without logging it again */
     char msg[TD_ERRLEN + 32];
     snprintf(msg, sizeof(msg), "transport failure: %s", comm->last_error);
-    snprintf(comm->last_error, sizeof(comm->last_error), "%.*s",
-             (int)sizeof(comm->last_error) - 1, msg);
+    snprintf(comm->last_error, sizeof(comm->last_error), "%.*s", (int)sizeof(comm->last_error) - 1,
+             msg);
     commFailLocked(comm, r, comm->last_error);
     return 1;
   }

@@ -26,18 +26,18 @@ typedef struct {
 
 /* One posted send or receive. Owned by the caller (executor) until done. */
 typedef struct tdXfer {
-  int peer;              /* receive: may be -1 (any source) for p2p */
+  int peer; /* receive: may be -1 (any source) for p2p */
   tdMsgKey key;
-  void *buf;             /* send: source bytes; receive: dst */
-  const void *reduce_src;/* receive: NULL = copy; else dst = reduce_src (+) incoming */
-  size_t len;            /* bytes; a receive must get exactly len */
-  int dtype, op;         /* for reducing receives */
+  void *buf;              /* send: source bytes; receive: dst */
+  const void *reduce_src; /* receive: NULL = copy; else dst = reduce_src (+) incoming */
+  size_t len;             /* bytes; a receive must get exactly len */
+  int dtype, op;          /* for reducing receives */
   /* set by the transport */
   volatile int done;
   tpudistResult_t result;
-  int source;            /* receive: who sent */
-  void *tp_priv[4];      /* transport scratch */
-  struct tdXfer *next;   /* transport's queues */
+  int source;          /* receive: who sent */
+  void *tp_priv[4];    /* transport scratch */
+  struct tdXfer *next; /* transport's queues */
 } tdXfer;
 
 /* What a rank tells its peers at bootstrap (exchanged as bytes). */
@@ -45,8 +45,8 @@ typedef struct tdXfer {
 typedef struct {
   int rank;
   int pid;
-  uint64_t host_hash;   /* hostname + boot id + net namespace (or TPU_DIST_HOSTID) */
-  uint32_t version;     /* TPUDIST_VERSION_CODE */
+  uint64_t host_hash;            /* hostname + boot id + net namespace (or TPU_DIST_HOSTID) */
+  uint32_t version;              /* TPUDIST_VERSION_CODE */
   char sock_addr[TD_ADDR_BYTES]; /* socket transport listen address (sockaddr storage) */
   char shm_name[TD_ADDR_BYTES];  /* shm transport segment prefix */
 } tdPeerInfo;
