@@ -29,6 +29,18 @@ static void commDumpSched(tdComm *comm, const tdSched *s) {
   fclose(f);
 }
 
+/* Generator arguments for this rank of comm; the caller fills the collective's own fields. */
+static tdCollArgs commCollArgs(const tdComm *comm, tdColl coll, uint32_t esize) {
+  tdCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.coll = coll;
+  a.nranks = comm->nranks;
+  a.rank = comm->rank;
+  a.topo = &comm->topo;
+  a.elem_size = esize;
+  return a;
+}
+
 static tdSchedEntry *cacheFind(struct tdCommPriv *p, tdColl coll, int root, int inplace,
                                const char *algo) {
   for (int i = 0; i < p->ncache; i++) {
@@ -55,16 +67,10 @@ static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inpl
   e->root = root;
   e->inplace = inplace;
   snprintf(e->algo, sizeof(e->algo), "%s", algo);
-  tdCollArgs a;
-  memset(&a, 0, sizeof(a));
-  a.coll = coll;
-  a.nranks = comm->nranks;
-  a.rank = comm->rank;
+  tdCollArgs a = commCollArgs(comm, coll, esize);
   a.root = root;
   a.inplace = inplace;
   a.count = count;
-  a.topo = &comm->topo;
-  a.elem_size = esize;
   e->gen_res = algoGenerate(&a, algo, &e->sched, err);
   if (e->gen_res == tpudistSuccess) {
     schedFuse(&e->sched);
@@ -155,16 +161,10 @@ tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uin
   uint64_t bytes = total * esize / (uint64_t)comm->nranks;
   const char *names[TD_SELECT_MAX_CANDIDATES];
   int nc = commSelectCandidates(comm, TD_COLL_ALLTOALLV, bytes, names, TD_SELECT_MAX_CANDIDATES);
-  tdCollArgs a;
-  memset(&a, 0, sizeof(a));
-  a.coll = TD_COLL_ALLTOALLV;
-  a.nranks = comm->nranks;
-  a.rank = comm->rank;
+  tdCollArgs a = commCollArgs(comm, TD_COLL_ALLTOALLV, esize);
   a.v_counts = matrix;
   a.v_sdispls = sdispls;
   a.v_rdispls = rdispls;
-  a.topo = &comm->topo;
-  a.elem_size = esize;
   tpudistResult_t r = tdErr(err, tpudistNotSupported, "no algorithm for alltoallv");
   for (int i = 0; i < nc; i++) {
     r = algoGenerate(&a, names[i], s, err);
