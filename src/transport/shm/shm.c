@@ -376,8 +376,10 @@ static int produceOne(tdShmCtx *c, tdShmPeer *pe, uint64_t *head) {
   uint64_t freeb = R - (*head - tail);
   size_t done = (size_t)(uintptr_t)x->tp_priv[0], left = x->len - done;
   int cma = done == 0 && c->use_cma && x->len >= c->cma_min && x->len > 0 &&
-            __atomic_load_n(&pe->hdr->cma_ok[pe->side], __ATOMIC_ACQUIRE) == CMA_OK &&
-            cmaSlotFree(pe);
+            __atomic_load_n(&pe->hdr->cma_ok[pe->side], __ATOMIC_ACQUIRE) == CMA_OK;
+  /* Every acknowledgement slot in use: wait for one (the receiver reads or pulls every
+   * descriptor) rather than copying a large message through the ring twice. */
+  if (cma && !cmaSlotFree(pe)) return 0;
   uint64_t minimal = TD_SHM_REC + (cma || left == 0 ? 0 : 64);
   if (contig < minimal) {
     if (freeb < contig) return 0;

@@ -20,7 +20,7 @@
 #include "registry.h"
 
 #define TD_SHM_MAGIC 0x316d6873647470ull /* "ptdshm1" */
-#define TD_SHM_CMA_SLOTS 64
+#define TD_SHM_CMA_SLOTS 256 /* descriptors in flight per direction */
 #define TD_SHM_HDR_BYTES 4096
 #define TD_SHM_CTL_BYTES 4096
 #define TD_SHM_REC 64
@@ -47,6 +47,7 @@ typedef struct {
   _Alignas(64) volatile uint64_t tail;
   _Alignas(64) volatile uint64_t cma_ack[TD_SHM_CMA_SLOTS]; /* id+1 once read */
 } tdShmRingCtl;
+_Static_assert(sizeof(tdShmRingCtl) <= TD_SHM_CTL_BYTES, "ring control block exceeds its page");
 
 typedef struct {
   volatile uint64_t magic; /* published last by the creator */
