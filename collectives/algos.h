@@ -11,7 +11,14 @@ typedef struct {
   const char
       *name; /* ring, ring2, tree, recdbl, rabenseifner, torus, chain, pairwise, bruck, direct */
   tdGenFn gen;
+  unsigned flags; /* TD_ALGO_* */
 } tdAlgo;
+
+/* The all-to-all-v generator needs only this rank's row (send counts) and column (receive counts)
+ * of the count matrix: it accepts the local form (tdCollArgs.v_local), so the runtime may run
+ * all-to-all-v without exchanging counts first. A generator that forwards through other ranks
+ * (torus) needs the whole matrix and has no such flag. */
+#define TD_ALGO_V_LOCAL 0x1u
 
 /* All registered algorithms, terminated by an entry with name == NULL. */
 extern const tdAlgo tdAlgoTable[];

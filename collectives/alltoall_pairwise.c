@@ -8,14 +8,16 @@
  * previous one to complete, so at most one exchange per rank is in flight. The v form uses the
  * explicit layouts of docs/schedule-ir.md (INPUT block j at sdispls[j] with counts[r][j] elements,
  * OUTPUT block j at rdispls[j] with counts[j][r]) and leaves out zero-element messages (sender and
- * receiver both read the same matrix entry).
+ * receiver both read the same matrix entry); the local form (tdCollArgs.v_local: only this rank's
+ * row and column known) keeps every message, empty ones included.
  *
  * Cost: n-1 steps of one block each way: (n-1)(alpha + m beta), m = count * elem_size
  * (v form: the largest block per step).
  *
  * Preconditions: any nranks >= 1, any count; no in-place form (refused: tpudistNotSupported). v
- * form: args->v_counts (n x n), v_sdispls and v_rdispls (this rank's) must be set; the schedule is
- * bound to those counts (count = 0). No reduction, no scratch.
+ * form: args->v_counts (n x n), or v_local with v_sendcounts and v_recvcounts, and v_sdispls and
+ * v_rdispls (this rank's) must be set; the schedule is bound to those counts (count = 0). No
+ * reduction, no scratch.
  */
 #include "alltoallv_layout.h"
 
@@ -40,10 +42,11 @@ static tpudistResult_t paced(Pacer *p, uint32_t q, int first, tdStep st, int kin
   return tpudistSuccess;
 }
 
-/* The exchange itself; counts = NULL for the uniform form (every message kept). */
-static tpudistResult_t pairwise(tdSched *s, int n, int r, const uint64_t *counts) {
+/* The exchange itself; v = NULL for the uniform form (every message kept), else the all-to-all-v
+ * arguments. */
+static tpudistResult_t pairwise(tdSched *s, int n, int r, const tdCollArgs *v) {
   Pacer p = {s, {{-1, -1}, {-1, -1}}};
-  if (!counts || counts[(size_t)r * n + r]) {
+  if (!v || alltoallvSendCount(v, r) || alltoallvRecvCount(v, r)) {
     tdStep cp =
         schedCopy(schedRef(TD_BUF_INPUT, (uint32_t)r, 1), schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1));
     TD_CHECK(schedAppend(s, 0, &cp, NULL));
@@ -51,11 +54,11 @@ static tpudistResult_t pairwise(tdSched *s, int n, int r, const uint64_t *counts
   for (int i = 1; i < n; i++) {
     int to = (r + i) % n, from = (r - i + n) % n, first = 1;
     uint32_t q = (uint32_t)(i % 2);
-    if (!counts || counts[(size_t)r * n + to]) {
+    if (!v || alltoallvKeep(v, alltoallvSendCount(v, to))) {
       TD_CHECK(paced(&p, q, first, schedSend(to, schedRef(TD_BUF_INPUT, (uint32_t)to, 1)), 0));
       first = 0;
     }
-    if (!counts || counts[(size_t)from * n + r])
+    if (!v || alltoallvKeep(v, alltoallvRecvCount(v, from)))
       TD_CHECK(paced(&p, q, first, schedRecv(from, schedRef(TD_BUF_OUTPUT, (uint32_t)from, 1)), 1));
   }
   return tpudistSuccess;
@@ -74,5 +77,5 @@ tpudistResult_t genAlltoallPairwise(const tdCollArgs *a, tdSched *s, char *err) 
 
 tpudistResult_t genAlltoallvPairwise(const tdCollArgs *a, tdSched *s, char *err) {
   TD_CHECK(alltoallvLayouts(a, s, err));
-  return pairwise(s, a->nranks, a->rank, a->v_counts);
+  return pairwise(s, a->nranks, a->rank, a);
 }

@@ -9,7 +9,8 @@
  *
  * all-to-all-v: every rank's generator reads the whole count matrix (the runtime's counts
  * exchange precedes the data movement), so an intermediate rank knows the size of every block it
- * forwards; blocks of zero elements are left out everywhere.
+ * forwards; blocks of zero elements are left out everywhere. The local form (tdCollArgs.v_local:
+ * only this rank's row and column) is refused (tpudistNotSupported).
  *
  * Cost (P ranks, V bytes sent per rank, dims A x B x C, W1 per link direction): bisection bound,
  * about V * max(A,B,C) / (8 W1) on a plain torus with wrap (the reference's (V/N) max / (4W),
@@ -197,5 +198,8 @@ tpudistResult_t genAlltoallTorus(const tdCollArgs *a, tdSched *s, char *err) {
 }
 
 tpudistResult_t genAlltoallvTorus(const tdCollArgs *a, tdSched *s, char *err) {
+  if (a->v_local)
+    return tdErr(err, tpudistNotSupported,
+                 "alltoallv torus forwards through other ranks: it needs the whole count matrix");
   return genA2A(a, s, err);
 }

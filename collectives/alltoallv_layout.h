@@ -2,7 +2,9 @@
  * alltoallv_layout.h - the explicit INPUT/OUTPUT layouts of an all-to-all-v schedule (see
  * docs/schedule-ir.md, "Explicit layouts"), shared by the all-to-all-v generators: INPUT block j
  * is what this rank sends to j (sdispls[j], counts[rank][j]); OUTPUT block j is what it receives
- * from j (rdispls[j], counts[j][rank]). One chunk per block; no scratch.
+ * from j (rdispls[j], counts[j][rank]). One chunk per block; no scratch. The counts come from the
+ * whole matrix (v_counts) or, in the local form (v_local), from this rank's row (v_sendcounts) and
+ * column (v_recvcounts); alltoallvKeep says which messages a generator emits.
  * Private to alltoall_pairwise.c and alltoall_direct.c.
  */
 #ifndef TD_ALLTOALLV_LAYOUT_H_
@@ -12,18 +14,34 @@
 
 #include "algos.h"
 
+/* Elements this rank (a->rank) sends to rank j / receives from rank j. */
+static inline uint64_t alltoallvSendCount(const tdCollArgs *a, int j) {
+  return a->v_local ? a->v_sendcounts[j] : a->v_counts[(size_t)a->rank * a->nranks + j];
+}
+static inline uint64_t alltoallvRecvCount(const tdCollArgs *a, int j) {
+  return a->v_local ? a->v_recvcounts[j] : a->v_counts[(size_t)j * a->nranks + a->rank];
+}
+
+/* Does the plan carry a message of count elements? Whole matrix: only non-empty ones (both ends
+ * read the same entry). Local form: every one, empty included (the ends may disagree; an empty
+ * message is what lets the receiver see it). */
+static inline int alltoallvKeep(const tdCollArgs *a, uint64_t count) {
+  return a->v_local || count != 0;
+}
+
 static inline tpudistResult_t alltoallvLayouts(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
   if (n < 1 || r < 0 || r >= n)
     return tdErr(err, tpudistInvalidArgument, "alltoallv: rank %d of %d", r, n);
   if (a->inplace) return tdErr(err, tpudistNotSupported, "alltoallv has no in-place form");
-  if (!a->v_counts || !a->v_sdispls || !a->v_rdispls)
+  if ((a->v_local ? !a->v_sendcounts || !a->v_recvcounts : !a->v_counts) || !a->v_sdispls ||
+      !a->v_rdispls)
     return tdErr(err, tpudistInvalidArgument, "alltoallv: counts or displacements missing");
   uint64_t *c = malloc(sizeof(uint64_t) * (size_t)n);
   if (!c) return tdErr(err, tpudistNoMemory, "alltoallv: out of memory");
-  for (int j = 0; j < n; j++) c[j] = a->v_counts[(size_t)r * n + j];
+  for (int j = 0; j < n; j++) c[j] = alltoallvSendCount(a, j);
   tpudistResult_t res = schedSetLayoutExplicit(s, TD_BUF_INPUT, (uint32_t)n, 1, a->v_sdispls, c);
-  for (int j = 0; j < n; j++) c[j] = a->v_counts[(size_t)j * n + r];
+  for (int j = 0; j < n; j++) c[j] = alltoallvRecvCount(a, j);
   if (res == tpudistSuccess)
     res = schedSetLayoutExplicit(s, TD_BUF_OUTPUT, (uint32_t)n, 1, a->v_rdispls, c);
   free(c);

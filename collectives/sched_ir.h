@@ -98,6 +98,14 @@ typedef struct {
   const uint64_t *v_counts;
   const uint64_t *v_sdispls;
   const uint64_t *v_rdispls;
+  /* all-to-all-v, local form (v_local = 1; only generators flagged TD_ALGO_V_LOCAL accept it):
+     v_counts is NULL and the generator sees this rank's row, v_sendcounts[j] (elements to j), and
+     column, v_recvcounts[j] (elements from j), nothing more (no counts exchange). Every pair then
+     exchanges a message, empty ones included, so that counts two ranks disagree on meet as a
+     length mismatch at the receiver instead of a message that never comes. */
+  int v_local;
+  const uint64_t *v_sendcounts;
+  const uint64_t *v_recvcounts;
   const tdTopo *topo;
   uint32_t elem_size; /* bytes per element: only for cost/pipelining, never for semantics */
 } tdCollArgs;

@@ -315,6 +315,19 @@ int selectCandidates(const tdSelectTable *t, tdColl c, uint64_t bytes, const cha
   return n;
 }
 
+const char *selectUniform(const tdSelectTable *t, tdColl c) {
+  if ((unsigned)c >= TD_NUM_COLLS) return NULL;
+  if (t->override[c]) return t->override[c];
+  const char *first = NULL;
+  for (int b = 0; b < TD_SELECT_NBUCKETS; b++) {
+    if (t->norder[c][b] == 0) return NULL;
+    const char *name = t->cand[c][t->order[c][b][0]];
+    if (first && strcmp(first, name)) return NULL;
+    first = name;
+  }
+  return first;
+}
+
 static void printLine(const tdSelectTable *t, int c, int b, FILE *f) {
   fprintf(f, "select %s bytes=%llu", schedCollName((tdColl)c), (unsigned long long)1 << b);
   if (t->override[c]) {

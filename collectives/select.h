@@ -23,6 +23,9 @@ tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override
  * all-to-all(v): the whole send buffer). */
 int selectCandidates(const tdSelectTable *t, tdColl coll, uint64_t bytes, const char **names,
                      int max);
+/* The algorithm that comes first for coll at every size (the override, if one is set), or NULL
+ * when buckets differ or none accepts the shape. The same on every rank (the table is). */
+const char *selectUniform(const tdSelectTable *t, tdColl coll);
 /* One greppable line per (collective, size bucket). */
 void selectPrint(const tdSelectTable *t, FILE *f);
 void selectFree(tdSelectTable *t);

@@ -170,8 +170,14 @@ static int dumpOne(const tdInfoArgs *a) {
     fprintf(stderr, "tpudist-info: --rank %d out of range for %d ranks\n", a->rank, t.nranks);
     return 2;
   }
-  tdCollArgs args = {(tdColl)coll, t.nranks, a->rank, a->root, a->inplace, a->count,
-                     NULL,         NULL,     NULL,    &t,      4};
+  tdCollArgs args = {.coll = (tdColl)coll,
+                     .nranks = t.nranks,
+                     .rank = a->rank,
+                     .root = a->root,
+                     .inplace = a->inplace,
+                     .count = a->count,
+                     .topo = &t,
+                     .elem_size = 4};
   const char *names[TD_SELECT_MAX_CANDIDATES] = {a->algo};
   int nc = a->algo ? 1 : 0;
   tdSelectTable *tab = NULL;

@@ -2,8 +2,19 @@
  * api_p2p.c - point to point (tpudistSend / tpudistRecv, any source) and all-to-all-v. Point to
  * point messages use the p2p stream and one key per ordered pair, matched in order (messages
  * between two ranks arrive in the order sent), so an any-source receive can take any sender's
- * next message. All-to-all-v runs in two phases inside one operation: an all-gather of every
- * rank's send counts (the count matrix), then the data plan generated from that matrix.
+ * next message.
+ *
+ * All-to-all-v runs in one of two ways, decided once per communicator (comm_select.c):
+ * - one phase, when the algorithm selected at every size needs only this rank's row and column of
+ *   the count matrix (direct, pairwise: TD_ALGO_V_LOCAL): the plan is generated from sendcounts
+ *   and recvcounts at the call, with one message per ordered pair, empty ones included, each sent
+ *   whole. A pair whose counts disagree meets as a length mismatch at the receiver (and at a
+ *   single-copy sender): that rank's call returns tpudistInvalidUsage naming the peer and the
+ *   counts, every other message still flows, so no rank waits, and the communicator stays usable.
+ * - two phases inside one operation (torus, or sizes that select different algorithms): an
+ *   all-gather of every rank's send counts (the count matrix), then the data plan generated from
+ *   that matrix; a rank whose recvcounts disagree with the matrix fails there, which breaks its
+ *   communicator (its peers see it released).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,7 +76,6 @@ TPUDIST_API tpudistResult_t tpudistRecv(void *recvbuff, size_t count, tpudistDat
 
 /* ---- all-to-all-v ------------------------------------------------------------------------ */
 
-/* op->vbuf: [0,n) send counts | [n, n+n*n) matrix | sdispls | rdispls | recvcounts. */
 static tpudistResult_t vCheck(tdComm *c, const size_t *sc, const size_t *sd, const size_t *rc,
                               const size_t *rd, const void *sb, const void *rb, size_t esize) {
   if (!sc || !sd || !rc || !rd)
@@ -83,6 +93,83 @@ static tpudistResult_t vCheck(tdComm *c, const size_t *sc, const size_t *sd, con
   return tpudistSuccess;
 }
 
+/* The operation's count buffer (op->vbuf) with room for words uint64 words. */
+static tpudistResult_t vBuf(tdComm *c, tdOp *op, size_t words) {
+  if (words <= op->vbuf_cap) return tpudistSuccess;
+  free(op->vbuf);
+  op->vbuf = malloc(words * sizeof(uint64_t));
+  op->vbuf_cap = op->vbuf ? words : 0;
+  if (op->vbuf) return tpudistSuccess;
+  return commError(c, tpudistNoMemory, "AllToAllv: out of memory for the counts");
+}
+
+/* Single phase (priv->a2av_local): the plan comes from this rank's row and column alone and
+ * carries every message, empty ones included. op->vbuf: sendcounts | recvcounts | sdispls |
+ * rdispls. Counts to and from self that differ cannot be checked by a peer: the block is left out
+ * and the operation, which still exchanges with every peer, ends with tpudistInvalidUsage. */
+static tpudistResult_t vLocalPlan(tdComm *c, tdOp *op, const size_t *sc, const size_t *sd,
+                                  const size_t *rc, const size_t *rd, size_t esize) {
+  int n = c->nranks, me = c->rank;
+  char err[TD_ERRLEN] = "";
+  TD_CHECK(vBuf(c, op, 4 * (size_t)n));
+  uint64_t *vs = op->vbuf, *vr = vs + n, *vsd = vr + n, *vrd = vsd + n;
+  for (int p = 0; p < n; p++) {
+    vs[p] = sc[p];
+    vr[p] = rc[p];
+    vsd[p] = sd[p];
+    vrd[p] = rd[p];
+  }
+  if (vs[me] != vr[me]) {
+    op->vres = commError(c, tpudistInvalidUsage,
+                         "AllToAllv: rank %d sends %zu elements to itself but expects %zu", me,
+                         sc[me], rc[me]);
+    vs[me] = vr[me] = 0;
+  }
+  tpudistResult_t r =
+      commGenAlltoallvLocal(c, vs, vr, vsd, vrd, (uint32_t)esize, &op->own_sched, err);
+  if (r != tpudistSuccess) return commError(c, r, "AllToAllv: %s", err);
+  op->owns_sched = 1;
+  op->sched = &op->own_sched;
+  op->algo = c->last_algo;
+  op->vlocal = 1;
+  op->vphase = 1;
+  op->seq = c->priv->coll_seq++;
+  op->n = 0;
+  op->esize = esize;
+  op->bufs[TD_BUF_INPUT] = op->vsend;
+  op->bufs[TD_BUF_OUTPUT] = op->vrecv;
+  return tpudistSuccess;
+}
+
+/* Two phases: op->vbuf: [0,n) send counts | [n, n+n*n) matrix | sdispls | rdispls | recvcounts;
+ * the counts exchange (an all-gather of the send counts) runs first. */
+static tpudistResult_t vExchangePlan(tdComm *c, tdOp *op, const size_t *sc, const size_t *sd,
+                                     const size_t *rc, const size_t *rd) {
+  int n = c->nranks;
+  char err[TD_ERRLEN] = "";
+  const tdSched *sched = NULL;
+  tpudistResult_t r =
+      commGetSched(c, TD_COLL_ALLGATHER, 0, 0, (uint64_t)n, (uint64_t)n * n * 8, 8, &sched, err);
+  if (r != tpudistSuccess) return commError(c, r, "AllToAllv: counts exchange: %s", err);
+  TD_CHECK(vBuf(c, op, (size_t)n * n + 4 * (size_t)n));
+  uint64_t *v = op->vbuf, *vsd = v + n + (size_t)n * n, *vrd = vsd + n, *vrc = vrd + n;
+  for (int p = 0; p < n; p++) {
+    v[p] = sc[p];
+    vsd[p] = sd[p];
+    vrd[p] = rd[p];
+    vrc[p] = rc[p];
+  }
+  op->vphase = 0;
+  op->sched = sched;
+  op->seq = c->priv->coll_seq;
+  c->priv->coll_seq += 2;
+  op->n = (uint64_t)n;
+  op->esize = 8;
+  op->bufs[TD_BUF_INPUT] = (char *)v;
+  op->bufs[TD_BUF_OUTPUT] = (char *)(v + n);
+  return tpudistSuccess;
+}
+
 TPUDIST_API tpudistResult_t tpudistAllToAllv(const void *sendbuff, const size_t sendcounts[],
                                              const size_t sdispls[], void *recvbuff,
                                              const size_t recvcounts[], const size_t rdispls[],
@@ -91,9 +178,7 @@ TPUDIST_API tpudistResult_t tpudistAllToAllv(const void *sendbuff, const size_t 
   TD_CHECK(commEnter(comm ? &comm->c : NULL, "AllToAllv"));
   tdComm *c = &comm->c;
   char err[TD_ERRLEN] = "";
-  int n = c->nranks;
   tdOp *op = NULL;
-  const tdSched *sched = NULL;
   tpudistResult_t r = tpudistSuccess;
   if (!kernelDtypeValid(datatype)) {
     r = commError(c, tpudistInvalidArgument, "AllToAllv: unknown datatype %d", (int)datatype);
@@ -102,52 +187,25 @@ TPUDIST_API tpudistResult_t tpudistAllToAllv(const void *sendbuff, const size_t 
   size_t esize = kernelDtypeSize(datatype);
   if ((r = vCheck(c, sendcounts, sdispls, recvcounts, rdispls, sendbuff, recvbuff, esize)))
     goto out;
-  r = commGetSched(c, TD_COLL_ALLGATHER, 0, 0, (uint64_t)n, (uint64_t)n * n * 8, 8, &sched, err);
-  if (r != tpudistSuccess) {
-    r = commError(c, r, "AllToAllv: counts exchange: %s", err);
-    goto out;
-  }
   if (!(op = execOpAlloc(c))) {
     r = commError(c, tpudistNoMemory, "AllToAllv: out of memory");
     goto out;
   }
-  size_t need = (size_t)n * n + 4 * (size_t)n;
-  if (need > op->vbuf_cap) {
-    free(op->vbuf);
-    op->vbuf = malloc(need * sizeof(uint64_t));
-    op->vbuf_cap = op->vbuf ? need : 0;
-    if (!op->vbuf) {
-      op->done = 1;
-      execOpRelease(op);
-      r = commError(c, tpudistNoMemory, "AllToAllv: out of memory for the count matrix");
-      goto out;
-    }
-  }
-  uint64_t *v = op->vbuf, *sd = v + n + (size_t)n * n, *rd = sd + n, *rc = rd + n;
-  for (int p = 0; p < n; p++) {
-    v[p] = sendcounts[p];
-    sd[p] = sdispls[p];
-    rd[p] = rdispls[p];
-    rc[p] = recvcounts[p];
-  }
   op->kind = TD_OP_COLL;
   op->coll = TD_COLL_ALLTOALLV;
-  op->vphase = 0;
-  op->sched = sched;
-  op->seq = c->priv->coll_seq;
-  c->priv->coll_seq += 2;
-  op->n = (uint64_t)n;
-  op->esize = 8;
   op->dtype = datatype;
   op->redop = tpudistSum;
-  op->bufs[TD_BUF_INPUT] = (char *)v;
-  op->bufs[TD_BUF_OUTPUT] = (char *)(v + n);
   op->vsend = (void *)sendbuff;
   op->vrecv = recvbuff;
-  if ((r = checkPrepare(c, op, -1, err)) != tpudistSuccess) {
+  if (c->priv->a2av_local)
+    r = vLocalPlan(c, op, sendcounts, sdispls, recvcounts, rdispls, esize);
+  else
+    r = vExchangePlan(c, op, sendcounts, sdispls, recvcounts, rdispls);
+  if (r == tpudistSuccess && (r = checkPrepare(c, op, -1, err)) != tpudistSuccess)
+    r = commError(c, r, "AllToAllv: %s", err);
+  if (r != tpudistSuccess) {
     op->done = 1;
     execOpRelease(op);
-    r = commError(c, r, "AllToAllv: %s", err);
     goto out;
   }
   r = commIssue(op, req);

@@ -46,8 +46,8 @@ tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err) {
   op->chk_bufs[1] = op->bufs[TD_BUF_OUTPUT];
   op->chk_n = op->n;
   op->chk_esize = op->esize;
-  op->chk_seq = c->priv->coll_seq; /* the real plan's sequence (two for all-to-all-v) */
-  c->priv->coll_seq += op->coll == TD_COLL_ALLTOALLV ? 2 : 1;
+  op->chk_seq = c->priv->coll_seq; /* the real plan's sequence (two for a two-phase all-to-all-v) */
+  c->priv->coll_seq += op->coll == TD_COLL_ALLTOALLV && op->vphase == 0 ? 2 : 1;
   op->sched = ag;
   op->bufs[TD_BUF_INPUT] = (char *)sig;
   op->bufs[TD_BUF_OUTPUT] = (char *)(sig + TD_CHK_WORDS);

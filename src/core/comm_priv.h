@@ -36,6 +36,9 @@ struct tdCommPriv {
   int *ord_send, *ord_recv; /* nranks counters used while binding */
   /* selection */
   tdSelectTable *select;
+  /* all-to-all-v in one phase with this algorithm (selected at every size and TD_ALGO_V_LOCAL),
+   * or NULL: counts exchange first (comm_select.c) */
+  const char *a2av_local;
   /* schedule cache */
   tdSchedEntry **cache;
   int ncache, cache_cap;
@@ -73,6 +76,12 @@ tpudistResult_t commGetSched(tdComm *comm, tdColl coll, int root, int inplace, u
 /* Generates the all-to-all-v schedule for the exchanged matrix into s (not cached). */
 tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uint64_t *sdispls,
                                  const uint64_t *rdispls, uint32_t esize, tdSched *s, char *err);
+/* Generates the single-phase all-to-all-v schedule (priv->a2av_local) from this rank's send
+ * counts (row) and receive counts (column) into s (not cached). */
+tpudistResult_t commGenAlltoallvLocal(tdComm *comm, const uint64_t *sendcounts,
+                                      const uint64_t *recvcounts, const uint64_t *sdispls,
+                                      const uint64_t *rdispls, uint32_t esize, tdSched *s,
+                                      char *err);
 void commSchedFree(tdComm *comm);
 
 /* ---- groups (group.c) ---- */

@@ -2,7 +2,8 @@
  * comm_sched.c - schedules for a communicator: the first selected candidate that accepts the
  * shape, generated once per (collective, algorithm, root, in-place) and cached (refusals too);
  * TPU_DIST_SCHED_DUMP_DIR dumps each new schedule; TPU_DIST_SCHED_FILE runs a hand-written one.
- * All-to-all-v plans are generated per call from the exchanged count matrix (not cached).
+ * All-to-all-v plans are generated per call (not cached): from the exchanged count matrix, or in
+ * the single-phase form from this rank's own send and receive counts.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -176,6 +177,24 @@ tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uin
     }
   }
   return r;
+}
+
+tpudistResult_t commGenAlltoallvLocal(tdComm *comm, const uint64_t *sendcounts,
+                                      const uint64_t *recvcounts, const uint64_t *sdispls,
+                                      const uint64_t *rdispls, uint32_t esize, tdSched *s,
+                                      char *err) {
+  const char *algo = comm->priv->a2av_local;
+  if (!algo) return tdErr(err, tpudistInternalError, "alltoallv: no single-phase algorithm");
+  tdCollArgs a = commCollArgs(comm, TD_COLL_ALLTOALLV, esize);
+  a.v_local = 1;
+  a.v_sendcounts = sendcounts;
+  a.v_recvcounts = recvcounts;
+  a.v_sdispls = sdispls;
+  a.v_rdispls = rdispls;
+  TD_CHECK(algoGenerate(&a, algo, s, err));
+  schedFuse(s);
+  comm->last_algo = algo;
+  return tpudistSuccess;
 }
 
 void commSchedFree(tdComm *comm) {

@@ -2,19 +2,38 @@
  * comm_select.c - the communicator's algorithm selection: the selection table built once at
  * creation (selectBuild over the communicator's topology, with TPU_DIST_ALGO applied), and the
  * candidates for one call. A TPU_DIST_ALGO entry that this communicator's shape refuses (e.g.
- * torus on a flat split) is ignored here with a warning; unknown names are errors.
+ * torus on a flat split) is ignored here with a warning; unknown names are errors. Also decides,
+ * once, whether all-to-all-v needs its counts exchange (a2avDecide).
  */
+#include "algos.h"
 #include "comm_priv.h"
 #include "log.h"
+
+/* All-to-all-v runs in one phase (no counts exchange) when one algorithm is selected at every
+ * size (or forced by TPU_DIST_ALGO) and it needs only this rank's row and column of the matrix:
+ * the message sizes, hence the bucket, are not known locally, so the choice must not depend on
+ * them. Deterministic: every rank builds the same table. */
+static void a2avDecide(tdComm *comm) {
+  const char *name = selectUniform(comm->priv->select, TD_COLL_ALLTOALLV);
+  const tdAlgo *a = name ? algoFind(TD_COLL_ALLTOALLV, name) : NULL;
+  comm->priv->a2av_local = a && (a->flags & TD_ALGO_V_LOCAL) ? a->name : NULL;
+  TD_INFO(TD_SUBSYS_TUNE, "%s: alltoallv %s%s", comm->name,
+          comm->priv->a2av_local ? "in one phase with " : "exchanges counts first",
+          comm->priv->a2av_local ? comm->priv->a2av_local : "");
+}
 
 tpudistResult_t commSelectInit(tdComm *comm, char *err) {
   tpudistResult_t r =
       selectBuild(&comm->topo, comm->nranks, comm->cfg->algo, &comm->priv->select, err);
-  if (r != tpudistNotSupported || !comm->cfg->algo) return r;
-  /* TPU_DIST_ALGO names an algorithm this communicator's shape refuses (torus on a flat split):
-   * the override applies where it can; here the selection decides. */
-  TD_WARN(TD_SUBSYS_TUNE, "%s: %s; TPU_DIST_ALGO is ignored on this communicator", comm->name, err);
-  return selectBuild(&comm->topo, comm->nranks, NULL, &comm->priv->select, err);
+  if (r == tpudistNotSupported && comm->cfg->algo) {
+    /* TPU_DIST_ALGO names an algorithm this communicator's shape refuses (torus on a flat split):
+     * the override applies where it can; here the selection decides. */
+    TD_WARN(TD_SUBSYS_TUNE, "%s: %s; TPU_DIST_ALGO is ignored on this communicator", comm->name,
+            err);
+    r = selectBuild(&comm->topo, comm->nranks, NULL, &comm->priv->select, err);
+  }
+  if (r == tpudistSuccess) a2avDecide(comm);
+  return r;
 }
 
 int commSelectCandidates(tdComm *comm, tdColl coll, uint64_t bytes, const char **names, int max) {

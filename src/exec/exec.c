@@ -81,6 +81,8 @@ tdOp *execOpAlloc(tdComm *comm) {
   op->avg = 0;
   op->avg_count = 0;
   op->vphase = 0;
+  op->vlocal = 0;
+  op->vres = tpudistSuccess;
   op->chk_phase = 0;
   op->nxfers = 0;
   op->inflight = 0;

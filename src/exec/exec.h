@@ -72,6 +72,12 @@ typedef struct tdOp {
   uint64_t inflight; /* xfers posted and not yet done */
   /* all-to-all-v: phase 0 = counts exchange, 1 = data */
   int vphase;
+  /* single-phase all-to-all-v (no counts exchange): each message goes whole (one piece), and a
+   * length mismatch with a peer (its counts disagree with ours) is recorded in vres while the
+   * rest of the plan runs, so the operation ends with that error and the communicator stays
+   * usable */
+  int vlocal;
+  tpudistResult_t vres;
   uint64_t *vbuf; /* nranks send counts, then nranks*nranks matrix, then 2*nranks displs */
   size_t vbuf_cap;
   const size_t *vrecvcounts;

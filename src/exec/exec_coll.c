@@ -19,6 +19,7 @@
 #define TD_NONE UINT32_MAX
 
 static size_t pieceBytes(const tdOp *op) {
+  if (op->vlocal) return SIZE_MAX >> 2; /* whole messages: see xferDone */
   long cb = op->comm->cfg->chunk_bytes > 0 ? op->comm->cfg->chunk_bytes : 131072;
   size_t p = (size_t)cb - (size_t)cb % op->esize;
   return p ? p : op->esize;
@@ -245,11 +246,31 @@ static tpudistResult_t issueStep(tdOp *op, uint32_t s, uint32_t j, char *err) {
   }
 }
 
+/* Single-phase all-to-all-v: a message whose length the two ends disagree on (the receiver's
+ * transport reports tpudistInvalidUsage; a single-copy sender learns it from the receiver) is
+ * consumed whole by the transport, since every message is one piece, so the plan can run on:
+ * every other message still flows and no peer waits for one that never comes. The operation ends
+ * with the first such error; the communicator is not broken. */
+static int vMismatch(tdOp *op, const tdXfer *x, int send) {
+  if (!op->vlocal || op->chk_phase == 1 || x->result != tpudistInvalidUsage) return 0;
+  if (op->vres == tpudistSuccess) {
+    tdComm *c = op->comm;
+    size_t es = op->esize ? op->esize : 1;
+    op->vres =
+        commError(c, tpudistInvalidUsage,
+                  "AllToAllv seq %llu: rank %d's %s disagree with this rank's (rank %d) "
+                  "%s[%d] = %zu elements of %zu bytes: %s",
+                  (unsigned long long)op->seq, x->peer, send ? "recvcounts" : "sendcounts", c->rank,
+                  send ? "sendcounts" : "recvcounts", x->peer, x->len / es, es, c->last_error);
+  }
+  return 1;
+}
+
 static tpudistResult_t xferDone(tdOp *op, const tdXfer *x, uint32_t s, const char *what,
                                 char *err) {
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   op->inflight--;
-  if (x->result == tpudistSuccess) return tpudistSuccess;
+  if (x->result == tpudistSuccess || vMismatch(op, x, what[0] == 's')) return tpudistSuccess;
   return tdErr(err, x->result, "stream %u: %s rank %d failed: %s", s, what, x->peer,
                op->comm->last_error);
 }
@@ -326,7 +347,7 @@ tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
     }
     if (op->avg_count)
       kernelFinishAvg(op->bufs[TD_BUF_OUTPUT], op->avg_count, op->dtype, op->comm->nranks);
-    op->result = tpudistSuccess;
+    op->result = op->vres;
     op->done = 1;
     *progressed = 1;
     return tpudistSuccess;

@@ -15,6 +15,10 @@
  * follows, it is copied out (CMA descriptors only: the bytes stay in the sender). Messages of one
  * pair are delivered in order per key; different keys may be received in any order.
  *
+ * Length mismatch: a message whose posted receive expects another length is consumed and dropped
+ * (a single-copy one is refused with an acknowledgement that says so, and the sender's transfer
+ * ends with tpudistInvalidUsage too), so the pair's later messages still match.
+ *
  * Failure: a peer whose process exited (pidfd, checked every 100 ms while transfers with it are
  * pending) fails those transfers with tpudistRemoteError naming it.
  */
@@ -34,6 +38,7 @@
 
 #define TD_R64(n) (((n) + 63) & ~(uint64_t)63)
 #define TD_CMA_NACK (1ull << 63)
+#define TD_CMA_NACK_LEN (1ull << 62) /* with TD_CMA_NACK: the receive expects another length */
 
 static tdShmCtx *shmCtx(tdComm *comm) {
   int i = commTransportIndex(comm, &tdTransportShm);
@@ -173,9 +178,9 @@ static tpudistResult_t startRead(tdComm *comm, tdShmCtx *c, tdXfer *r, int p, ui
   return tpudistSuccess;
 }
 
-static void ackCma(tdShmPeer *pe, uint64_t id, int ok) {
-  __atomic_store_n(&pe->ctl_in->cma_ack[id % TD_SHM_CMA_SLOTS], (id + 1) | (ok ? 0 : TD_CMA_NACK),
-                   __ATOMIC_RELEASE);
+/* nack: 0 (read), TD_CMA_NACK (could not read) or TD_CMA_NACK | TD_CMA_NACK_LEN (length). */
+static void ackCma(tdShmPeer *pe, uint64_t id, uint64_t nack) {
+  __atomic_store_n(&pe->ctl_in->cma_ack[id % TD_SHM_CMA_SLOTS], (id + 1) | nack, __ATOMIC_RELEASE);
 }
 
 /* Takes a matching message that was left at the head of p's incoming ring. 1 if taken. */
@@ -205,7 +210,7 @@ static int matchUnexp(tdComm *comm, tdShmCtx *c, tdXfer *x, int probe) {
       unexpUnlink(c, u);
       transportLenMismatch(comm, x, u->peer, u->total);
       if (u->cma) {
-        ackCma(&c->peers[u->peer], u->cma_id, 0);
+        ackCma(&c->peers[u->peer], u->cma_id, TD_CMA_NACK | TD_CMA_NACK_LEN);
         c->unexp_cma--;
       }
       if (c->peers[u->peer].ucur == u) c->peers[u->peer].ucur = NULL, c->peers[u->peer].discard = 1;
@@ -316,7 +321,7 @@ static int newMessage(tdComm *comm, tdShmCtx *c, int p, const tdShmRec *rec, uin
   }
   if (x->len != rec->total) {
     transportLenMismatch(comm, x, p, rec->total);
-    if (cma) ackCma(pe, rec->cma_id, 0);
+    if (cma) ackCma(pe, rec->cma_id, TD_CMA_NACK | TD_CMA_NACK_LEN);
     pe->discard = !cma && rec->flen < rec->total;
   } else if (cma) {
     *res = startRead(comm, c, x, p, rec->addr, rec->cma_id, rec->total);
@@ -432,12 +437,19 @@ static void cmaAcks(tdComm *comm, tdShmPeer *pe, int p, int *moved) {
     tdXfer *next = x->next;
     uint64_t id = (uint64_t)(uintptr_t)x->tp_priv[1];
     uint64_t v = __atomic_load_n(&pe->ctl_out->cma_ack[id % TD_SHM_CMA_SLOTS], __ATOMIC_ACQUIRE);
-    if ((v & ~TD_CMA_NACK) == id + 1) {
+    if ((v & ~(TD_CMA_NACK | TD_CMA_NACK_LEN)) == id + 1) {
       xqUnlink(&pe->cma_wait, prev, x);
       pe->cma_busy[id % TD_SHM_CMA_SLOTS] = 0;
-      if (v & TD_CMA_NACK)
-        transportError(comm, tpudistRemoteError, "shm: rank %d could not read a message", p);
-      transportComplete(x, (v & TD_CMA_NACK) ? tpudistRemoteError : tpudistSuccess, -1);
+      tpudistResult_t res = tpudistSuccess;
+      if (v & TD_CMA_NACK_LEN)
+        res = transportError(
+            comm, tpudistInvalidUsage,
+            "shm: rank %d expects another length than the %zu bytes sent (seq %llu "
+            "stream %u ordinal %u piece %u; mismatched calls?)",
+            p, x->len, (unsigned long long)x->key.seq, x->key.stream, x->key.ordinal, x->key.piece);
+      else if (v & TD_CMA_NACK)
+        res = transportError(comm, tpudistRemoteError, "shm: rank %d could not read a message", p);
+      transportComplete(x, res, -1);
       *moved = 1;
     } else {
       prev = x;
@@ -465,7 +477,7 @@ static int readStep(tdComm *comm, tdShmCtx *c, tdShmCmaRead *op) {
   if (n < 0) {
     transportError(comm, tpudistRemoteError, "shm: single-copy read from rank %d failed: %s",
                    op->peer, strerror(errno));
-    ackCma(pe, op->cma_id, 0);
+    ackCma(pe, op->cma_id, TD_CMA_NACK);
     transportComplete(r, tpudistRemoteError, op->peer);
     return 1;
   }
@@ -473,7 +485,7 @@ static int readStep(tdComm *comm, tdShmCtx *c, tdShmCmaRead *op) {
   if (r->reduce_src) transportDeliver(r, op->done, c->stage, whole);
   op->done += whole;
   if (op->done < op->total) return 0;
-  ackCma(pe, op->cma_id, 1);
+  ackCma(pe, op->cma_id, 0);
   transportComplete(r, tpudistSuccess, op->peer);
   return 1;
 }
@@ -503,7 +515,7 @@ static void pullOne(tdComm *comm, tdShmCtx *c, tdShmUnexp *prev, tdShmUnexp *u) 
     c->unexp_head = n;
   if (c->unexp_tail == u) c->unexp_tail = n;
   c->unexp_cma--;
-  ackCma(pe, u->cma_id, 1);
+  ackCma(pe, u->cma_id, 0);
   TD_TRACE(TD_SUBSYS_SHM, "%s: pulled an unmatched %zu-byte message from rank %d", comm->name,
            u->total, u->peer);
   free(u);
