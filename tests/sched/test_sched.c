@@ -13,6 +13,10 @@
  * for two counts differ, each is also validated at the other counts. A generator may refuse a shape
  * (tpudistNotSupported); the coverage report at the end lists, per collective and rank count, the
  * algorithms that accepted it, and the test fails if some shape has no accepting generator.
+ * All-to-all-v also runs in the local form (each rank sees its own row and column only): the
+ * generators flagged TD_ALGO_V_LOCAL must keep every message (empty ones too) and stay valid, the
+ * others must refuse, and a column that disagrees with the sender's row must show up as a size
+ * mismatch.
  * TD_FULL=1 adds rank counts 48, 96, 255, 256, the tori 4x4x4, 4x4x8, and counts
  * {2, n, n+1, 7n-1} up to 64 ranks; TD_SCHED_MAX_RANKS=N keeps the flat rank counts up to N (the
  * tori stay).
@@ -55,6 +59,9 @@ static void failf(const char *fmt, ...) {
 typedef struct {
   tdCollArgs a;            /* nranks, root, inplace, count, v-counts */
   const uint64_t *sd, *rd; /* all-to-all-v displacement matrices */
+  /* all-to-all-v local form: rank r's generator gets row r of lsend and column r of lrecv
+   * (n x n, row = sender), not a.v_counts; lrecv may disagree with lsend */
+  const uint64_t *lsend, *lrecv;
 } Shape;
 
 static void shapeName(const Shape *sh, const char *algo, char *buf, size_t len) {
@@ -87,22 +94,31 @@ static tpudistResult_t generate(const Shape *sh, const char *algo, Set *x, char 
   x->p = calloc((size_t)N, sizeof(tdSched *));
   x->n = 0;
   if (!x->s || !x->p) return tpudistNoMemory;
+  uint64_t *col = sh->lsend ? malloc(sizeof(uint64_t) * (size_t)N) : NULL;
+  if (sh->lsend && !col) return tpudistNoMemory;
   for (int r = 0; r < N; r++) {
     tdCollArgs a = sh->a;
     a.rank = r;
     if (sh->sd) a.v_sdispls = sh->sd + (size_t)r * N, a.v_rdispls = sh->rd + (size_t)r * N;
+    if (col) { /* local form: this rank's row and column only */
+      for (int j = 0; j < N; j++) col[j] = sh->lrecv[(size_t)j * N + r];
+      a.v_counts = NULL, a.v_local = 1;
+      a.v_sendcounts = sh->lsend + (size_t)r * N, a.v_recvcounts = col;
+    }
     tpudistResult_t res = algoGenerate(&a, algo, &x->s[r], err);
+    if (res != tpudistSuccess) free(col);
     if (res != tpudistSuccess) return res;
     x->p[r] = &x->s[r];
     x->n++;
   }
+  free(col);
   return tpudistSuccess;
 }
 
 static tpudistResult_t validateSet(const Shape *sh, Set *x, uint64_t count, char *err) {
   tdValidateOpts o;
   memset(&o, 0, sizeof(o));
-  o.v_counts = sh->a.v_counts, o.v_sdispls = sh->sd, o.v_rdispls = sh->rd;
+  o.v_counts = sh->lsend ? sh->lsend : sh->a.v_counts, o.v_sdispls = sh->sd, o.v_rdispls = sh->rd;
   /* two more executions in random completion orders hunt for timing-dependent races */
   o.random_runs = x->n <= 32 ? 2 : 0;
   o.seed = (uint64_t)g_validated * 0x9e3779b97f4a7c15ull + count;
@@ -374,6 +390,96 @@ COLL_TEST(testAlltoall, TD_COLL_ALLTOALL)
 COLL_TEST(testAlltoallv, TD_COLL_ALLTOALLV)
 COLL_TEST(testSendrecv, TD_COLL_SENDRECV)
 
+/* ---- all-to-all-v local form (no counts exchange) ---- */
+
+/* Messages rank r's schedule sends and receives (steps with a wire peer). */
+static void wireSteps(const tdSched *s, int *sends, int *recvs) {
+  *sends = *recvs = 0;
+  for (uint32_t st = 0; st < s->nstreams; st++)
+    for (uint32_t i = 0; i < s->streams[st].nsteps; i++) {
+      *sends += schedSendPeer(&s->streams[st].steps[i]) >= 0;
+      *recvs += schedRecvPeer(&s->streams[st].steps[i]) >= 0;
+    }
+}
+
+/* One matrix in the local form with every algorithm: flagged generators (TD_ALGO_V_LOCAL) give a
+ * valid set with a message for every ordered pair, empty ones included; the others refuse. When
+ * rank 0 expects one element more from rank 1 than rank 1 sends, the message still exists and the
+ * validator sees the size mismatch (the runtime's transport reports it the same way). */
+static void localMatrix(Shape *sh, const AlgoList *al, uint64_t *bad) {
+  int N = sh->a.nranks;
+  for (int i = 0; i < al->n; i++) {
+    const tdAlgo *ta = algoFind(TD_COLL_ALLTOALLV, al->name[i]);
+    char name[160], err[TD_ERRLEN] = "";
+    Set x;
+    memset(&x, 0, sizeof(x));
+    sh->lrecv = sh->lsend;
+    shapeName(sh, al->name[i], name, sizeof(name));
+    tpudistResult_t res = generate(sh, al->name[i], &x, err);
+    if (!(ta->flags & TD_ALGO_V_LOCAL)) {
+      if (res != tpudistNotSupported) failf("FAIL %s local form: not refused (%d)", name, res);
+      setFree(&x);
+      continue;
+    }
+    if (res != tpudistSuccess) {
+      failf("FAIL %s local form: %s", name, err);
+      setFree(&x);
+      continue;
+    }
+    if (validateSet(sh, &x, 0, err) != tpudistSuccess) failf("FAIL %s local form: %s", name, err);
+    for (int r = 0; r < N; r++) {
+      int ns, nr;
+      wireSteps(&x.s[r], &ns, &nr);
+      if (ns != N - 1 || nr != N - 1)
+        failf("FAIL %s local form rank %d: %d sends, %d receives (want %d each)", name, r, ns, nr,
+              N - 1);
+    }
+    ioRoundTrip(&x, name);
+    checkFused(sh, &x, name);
+    setFree(&x);
+    if (N < 2) continue;
+    /* rank 0's column disagrees on rank 1: one element less (the receive stays inside rank 0's
+     * output: the validator reaches the matching, "size mismatch"), or one more where rank 1
+     * sends nothing (the receive overruns rank 0's output: any rejection) */
+    memcpy(bad, sh->lsend, sizeof(uint64_t) * (size_t)N * N);
+    uint64_t *e = &bad[(size_t)1 * N + 0];
+    int less = *e > 0;
+    *e = less ? *e - 1 : 1;
+    sh->lrecv = bad;
+    err[0] = 0;
+    if (generate(sh, al->name[i], &x, err) != tpudistSuccess ||
+        validateSet(sh, &x, 0, err) == tpudistSuccess || (less && !strstr(err, "size mismatch")))
+      failf("FAIL %s local form, rank 0 expecting %s from rank 1: %s", name, less ? "less" : "more",
+            err[0] ? err : "accepted");
+    setFree(&x);
+    sh->lrecv = sh->lsend;
+  }
+}
+
+static void testAlltoallvLocal(void) {
+  int before = g_failures;
+  AlgoList al;
+  algosOf(TD_COLL_ALLTOALLV, &al);
+  for (int rc = 0; rc < g_nranks_cases; rc++) {
+    int N = g_ranks[rc];
+    size_t nn = (size_t)N * N;
+    uint64_t *vc = malloc(nn * 8), *sd = malloc(nn * 8), *rd = malloc(nn * 8),
+             *bad = malloc(nn * 8);
+    CU_ASSERT_FATAL(vc && sd && rd && bad);
+    for (int m = 0; m < 5; m++) {
+      matrixFor(N, m, vc, sd, rd);
+      Shape sh;
+      memset(&sh, 0, sizeof(sh));
+      sh.a.coll = TD_COLL_ALLTOALLV, sh.a.nranks = N, sh.a.topo = &g_topo[rc];
+      sh.a.elem_size = 4, sh.a.count = (uint64_t)m;
+      sh.sd = sd, sh.rd = rd, sh.lsend = vc;
+      localMatrix(&sh, &al, bad);
+    }
+    free(vc), free(sd), free(rd), free(bad);
+  }
+  CU_ASSERT_EQUAL(g_failures, before);
+}
+
 /* ---- mutants: the validator must reject broken variants of real schedules ---- */
 
 enum { MUT_DROP_MSG, MUT_DROP_REDUCE, MUT_MOVE_DST, MUT_NKINDS };
@@ -519,6 +625,7 @@ int main(void) {
       {"reducescatter", testReducescatter},
       {"alltoall", testAlltoall},
       {"alltoallv", testAlltoallv},
+      {"alltoallv local form", testAlltoallvLocal},
       {"sendrecv", testSendrecv},
       {"mutants", testMutants},
       {"coverage", testCoverage},
