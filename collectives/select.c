@@ -328,6 +328,12 @@ const char *selectUniform(const tdSelectTable *t, tdColl c) {
   return first;
 }
 
+const char *selectAlltoallvLocal(const tdSelectTable *t) {
+  const char *name = selectUniform(t, TD_COLL_ALLTOALLV);
+  const tdAlgo *a = name ? algoFind(TD_COLL_ALLTOALLV, name) : NULL;
+  return a && (a->flags & TD_ALGO_V_LOCAL) ? a->name : NULL;
+}
+
 static void printLine(const tdSelectTable *t, int c, int b, FILE *f) {
   fprintf(f, "select %s bytes=%llu", schedCollName((tdColl)c), (unsigned long long)1 << b);
   if (t->override[c]) {
@@ -364,6 +370,11 @@ void selectPrint(const tdSelectTable *t, FILE *f) {
           "# select COLL bytes=BUCKET best=ALGO est_us=T candidates=ALGO:T,... (cheapest first)\n");
   for (int c = 0; c < TD_NUM_COLLS; c++)
     for (int b = 0; b < TD_SELECT_NBUCKETS; b++) printLine(t, c, b, f);
+  const char *v = selectAlltoallvLocal(t);
+  if (v)
+    fprintf(f, "alltoallv phases=1 algo=%s (no counts exchange)\n", v);
+  else
+    fprintf(f, "alltoallv phases=2 (counts exchange, then the plan)\n");
 }
 
 void selectFree(tdSelectTable *t) {

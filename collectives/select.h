@@ -26,7 +26,12 @@ int selectCandidates(const tdSelectTable *t, tdColl coll, uint64_t bytes, const 
 /* The algorithm that comes first for coll at every size (the override, if one is set), or NULL
  * when buckets differ or none accepts the shape. The same on every rank (the table is). */
 const char *selectUniform(const tdSelectTable *t, tdColl coll);
-/* One greppable line per (collective, size bucket). */
+/* The algorithm all-to-all-v runs in one phase with (no counts exchange), or NULL: the one that
+ * comes first at every size (selectUniform) when it needs only this rank's row and column of the
+ * count matrix (TD_ALGO_V_LOCAL). */
+const char *selectAlltoallvLocal(const tdSelectTable *t);
+/* One greppable line per (collective, size bucket), then "alltoallv phases=1 algo=A" or
+ * "alltoallv phases=2" (selectAlltoallvLocal). */
 void selectPrint(const tdSelectTable *t, FILE *f);
 void selectFree(tdSelectTable *t);
 /* For `tpudist-info -s`: parses a TPU_DIST_TOPOLOGY spec ("4x4x4", "4x4x8:twist", "flat(8)"),

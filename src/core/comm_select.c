@@ -5,7 +5,6 @@
  * torus on a flat split) is ignored here with a warning; unknown names are errors. Also decides,
  * once, whether all-to-all-v needs its counts exchange (a2avDecide).
  */
-#include "algos.h"
 #include "comm_priv.h"
 #include "log.h"
 
@@ -14,9 +13,7 @@
  * the message sizes, hence the bucket, are not known locally, so the choice must not depend on
  * them. Deterministic: every rank builds the same table. */
 static void a2avDecide(tdComm *comm) {
-  const char *name = selectUniform(comm->priv->select, TD_COLL_ALLTOALLV);
-  const tdAlgo *a = name ? algoFind(TD_COLL_ALLTOALLV, name) : NULL;
-  comm->priv->a2av_local = a && (a->flags & TD_ALGO_V_LOCAL) ? a->name : NULL;
+  comm->priv->a2av_local = selectAlltoallvLocal(comm->priv->select);
   TD_INFO(TD_SUBSYS_TUNE, "%s: alltoallv %s%s", comm->name,
           comm->priv->a2av_local ? "in one phase with " : "exchanges counts first",
           comm->priv->a2av_local ? comm->priv->a2av_local : "");

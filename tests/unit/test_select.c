@@ -163,11 +163,60 @@ static void testPrintTopology(void) {
   fclose(f);
 }
 
+/* The single-phase all-to-all-v decision agrees with the printed table (one best everywhere, and
+ * that algorithm needs only a row and column), follows overrides, and holds where the library
+ * relies on it: 2 ranks flat (pairwise) and 64 ranks on 4x4x4 (direct). */
+static void checkA2avDecision(const char *spec, int nranks, const char *override,
+                              const char *want) {
+  tdTopo t;
+  char err[TD_ERRLEN] = "";
+  CU_ASSERT_FATAL(topoParse(spec, nranks, &t, err) == tpudistSuccess);
+  tdSelectTable *s = NULL;
+  CU_ASSERT_FATAL(selectBuild(&t, nranks, override, &s, err) == tpudistSuccess);
+  char *text = printed(s), best[32] = "";
+  int same = 1;
+  for (int b = 0; b <= 30; b++) {
+    const char *l = findLine(text, "alltoallv", 1ull << b), *p = l ? strstr(l, " best=") : NULL;
+    CU_ASSERT_FATAL(p != NULL);
+    char name[32] = "";
+    sscanf(p, " best=%31[^ \n]", name);
+    if (b == 0) snprintf(best, sizeof(best), "%s", name);
+    same &= strcmp(best, name) == 0;
+  }
+  const tdAlgo *a = algoFind(TD_COLL_ALLTOALLV, best);
+  const char *got = selectAlltoallvLocal(s);
+  if (same && a && (a->flags & TD_ALGO_V_LOCAL)) {
+    CU_ASSERT(got && strcmp(got, best) == 0);
+  } else {
+    CU_ASSERT(got == NULL);
+  }
+  if (want) CU_ASSERT(got && strcmp(got, want) == 0);
+  if (!want) CU_ASSERT(got == NULL);
+  char line[96];
+  snprintf(line, sizeof(line), want ? "\nalltoallv phases=1 algo=%s " : "\nalltoallv phases=2 ",
+           want);
+  CU_ASSERT(strstr(text, line) != NULL);
+  free(text);
+  selectFree(s);
+}
+
+static void testAlltoallvPhases(void) {
+  CU_ASSERT(algoFind(TD_COLL_ALLTOALLV, "pairwise")->flags & TD_ALGO_V_LOCAL);
+  CU_ASSERT(algoFind(TD_COLL_ALLTOALLV, "direct")->flags & TD_ALGO_V_LOCAL);
+  CU_ASSERT(!(algoFind(TD_COLL_ALLTOALLV, "torus")->flags & TD_ALGO_V_LOCAL));
+  checkA2avDecision("flat(2)", 2, NULL, "pairwise");
+  checkA2avDecision("4x4x4", 64, NULL, "direct");
+  checkA2avDecision("flat(8)", 8, "alltoallv=pairwise", "pairwise");
+  checkA2avDecision("2x2", 4, "alltoallv=torus", NULL);
+  checkA2avDecision("2x2", 4, "alltoallv=direct,allreduce=torus", "direct");
+}
+
 int main(void) {
   CU_TestInfo tests[] = {{"4x4x4 table", testBuild4x4x4},
                          {"overrides", testOverrides},
                          {"flat", testFlat},
                          {"print for a topology", testPrintTopology},
+                         {"alltoallv phases", testAlltoallvPhases},
                          CU_TEST_INFO_NULL};
   return tdCUnitMain("select", tests);
 }
