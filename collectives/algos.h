@@ -16,8 +16,11 @@ typedef struct {
 
 /* The all-to-all-v generator needs only this rank's row (send counts) and column (receive counts)
  * of the count matrix: it accepts the local form (tdCollArgs.v_local), so the runtime may run
- * all-to-all-v without exchanging counts first. A generator that forwards through other ranks
- * (torus) needs the whole matrix and has no such flag. */
+ * all-to-all-v without exchanging counts first. In the local form its steps must not depend on
+ * the counts (only the INPUT/OUTPUT layouts do), so the runtime generates the plan once per
+ * communicator and binds each call's counts and displacements as layouts (tests/sched checks
+ * it). A generator that forwards through other ranks (torus) needs the whole matrix and has no
+ * such flag. */
 #define TD_ALGO_V_LOCAL 0x1u
 
 /* All registered algorithms, terminated by an entry with name == NULL. */

@@ -14,9 +14,10 @@
  *
  * Preconditions: any nranks >= 1, any count; no in-place form (refused:
  * tpudistNotSupported). v form: args->v_counts (n x n), or v_local with v_sendcounts and
- * v_recvcounts, and v_sdispls and v_rdispls must be set; the schedule is bound to those counts. A
- * self block whose send and receive counts differ is left to the caller (COPY of unequal sizes
- * fails at binding). No reduction, no scratch.
+ * v_recvcounts, and v_sdispls and v_rdispls must be set; the schedule is bound to those counts
+ * (in the local form only through its layouts: its steps are the same for all counts). A self
+ * block whose send and receive counts differ is left to the caller (COPY of unequal sizes fails
+ * at binding). No reduction, no scratch.
  */
 #include "alltoallv_layout.h"
 
@@ -29,7 +30,7 @@ static tpudistResult_t add(tdSched *s, uint32_t stream, tdStep st) {
 /* v = NULL for the uniform form (every message kept); else the all-to-all-v arguments. */
 static tpudistResult_t direct(tdSched *s, int n, int r, const tdCollArgs *v) {
   int S = TD_MAX(1, TD_MIN(n - 1, TD_DIRECT_STREAMS));
-  if (!v || alltoallvSendCount(v, r) || alltoallvRecvCount(v, r))
+  if (!v || alltoallvKeep(v, alltoallvSendCount(v, r)))
     TD_CHECK(add(s, 0,
                  schedCopy(schedRef(TD_BUF_INPUT, (uint32_t)r, 1),
                            schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1))));

@@ -16,7 +16,8 @@
  *
  * Preconditions: any nranks >= 1, any count; no in-place form (refused: tpudistNotSupported). v
  * form: args->v_counts (n x n), or v_local with v_sendcounts and v_recvcounts, and v_sdispls and
- * v_rdispls (this rank's) must be set; the schedule is bound to those counts (count = 0). No
+ * v_rdispls (this rank's) must be set; the schedule is bound to those counts (count = 0; in the
+ * local form only through its layouts: its steps are the same for all counts). No
  * reduction, no scratch.
  */
 #include "alltoallv_layout.h"
@@ -46,7 +47,7 @@ static tpudistResult_t paced(Pacer *p, uint32_t q, int first, tdStep st, int kin
  * arguments. */
 static tpudistResult_t pairwise(tdSched *s, int n, int r, const tdCollArgs *v) {
   Pacer p = {s, {{-1, -1}, {-1, -1}}};
-  if (!v || alltoallvSendCount(v, r) || alltoallvRecvCount(v, r)) {
+  if (!v || alltoallvKeep(v, alltoallvSendCount(v, r))) {
     tdStep cp =
         schedCopy(schedRef(TD_BUF_INPUT, (uint32_t)r, 1), schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1));
     TD_CHECK(schedAppend(s, 0, &cp, NULL));

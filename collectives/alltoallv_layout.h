@@ -22,9 +22,10 @@ static inline uint64_t alltoallvRecvCount(const tdCollArgs *a, int j) {
   return a->v_local ? a->v_recvcounts[j] : a->v_counts[(size_t)j * a->nranks + a->rank];
 }
 
-/* Does the plan carry a message of count elements? Whole matrix: only non-empty ones (both ends
- * read the same entry). Local form: every one, empty included (the ends may disagree; an empty
- * message is what lets the receiver see it). */
+/* Does the plan carry a message (or the self COPY) of count elements? Whole matrix: only non-empty
+ * ones (both ends read the same entry). Local form: every one, empty included (the ends may
+ * disagree; an empty message is what lets the receiver see it), so that its steps do not depend
+ * on the counts at all, only its layouts do. */
 static inline int alltoallvKeep(const tdCollArgs *a, uint64_t count) {
   return a->v_local || count != 0;
 }

@@ -102,7 +102,8 @@ typedef struct {
      v_counts is NULL and the generator sees this rank's row, v_sendcounts[j] (elements to j), and
      column, v_recvcounts[j] (elements from j), nothing more (no counts exchange). Every pair then
      exchanges a message, empty ones included, so that counts two ranks disagree on meet as a
-     length mismatch at the receiver instead of a message that never comes. */
+     length mismatch at the receiver instead of a message that never comes; the steps are then the
+     same for all counts (the self COPY too), only the explicit layouts carry them. */
   int v_local;
   const uint64_t *v_sendcounts;
   const uint64_t *v_recvcounts;

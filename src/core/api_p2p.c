@@ -104,9 +104,10 @@ static tpudistResult_t vBuf(tdComm *c, tdOp *op, size_t words) {
 }
 
 /* Single phase (priv->a2av_local): the plan comes from this rank's row and column alone and
- * carries every message, empty ones included. op->vbuf: sendcounts | recvcounts | sdispls |
- * rdispls. Counts to and from self that differ cannot be checked by a peer: the block is left out
- * and the operation, which still exchanges with every peer, ends with tpudistInvalidUsage. */
+ * carries every message, empty ones included; op->vbuf (sendcounts | recvcounts | sdispls |
+ * rdispls) is its INPUT/OUTPUT layouts. Counts to and from self that differ cannot be checked by a
+ * peer: the block is left out and the operation, which still exchanges with every peer, ends with
+ * tpudistInvalidUsage. */
 static tpudistResult_t vLocalPlan(tdComm *c, tdOp *op, const size_t *sc, const size_t *sd,
                                   const size_t *rc, const size_t *rd, size_t esize) {
   int n = c->nranks, me = c->rank;
@@ -125,10 +126,9 @@ static tpudistResult_t vLocalPlan(tdComm *c, tdOp *op, const size_t *sc, const s
                          sc[me], rc[me]);
     vs[me] = vr[me] = 0;
   }
-  tpudistResult_t r =
-      commGenAlltoallvLocal(c, vs, vr, vsd, vrd, (uint32_t)esize, &op->own_sched, err);
+  tpudistResult_t r = commAlltoallvLocal(c, vs, vr, vsd, vrd, &op->own_sched, err);
   if (r != tpudistSuccess) return commError(c, r, "AllToAllv: %s", err);
-  op->owns_sched = 1;
+  op->owns_sched = 0; /* a view of the communicator's plan, its layouts in op->vbuf */
   op->sched = &op->own_sched;
   op->algo = c->last_algo;
   op->vlocal = 1;

@@ -37,8 +37,10 @@ struct tdCommPriv {
   /* selection */
   tdSelectTable *select;
   /* all-to-all-v in one phase with this algorithm (selected at every size and TD_ALGO_V_LOCAL),
-   * or NULL: counts exchange first (comm_select.c) */
+   * or NULL: counts exchange first (comm_select.c); its plan, generated at the first call */
   const char *a2av_local;
+  tdSched a2av_plan;
+  int a2av_plan_ok;
   /* schedule cache */
   tdSchedEntry **cache;
   int ncache, cache_cap;
@@ -76,12 +78,12 @@ tpudistResult_t commGetSched(tdComm *comm, tdColl coll, int root, int inplace, u
 /* Generates the all-to-all-v schedule for the exchanged matrix into s (not cached). */
 tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uint64_t *sdispls,
                                  const uint64_t *rdispls, uint32_t esize, tdSched *s, char *err);
-/* Generates the single-phase all-to-all-v schedule (priv->a2av_local) from this rank's send
- * counts (row) and receive counts (column) into s (not cached). */
-tpudistResult_t commGenAlltoallvLocal(tdComm *comm, const uint64_t *sendcounts,
-                                      const uint64_t *recvcounts, const uint64_t *sdispls,
-                                      const uint64_t *rdispls, uint32_t esize, tdSched *s,
-                                      char *err);
+/* The single-phase all-to-all-v schedule (priv->a2av_local) for this rank's send counts (row),
+ * receive counts (column) and displacements, into *s: a copy of the communicator's plan whose
+ * INPUT/OUTPUT layouts point at these arrays, which must outlive it; nothing of s is to be freed.
+ */
+tpudistResult_t commAlltoallvLocal(tdComm *comm, uint64_t *sendcounts, uint64_t *recvcounts,
+                                   uint64_t *sdispls, uint64_t *rdispls, tdSched *s, char *err);
 void commSchedFree(tdComm *comm);
 
 /* ---- groups (group.c) ---- */

@@ -2,8 +2,8 @@
  * comm_sched.c - schedules for a communicator: the first selected candidate that accepts the
  * shape, generated once per (collective, algorithm, root, in-place) and cached (refusals too);
  * TPU_DIST_SCHED_DUMP_DIR dumps each new schedule; TPU_DIST_SCHED_FILE runs a hand-written one.
- * All-to-all-v plans are generated per call (not cached): from the exchanged count matrix, or in
- * the single-phase form from this rank's own send and receive counts.
+ * Two-phase all-to-all-v plans are generated per call from the exchanged count matrix (not cached);
+ * the single-phase one once per communicator, its counts bound per call as layouts.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -179,21 +179,47 @@ tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uin
   return r;
 }
 
-tpudistResult_t commGenAlltoallvLocal(tdComm *comm, const uint64_t *sendcounts,
-                                      const uint64_t *recvcounts, const uint64_t *sdispls,
-                                      const uint64_t *rdispls, uint32_t esize, tdSched *s,
-                                      char *err) {
-  const char *algo = comm->priv->a2av_local;
-  if (!algo) return tdErr(err, tpudistInternalError, "alltoallv: no single-phase algorithm");
-  tdCollArgs a = commCollArgs(comm, TD_COLL_ALLTOALLV, esize);
+/* The local form's steps are the same for every count (TD_ALGO_V_LOCAL), so the plan is generated
+ * once, with one element per block, and each call gets a copy whose explicit INPUT/OUTPUT layouts
+ * are its own counts and displacements: no generation and no allocation per call. */
+static tpudistResult_t localPlan(tdComm *comm, char *err) {
+  struct tdCommPriv *p = comm->priv;
+  int n = comm->nranks;
+  uint64_t *v = malloc(sizeof(uint64_t) * 2 * (size_t)n);
+  if (!v) return tdErr(err, tpudistNoMemory, "alltoallv: out of memory");
+  for (int i = 0; i < n; i++) v[i] = 1, v[n + i] = (uint64_t)i;
+  tdCollArgs a = commCollArgs(comm, TD_COLL_ALLTOALLV, 4);
   a.v_local = 1;
-  a.v_sendcounts = sendcounts;
-  a.v_recvcounts = recvcounts;
-  a.v_sdispls = sdispls;
-  a.v_rdispls = rdispls;
-  TD_CHECK(algoGenerate(&a, algo, s, err));
-  schedFuse(s);
-  comm->last_algo = algo;
+  a.v_sendcounts = a.v_recvcounts = v;
+  a.v_sdispls = a.v_rdispls = v + n;
+  tpudistResult_t r = algoGenerate(&a, p->a2av_local, &p->a2av_plan, err);
+  free(v);
+  TD_CHECK(r);
+  schedFuse(&p->a2av_plan);
+  for (int b = TD_BUF_INPUT; b <= TD_BUF_OUTPUT; b++)
+    if (!p->a2av_plan.layout[b].offsets || p->a2av_plan.layout[b].nblocks != (uint32_t)n ||
+        p->a2av_plan.layout[b].chunks_per_block != 1) {
+      schedFree(&p->a2av_plan);
+      return tdErr(err, tpudistInternalError, "alltoallv %s: local form without explicit layouts",
+                   p->a2av_local);
+    }
+  p->a2av_plan_ok = 1;
+  TD_INFO(TD_SUBSYS_COLL, "%s: generated alltoallv/%s, local form (%u streams)", comm->name,
+          p->a2av_local, p->a2av_plan.nstreams);
+  return tpudistSuccess;
+}
+
+tpudistResult_t commAlltoallvLocal(tdComm *comm, uint64_t *sendcounts, uint64_t *recvcounts,
+                                   uint64_t *sdispls, uint64_t *rdispls, tdSched *s, char *err) {
+  struct tdCommPriv *p = comm->priv;
+  if (!p->a2av_local) return tdErr(err, tpudistInternalError, "alltoallv: no single-phase plan");
+  if (!p->a2av_plan_ok) TD_CHECK(localPlan(comm, err));
+  *s = p->a2av_plan;
+  s->layout[TD_BUF_INPUT].offsets = sdispls;
+  s->layout[TD_BUF_INPUT].counts = sendcounts;
+  s->layout[TD_BUF_OUTPUT].offsets = rdispls;
+  s->layout[TD_BUF_OUTPUT].counts = recvcounts;
+  comm->last_algo = p->a2av_local;
   return tpudistSuccess;
 }
 
@@ -206,6 +232,8 @@ void commSchedFree(tdComm *comm) {
   free(p->cache);
   p->cache = NULL;
   p->ncache = p->cache_cap = 0;
+  if (p->a2av_plan_ok) schedFree(&p->a2av_plan);
+  p->a2av_plan_ok = 0;
   for (int i = 0; i < p->nfile_scheds; i++) schedFree(&p->file_scheds[i]);
   free(p->file_scheds);
   p->file_scheds = NULL;

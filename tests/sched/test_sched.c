@@ -14,9 +14,9 @@
  * (tpudistNotSupported); the coverage report at the end lists, per collective and rank count, the
  * algorithms that accepted it, and the test fails if some shape has no accepting generator.
  * All-to-all-v also runs in the local form (each rank sees its own row and column only): the
- * generators flagged TD_ALGO_V_LOCAL must keep every message (empty ones too) and stay valid, the
- * others must refuse, and a column that disagrees with the sender's row must show up as a size
- * mismatch.
+ * generators flagged TD_ALGO_V_LOCAL must keep every message (empty ones too), stay valid and give
+ * the same steps for every matrix, the others must refuse, and a column that disagrees with the
+ * sender's row must show up as a size mismatch.
  * TD_FULL=1 adds rank counts 48, 96, 255, 256, the tori 4x4x4, 4x4x8, and counts
  * {2, n, n+1, 7n-1} up to 64 ranks; TD_SCHED_MAX_RANKS=N keeps the flat rank counts up to N (the
  * tori stay).
@@ -402,11 +402,36 @@ static void wireSteps(const tdSched *s, int *sends, int *recvs) {
     }
 }
 
+static int sameRef(tdBufRef a, tdBufRef b) {
+  return a.buf == b.buf && a.chunk == b.chunk && a.nchunks == b.nchunks;
+}
+
+/* Same streams and steps (layouts aside)? Field by field: steps have padding. */
+static int sameSteps(const tdSched *a, const tdSched *b) {
+  if (a->nstreams != b->nstreams) return 0;
+  for (uint32_t s = 0; s < a->nstreams; s++) {
+    if (a->streams[s].nsteps != b->streams[s].nsteps) return 0;
+    for (uint32_t i = 0; i < a->streams[s].nsteps; i++) {
+      const tdStep *x = &a->streams[s].steps[i], *y = &b->streams[s].steps[i];
+      if (x->op != y->op || x->peer != y->peer || x->peer2 != y->peer2 ||
+          !sameRef(x->src, y->src) || !sameRef(x->dst, y->dst))
+        return 0;
+      for (int d = 0; d < 2; d++)
+        if (x->deps[d].stream != y->deps[d].stream ||
+            (x->deps[d].stream != TD_NO_DEP && x->deps[d].step != y->deps[d].step))
+          return 0;
+    }
+  }
+  return 1;
+}
+
 /* One matrix in the local form with every algorithm: flagged generators (TD_ALGO_V_LOCAL) give a
- * valid set with a message for every ordered pair, empty ones included; the others refuse. When
- * rank 0 expects one element more from rank 1 than rank 1 sends, the message still exists and the
- * validator sees the size mismatch (the runtime's transport reports it the same way). */
-static void localMatrix(Shape *sh, const AlgoList *al, uint64_t *bad) {
+ * valid set with a message for every ordered pair, empty ones included, and the same steps as for
+ * a matrix of ones (the runtime generates the plan once and binds counts as layouts); the others
+ * refuse. When rank 0 expects one element less (or more) from rank 1 than rank 1 sends, the
+ * message still exists and the validator sees the size mismatch (the runtime's transport reports
+ * it the same way). */
+static void localMatrix(Shape *sh, const AlgoList *al, uint64_t *bad, const uint64_t *ones) {
   int N = sh->a.nranks;
   for (int i = 0; i < al->n; i++) {
     const tdAlgo *ta = algoFind(TD_COLL_ALLTOALLV, al->name[i]);
@@ -434,6 +459,16 @@ static void localMatrix(Shape *sh, const AlgoList *al, uint64_t *bad) {
         failf("FAIL %s local form rank %d: %d sends, %d receives (want %d each)", name, r, ns, nr,
               N - 1);
     }
+    Shape one = *sh;
+    one.lsend = one.lrecv = ones;
+    Set y;
+    memset(&y, 0, sizeof(y));
+    if (generate(&one, al->name[i], &y, err) != tpudistSuccess)
+      failf("FAIL %s local form, all counts 1: %s", name, err);
+    for (int r = 0; r < y.n; r++)
+      if (!sameSteps(&x.s[r], &y.s[r]))
+        failf("FAIL %s local form rank %d: steps differ from those for all counts 1", name, r);
+    setFree(&y);
     ioRoundTrip(&x, name);
     checkFused(sh, &x, name);
     setFree(&x);
@@ -464,8 +499,9 @@ static void testAlltoallvLocal(void) {
     int N = g_ranks[rc];
     size_t nn = (size_t)N * N;
     uint64_t *vc = malloc(nn * 8), *sd = malloc(nn * 8), *rd = malloc(nn * 8),
-             *bad = malloc(nn * 8);
-    CU_ASSERT_FATAL(vc && sd && rd && bad);
+             *bad = malloc(nn * 8), *ones = malloc(nn * 8);
+    CU_ASSERT_FATAL(vc && sd && rd && bad && ones);
+    for (size_t k = 0; k < nn; k++) ones[k] = 1;
     for (int m = 0; m < 5; m++) {
       matrixFor(N, m, vc, sd, rd);
       Shape sh;
@@ -473,9 +509,9 @@ static void testAlltoallvLocal(void) {
       sh.a.coll = TD_COLL_ALLTOALLV, sh.a.nranks = N, sh.a.topo = &g_topo[rc];
       sh.a.elem_size = 4, sh.a.count = (uint64_t)m;
       sh.sd = sd, sh.rd = rd, sh.lsend = vc;
-      localMatrix(&sh, &al, bad);
+      localMatrix(&sh, &al, bad, ones);
     }
-    free(vc), free(sd), free(rd), free(bad);
+    free(vc), free(sd), free(rd), free(bad), free(ones);
   }
   CU_ASSERT_EQUAL(g_failures, before);
 }
