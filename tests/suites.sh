@@ -56,6 +56,7 @@ suite fuzz 1200 tests/fuzz/run.sh
 suite asan 1800 tests/asan.sh
 suite mpi-socket-ring2 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TD_MPI_ONLY=large TPU_DIST_ALGO=allreduce=ring2 mpirun -np 3 tests/mpi/test_mpi
 suite sim-diff 600 tests/sim/diff.sh
-# all-to-all-v forced to two phases (counts exchange, then the torus plan): test_mpi exact, plain and TPU_DIST_CHECK=1
-suite mpi-a2av-2phase 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 4 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
+# all-to-all-v forced to two phases (counts exchange, then the torus plan): test_mpi exact at 2 ranks (a ring of 2) and 4 (2x2), and with TPU_DIST_CHECK=1
+suite mpi-a2av-2phase 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 2 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
+suite mpi-a2av-2phase-np4 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 4 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
 suite mpi-a2av-2phase-check 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 TPU_DIST_TOPOLOGY=2x2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 4 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
