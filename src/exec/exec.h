@@ -22,6 +22,7 @@ typedef enum { TD_OP_COLL = 0, TD_OP_SEND, TD_OP_RECV } tdOpKind;
 typedef struct {
   uint8_t state; /* TD_RT_WAIT, TD_RT_ISSUED, TD_RT_DONE */
   uint32_t npieces;
+  size_t psize;             /* bytes per piece (the last may be shorter) */
   uint32_t xin, xout;       /* first receive / send xfer in op->xfers, or UINT32_MAX */
   uint32_t rin, rout, fwd;  /* receives done, sends done, fused sends posted (in order) */
   uint32_t ord_in, ord_out; /* message ordinals (per stream and ordered pair) */

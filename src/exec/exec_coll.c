@@ -1,7 +1,7 @@
 /*
  * exec_coll.c - executing one rank's schedule (docs/schedule-ir.md). Binding: each step's
  * symbolic buffer references become pointers (schedRefRange with the bound count), its bytes are
- * sliced into pieces of TPU_DIST_CHUNK_BYTES, and each message gets its key (sequence, stream,
+ * sliced into pieces (pieceBytes), and each message gets its key (sequence, stream,
  * ordinal per (stream, ordered pair), piece). Issue rule: within a stream, steps issue in order; a
  * step issues when its cross-stream deps are done and no earlier incomplete step of its stream
  * writes what it reads or writes, or reads what it writes (read/write sets from tdStepSemTable,
@@ -18,9 +18,15 @@
 
 #define TD_NONE UINT32_MAX
 
-static size_t pieceBytes(const tdOp *op) {
-  long cb = op->comm->cfg->chunk_bytes > 0 ? op->comm->cfg->chunk_bytes : 131072;
-  size_t p = (size_t)cb - (size_t)cb % op->esize;
+/* Piece size of a step of len bytes: TPU_DIST_CHUNK_BYTES, or larger so that the step has at most
+ * TPU_DIST_MAX_PIECES pieces (fewer descriptors, reads and acknowledgements per byte on long
+ * steps). Both ends of a message compute it from the same length and configuration. */
+static size_t pieceBytes(const tdOp *op, size_t len) {
+  const tdConfig *cfg = op->comm->cfg;
+  size_t p = cfg->chunk_bytes > 0 ? (size_t)cfg->chunk_bytes : 131072;
+  if (cfg->max_pieces > 0 && len / (size_t)cfg->max_pieces > p)
+    p = (len + (size_t)cfg->max_pieces - 1) / (size_t)cfg->max_pieces;
+  p -= p % op->esize;
   return p ? p : op->esize;
 }
 
@@ -68,7 +74,8 @@ static tpudistResult_t bindStep(tdOp *op, const tdStep *st, tdStepRt *rt, char *
                  dlen);
   rt->len = (f & TD_SEM_WRITE_DST) ? dlen : slen;
   int wire = (f & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT)) != 0;
-  size_t P = pieceBytes(op);
+  size_t P = pieceBytes(op, rt->len);
+  rt->psize = P;
   rt->npieces = wire ? (rt->len ? (uint32_t)((rt->len + P - 1) / P) : 1) : 1;
   rt->state = TD_RT_WAIT;
   rt->rin = rt->rout = rt->fwd = 0;
@@ -197,7 +204,7 @@ static int canIssue(const tdOp *op, uint32_t s, uint32_t j) {
 
 static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint32_t s, uint32_t k,
                                  int send, char *err) {
-  size_t P = pieceBytes(op), off = (size_t)k * P;
+  size_t P = rt->psize, off = (size_t)k * P;
   tdXfer *x = &op->xfers[(send ? rt->xout : rt->xin) + k];
   memset(x, 0, sizeof(*x));
   x->peer = send ? schedSendPeer(st) : st->peer;
