@@ -70,6 +70,12 @@ typedef struct tdOp {
   uint32_t stream_base[TD_MAX_STREAMS], lo[TD_MAX_STREAMS], nx[TD_MAX_STREAMS];
   tdXfer *xfers;
   size_t xfer_cap, nxfers;
+  /* what rt and xfers were last bound for: a repeated call (same cached schedule, count, element
+   * size and buffers) only resets their progress instead of binding again */
+  const tdSched *bound_sched;
+  uint64_t bound_n;
+  size_t bound_esize;
+  char *bound_bufs[TD_NUM_BUFS];
   uint64_t inflight; /* xfers posted and not yet done */
   /* all-to-all-v: phase 0 = counts exchange, 1 = data */
   int vphase;

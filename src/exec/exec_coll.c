@@ -142,8 +142,37 @@ static void assignOrdinals(tdOp *op, uint32_t s) {
   }
 }
 
+/* 1 when rt and xfers are bound to exactly this call: cached schedule, count, element size and
+ * buffers unchanged (per-call schedules, such as all-to-all-v plans, are never reused). */
+static int boundSame(const tdOp *op) {
+  return op->bound_sched == op->sched && !op->owns_sched && op->bound_n == op->n &&
+         op->bound_esize == op->esize && op->chk_phase != 1 &&
+         op->bound_bufs[TD_BUF_INPUT] == op->bufs[TD_BUF_INPUT] &&
+         op->bound_bufs[TD_BUF_OUTPUT] == op->bufs[TD_BUF_OUTPUT];
+}
+
+/* Rewinds a bound operation to its first step (binding, pieces and ordinals stay valid). */
+static void rewindBound(tdOp *op) {
+  const tdSched *s = op->sched;
+  op->bufs[TD_BUF_SCRATCH] = op->bound_bufs[TD_BUF_SCRATCH];
+  op->inflight = 0;
+  for (uint32_t i = 0; i < s->nstreams; i++) {
+    op->lo[i] = op->nx[i] = 0;
+    tdStepRt *rt = op->rt + op->stream_base[i];
+    for (uint32_t j = 0; j < s->streams[i].nsteps; j++) {
+      rt[j].state = TD_RT_WAIT;
+      rt[j].rin = rt[j].rout = rt[j].fwd = 0;
+    }
+  }
+}
+
 tpudistResult_t execCollStart(tdOp *op, char *err) {
   const tdSched *s = op->sched;
+  if (boundSame(op)) {
+    rewindBound(op);
+    return tpudistSuccess;
+  }
+  op->bound_sched = NULL;
   size_t total = 0;
   for (uint32_t i = 0; i < s->nstreams; i++) total += s->streams[i].nsteps;
   if (growBuf((void **)&op->rt, &op->rt_cap, total ? total : 1, sizeof(tdStepRt), 0) !=
@@ -169,6 +198,10 @@ tpudistResult_t execCollStart(tdOp *op, char *err) {
   if (growBuf((void **)&op->xfers, &op->xfer_cap, op->nxfers ? op->nxfers : 1, sizeof(tdXfer), 0) !=
       tpudistSuccess)
     return tdErr(err, tpudistNoMemory, "out of memory for %zu transfers", op->nxfers);
+  op->bound_sched = s;
+  op->bound_n = op->n;
+  op->bound_esize = op->esize;
+  memcpy(op->bound_bufs, op->bufs, sizeof(op->bufs));
   return tpudistSuccess;
 }
 
