@@ -25,6 +25,12 @@ FACTORS = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n -
            "alltoallv": lambda n: (n - 1) / n}
 
 
+
+def parse_size(s):
+    """A byte count with an optional K, M or G suffix (powers of 1024)."""
+    mult = {"K": 1 << 10, "M": 1 << 20, "G": 1 << 30}
+    return int(float(s[:-1]) * mult[s[-1].upper()]) if s[-1].upper() in mult else int(s)
+
 def skew_splits(n, rows_per_peer, skew):
     """Rows each rank sends each peer: a fraction `skew` of everything goes to the last rank."""
     m = []
@@ -137,8 +143,8 @@ def main():
     ap.add_argument("--backend", default="gloo")
     ap.add_argument("--np", type=int, default=2)
     ap.add_argument("--colls", default="allreduce")
-    ap.add_argument("--min", type=int, default=4096)
-    ap.add_argument("--max", type=int, default=1 << 20)
+    ap.add_argument("--min", type=parse_size, default=4096, help="bytes; K, M, G suffixes allowed")
+    ap.add_argument("--max", type=parse_size, default=1 << 20)
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--skew", type=float, default=0.5)

@@ -120,8 +120,31 @@ bool WorkTpuDist::isSuccess() const {
   return completed_ && !exception_;
 }
 
+bool WorkQueue::runIfHead(WorkTpuDist* w) {
+  c10::intrusive_ptr<WorkTpuDist> head;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (busy || q.empty() || q.front().get() != w) return false;
+    head = q.front();
+    q.pop_front();
+    busy = true;
+  }
+  head->execute();
+  done();
+  return true;
+}
+
+void WorkQueue::done() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    busy = false;
+  }
+  cv.notify_all();
+}
+
 bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
+  if (queue) queue->runIfHead(this);
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
     std::ostringstream os;
@@ -165,25 +188,28 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store>& 
 
 ProcessGroupTpuDist::~ProcessGroupTpuDist() {
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    stop_ = true;
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    queue_->stop = true;
   }
-  cv_.notify_all();
+  queue_->cv.notify_all();
   if (worker_.joinable()) worker_.join();
   if (comm_) tpudistCommDestroy(comm_);
 }
 
 void ProcessGroupTpuDist::workerLoop() {
+  WorkQueue& wq = *queue_;
   for (;;) {
     c10::intrusive_ptr<WorkTpuDist> w;
     {
-      std::unique_lock<std::mutex> lock(mu_);
-      cv_.wait(lock, [&] { return stop_ || !queue_.empty(); });
-      if (queue_.empty()) return;  // stop_ and drained
-      w = queue_.front();
-      queue_.pop_front();
+      std::unique_lock<std::mutex> lock(wq.mu);
+      wq.cv.wait(lock, [&] { return (wq.stop && wq.q.empty()) || (!wq.q.empty() && !wq.busy); });
+      if (wq.q.empty()) return;  // stopped and drained
+      w = wq.q.front();
+      wq.q.pop_front();
+      wq.busy = true;
     }
     w->execute();
+    wq.done();
   }
 }
 
@@ -193,11 +219,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
   auto w = c10::make_intrusive<WorkTpuDist>(getRank(), type, name, ++seq_, std::move(outputs),
                                             pick(timeout, timeout_));
   w->body = std::move(body);
+  w->queue = queue_;
   {
-    std::lock_guard<std::mutex> lock(mu_);
-    queue_.push_back(w);
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    queue_->q.push_back(w);
   }
-  cv_.notify_one();
+  queue_->cv.notify_one();
   return w;
 }
 

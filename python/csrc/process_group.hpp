@@ -24,6 +24,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <memory>
 #include <mutex>
 #include <string>
 #include <thread>
@@ -38,6 +39,23 @@ using BaseGroup = c10d::Backend;
 #else
 using BaseGroup = c10d::ProcessGroup;
 #endif
+
+class WorkTpuDist;
+
+// The operations of one group, run in issue order and one at a time: by the group's worker thread,
+// or by a thread that waits for the operation at the head of the queue while nothing executes
+// (a blocking call then runs on the caller's thread, with no hand-off and no wake-up).
+struct WorkQueue {
+  std::mutex mu;
+  std::condition_variable cv;
+  std::deque<c10::intrusive_ptr<WorkTpuDist>> q;
+  bool stop = false;
+  bool busy = false;  // an operation is executing
+  // Executes w here if it is the head of the queue and nothing executes; true if it did.
+  bool runIfHead(WorkTpuDist* w);
+  // Marks the running operation finished and wakes the worker and waiters.
+  void done();
+};
 
 class WorkTpuDist : public c10d::Work {
  public:
@@ -57,6 +75,7 @@ class WorkTpuDist : public c10d::Work {
   std::atomic<int> source_{-1};
   const char* opName;
   uint64_t seq;
+  std::shared_ptr<WorkQueue> queue;  // the group's queue (kept alive by every operation)
 
  private:
   std::vector<at::Tensor> outputs_;
@@ -131,10 +150,7 @@ class ProcessGroupTpuDist : public BaseGroup {
   tpudistComm_t comm_ = nullptr;
   std::chrono::milliseconds timeout_;
   std::atomic<uint64_t> seq_{0};
-  std::mutex mu_;
-  std::condition_variable cv_;
-  std::deque<c10::intrusive_ptr<WorkTpuDist>> queue_;
-  bool stop_ = false;
+  std::shared_ptr<WorkQueue> queue_ = std::make_shared<WorkQueue>();
   std::thread worker_;
 };
 

@@ -21,6 +21,14 @@ typedef struct {
   tdSched sched;
 } tdSchedEntry;
 
+/* One remembered schedule lookup: repeated calls with the same key skip the search. */
+typedef struct {
+  int valid, root, inplace;
+  uint64_t bytes;
+  const tdSched *sched;
+  const char *algo;
+} tdSchedMemo;
+
 struct tdCommPriv {
   pthread_mutex_t lock;
   pthread_cond_t cond;
@@ -44,7 +52,8 @@ struct tdCommPriv {
   /* schedule cache */
   tdSchedEntry **cache;
   int ncache, cache_cap;
-  tdSched *file_scheds; /* TPU_DIST_SCHED_FILE */
+  tdSchedMemo last_sched[TD_NUM_COLLS]; /* per collective: the last lookup and its answer */
+  tdSched *file_scheds;                 /* TPU_DIST_SCHED_FILE */
   int nfile_scheds;
   volatile int in_calls;
   int destroyed;

@@ -126,8 +126,30 @@ static tpudistResult_t fileSched(tdComm *comm, tdColl coll, int root, int inplac
   return tpudistSuccess;
 }
 
+static tpudistResult_t findSched(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
+                                 uint64_t bytes, uint32_t esize, const tdSched **out, char *err);
+
 tpudistResult_t commGetSched(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
                              uint64_t bytes, uint32_t esize, const tdSched **out, char *err) {
+  struct tdCommPriv *p = comm->priv;
+  if ((unsigned)coll < TD_NUM_COLLS) {
+    const tdSchedMemo *m = &p->last_sched[coll];
+    if (m->valid && m->bytes == bytes && m->root == root && m->inplace == inplace) {
+      *out = m->sched;
+      comm->last_algo = m->algo;
+      return tpudistSuccess;
+    }
+  }
+  TD_CHECK(findSched(comm, coll, root, inplace, count, bytes, esize, out, err));
+  if ((unsigned)coll < TD_NUM_COLLS)
+    p->last_sched[coll] = (tdSchedMemo){1, root, inplace, bytes, *out, comm->last_algo};
+  return tpudistSuccess;
+}
+
+/* The cached (or generated) schedule for one call: TPU_DIST_SCHED_FILE, else the selection's
+ * candidates in order. */
+static tpudistResult_t findSched(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
+                                 uint64_t bytes, uint32_t esize, const tdSched **out, char *err) {
   struct tdCommPriv *p = comm->priv;
   const tdSched *fs = NULL;
   TD_CHECK(fileSched(comm, coll, root, inplace, &fs, err));

@@ -60,6 +60,8 @@ const tdConfigVar tdConfigTable[] = {
      "Interface (prefix) for TCP; loopback is allowed (default: first up interface, else lo)."},
     {"TPU_DIST_CHUNK_BYTES", TD_CFG_INT, "131072", TD_OFF(chunk_bytes),
      "Pipeline piece size in bytes: the executor slices each step into pieces of this size."},
+    {"TPU_DIST_MAX_PIECES", TD_CFG_INT, "32", TD_OFF(max_pieces),
+     "Most pieces per step: longer steps get proportionally larger pieces (0: no limit)."},
     {"TPU_DIST_SHM_CMA", TD_CFG_INT, "1", TD_OFF(shm_cma),
      "1: large shm messages are read single-copy with process_vm_readv (falls back if refused)."},
     {"TPU_DIST_SHM_BUF_BYTES", TD_CFG_INT, "1048576", TD_OFF(shm_buf_bytes),

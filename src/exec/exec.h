@@ -22,6 +22,7 @@ typedef enum { TD_OP_COLL = 0, TD_OP_SEND, TD_OP_RECV } tdOpKind;
 typedef struct {
   uint8_t state; /* TD_RT_WAIT, TD_RT_ISSUED, TD_RT_DONE */
   uint32_t npieces;
+  size_t psize;             /* bytes per piece (the last may be shorter) */
   uint32_t xin, xout;       /* first receive / send xfer in op->xfers, or UINT32_MAX */
   uint32_t rin, rout, fwd;  /* receives done, sends done, fused sends posted (in order) */
   uint32_t ord_in, ord_out; /* message ordinals (per stream and ordered pair) */
@@ -69,6 +70,12 @@ typedef struct tdOp {
   uint32_t stream_base[TD_MAX_STREAMS], lo[TD_MAX_STREAMS], nx[TD_MAX_STREAMS];
   tdXfer *xfers;
   size_t xfer_cap, nxfers;
+  /* what rt and xfers were last bound for: a repeated call (same cached schedule, count, element
+   * size and buffers) only resets their progress instead of binding again */
+  const tdSched *bound_sched;
+  uint64_t bound_n;
+  size_t bound_esize;
+  char *bound_bufs[TD_NUM_BUFS];
   uint64_t inflight; /* xfers posted and not yet done */
   /* all-to-all-v: phase 0 = counts exchange, 1 = data */
   int vphase;

@@ -1,7 +1,7 @@
 /*
  * exec_coll.c - executing one rank's schedule (docs/schedule-ir.md). Binding: each step's
  * symbolic buffer references become pointers (schedRefRange with the bound count), its bytes are
- * sliced into pieces of TPU_DIST_CHUNK_BYTES, and each message gets its key (sequence, stream,
+ * sliced into pieces (pieceBytes), and each message gets its key (sequence, stream,
  * ordinal per (stream, ordered pair), piece). Issue rule: within a stream, steps issue in order; a
  * step issues when its cross-stream deps are done and no earlier incomplete step of its stream
  * writes what it reads or writes, or reads what it writes (read/write sets from tdStepSemTable,
@@ -18,10 +18,18 @@
 
 #define TD_NONE UINT32_MAX
 
-static size_t pieceBytes(const tdOp *op) {
-  if (op->vlocal) return SIZE_MAX >> 2; /* whole messages: see xferDone */
-  long cb = op->comm->cfg->chunk_bytes > 0 ? op->comm->cfg->chunk_bytes : 131072;
-  size_t p = (size_t)cb - (size_t)cb % op->esize;
+/* Piece size of a step of len bytes: TPU_DIST_CHUNK_BYTES, or larger so that the step has at most
+ * TPU_DIST_MAX_PIECES pieces (fewer descriptors, reads and acknowledgements per byte on long
+ * steps). Both ends of a message compute it from the same length and configuration. Single-phase
+ * all-to-all-v sends every message whole (one piece), since its two ends may disagree on the
+ * length (see vMismatch). */
+static size_t pieceBytes(const tdOp *op, size_t len) {
+  if (op->vlocal) return SIZE_MAX >> 2;
+  const tdConfig *cfg = op->comm->cfg;
+  size_t p = cfg->chunk_bytes > 0 ? (size_t)cfg->chunk_bytes : 131072;
+  if (cfg->max_pieces > 0 && len / (size_t)cfg->max_pieces > p)
+    p = (len + (size_t)cfg->max_pieces - 1) / (size_t)cfg->max_pieces;
+  p -= p % op->esize;
   return p ? p : op->esize;
 }
 
@@ -69,7 +77,8 @@ static tpudistResult_t bindStep(tdOp *op, const tdStep *st, tdStepRt *rt, char *
                  dlen);
   rt->len = (f & TD_SEM_WRITE_DST) ? dlen : slen;
   int wire = (f & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT)) != 0;
-  size_t P = pieceBytes(op);
+  size_t P = pieceBytes(op, rt->len);
+  rt->psize = P;
   rt->npieces = wire ? (rt->len ? (uint32_t)((rt->len + P - 1) / P) : 1) : 1;
   rt->state = TD_RT_WAIT;
   rt->rin = rt->rout = rt->fwd = 0;
@@ -136,8 +145,38 @@ static void assignOrdinals(tdOp *op, uint32_t s) {
   }
 }
 
+/* 1 when rt and xfers are bound to exactly this call: cached schedule, count, element size and
+ * buffers unchanged (per-call schedules, such as two-phase all-to-all-v plans, and single-phase
+ * all-to-all-v, whose layouts are each call's counts, are never reused). */
+static int boundSame(const tdOp *op) {
+  return op->bound_sched == op->sched && !op->owns_sched && !op->vlocal && op->bound_n == op->n &&
+         op->bound_esize == op->esize && op->chk_phase != 1 &&
+         op->bound_bufs[TD_BUF_INPUT] == op->bufs[TD_BUF_INPUT] &&
+         op->bound_bufs[TD_BUF_OUTPUT] == op->bufs[TD_BUF_OUTPUT];
+}
+
+/* Rewinds a bound operation to its first step (binding, pieces and ordinals stay valid). */
+static void rewindBound(tdOp *op) {
+  const tdSched *s = op->sched;
+  op->bufs[TD_BUF_SCRATCH] = op->bound_bufs[TD_BUF_SCRATCH];
+  op->inflight = 0;
+  for (uint32_t i = 0; i < s->nstreams; i++) {
+    op->lo[i] = op->nx[i] = 0;
+    tdStepRt *rt = op->rt + op->stream_base[i];
+    for (uint32_t j = 0; j < s->streams[i].nsteps; j++) {
+      rt[j].state = TD_RT_WAIT;
+      rt[j].rin = rt[j].rout = rt[j].fwd = 0;
+    }
+  }
+}
+
 tpudistResult_t execCollStart(tdOp *op, char *err) {
   const tdSched *s = op->sched;
+  if (boundSame(op)) {
+    rewindBound(op);
+    return tpudistSuccess;
+  }
+  op->bound_sched = NULL;
   size_t total = 0;
   for (uint32_t i = 0; i < s->nstreams; i++) total += s->streams[i].nsteps;
   if (growBuf((void **)&op->rt, &op->rt_cap, total ? total : 1, sizeof(tdStepRt), 0) !=
@@ -163,6 +202,10 @@ tpudistResult_t execCollStart(tdOp *op, char *err) {
   if (growBuf((void **)&op->xfers, &op->xfer_cap, op->nxfers ? op->nxfers : 1, sizeof(tdXfer), 0) !=
       tpudistSuccess)
     return tdErr(err, tpudistNoMemory, "out of memory for %zu transfers", op->nxfers);
+  op->bound_sched = s;
+  op->bound_n = op->n;
+  op->bound_esize = op->esize;
+  memcpy(op->bound_bufs, op->bufs, sizeof(op->bufs));
   return tpudistSuccess;
 }
 
@@ -198,7 +241,7 @@ static int canIssue(const tdOp *op, uint32_t s, uint32_t j) {
 
 static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint32_t s, uint32_t k,
                                  int send, char *err) {
-  size_t P = pieceBytes(op), off = (size_t)k * P;
+  size_t P = rt->psize, off = (size_t)k * P;
   tdXfer *x = &op->xfers[(send ? rt->xout : rt->xin) + k];
   memset(x, 0, sizeof(*x));
   x->peer = send ? schedSendPeer(st) : st->peer;

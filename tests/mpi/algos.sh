@@ -6,7 +6,7 @@
 # world communicator must report that algorithm (tpudistLastAlgorithm) at every size.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export TD_MPI_ONLY=small TPU_DIST_CHUNK_BYTES=${TPU_DIST_CHUNK_BYTES:-64} TPU_DIST_TIMEOUT_MS=60000
+export TD_MPI_ONLY=small TPU_DIST_CHUNK_BYTES=${TPU_DIST_CHUNK_BYTES:-64} TPU_DIST_MAX_PIECES=0 TPU_DIST_TIMEOUT_MS=60000
 fail=0
 while read -r coll algos; do
   [ "$coll" = sendrecv ] && continue

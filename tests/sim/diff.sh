@@ -7,7 +7,7 @@
 # Torus algorithms on a 2x2 torus at 4 ranks, the others flat at 3 ranks (as tests/mpi/algos.sh).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-export TPU_DIST_CHUNK_BYTES=${TPU_DIST_CHUNK_BYTES:-64} TPU_DIST_TIMEOUT_MS=60000
+export TPU_DIST_CHUNK_BYTES=${TPU_DIST_CHUNK_BYTES:-64} TPU_DIST_MAX_PIECES=0 TPU_DIST_TIMEOUT_MS=60000
 out=tests/out/sim-diff
 mkdir -p "$out"
 fail=0 runs=0
