@@ -315,6 +315,10 @@ int selectCandidates(const tdSelectTable *t, tdColl c, uint64_t bytes, const cha
   return n;
 }
 
+const char *selectOverride(const tdSelectTable *t, tdColl c) {
+  return t && (unsigned)c < TD_NUM_COLLS ? t->override[c] : NULL;
+}
+
 static void printLine(const tdSelectTable *t, int c, int b, FILE *f) {
   fprintf(f, "select %s bytes=%llu", schedCollName((tdColl)c), (unsigned long long)1 << b);
   if (t->override[c]) {

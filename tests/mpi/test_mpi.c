@@ -348,6 +348,36 @@ static void tRequests(const Ctx *c) {
   }
 }
 
+/* Many small all-reduces in flight at once (the shm slot path reuses each slot every second
+ * operation), half of them in one group, waited for in reverse order: results exact. */
+static void tSmallBurst(const Ctx *c) {
+  enum { K = 24, CNT = 5 };
+  tpudistRequest_t req[K];
+  uint64_t seed[K];
+  int dt = tpudistInt64, op = tpudistSum;
+  for (int k = 0; k < K; k++) {
+    seed[k] = ++gSeed;
+    for (size_t i = 0; i < CNT; i++)
+      refFill(gS + (size_t)k * CNT * 8, i, seed[k], c->rank, dt, op, c->n);
+  }
+  int grouped = K / 2;
+  if (!ok(c, tpudistGroupStart(), "group start")) return;
+  for (int k = 0; k < K; k++) {
+    if (k == grouped && !ok(c, tpudistGroupEnd(), "group end")) return;
+    if (!ok(c,
+            tpudistAllReduce(gS + (size_t)k * CNT * 8, gR + (size_t)k * CNT * 8, CNT, dt, op,
+                             c->comm, &req[k]),
+            "small nonblocking allreduce"))
+      return;
+  }
+  for (int k = K - 1; k >= 0; k--)
+    if (!ok(c, tpudistWait(req[k]), "wait small")) return;
+  for (int k = 0; k < K; k++) {
+    for (size_t i = 0; i < CNT; i++) refReduce(gE, i, seed[k], dt, op, c->n);
+    compare(c, "small nonblocking allreduce", gR + (size_t)k * CNT * 8, gE, CNT, 8);
+  }
+}
+
 /* Random float32 inputs (any reduction order): every rank must get the same bits. */
 static void tFloatIdentical(const Ctx *c, size_t count) {
   uint64_t seed = ++gSeed, h = 1469598103934665603ull;
@@ -532,6 +562,7 @@ static void smallCross(const Ctx *c, int full) {
   tMoeDispatch(c, tpudistBfloat16, 5000);
   tMoeDispatch(c, tpudistFloat32, 1);
   tRequests(c);
+  tSmallBurst(c);
 }
 
 static void large(const Ctx *c, int full) {
