@@ -54,7 +54,7 @@ static void smallReduce(tdOp *op) {
   char *out = op->bufs[TD_BUF_OUTPUT];
   for (int r = 0; r < comm->nranks; r++) {
     const void *src = op->small_in;
-    if (r != comm->rank) transportSlotPeek(comm, r, op->small_seq, &src);
+    if (r != comm->rank) transportSlotPeek(comm, r, op->small_seq, bytes, &src);
     if (r == 0)
       memcpy(out, src, bytes);
     else
@@ -79,7 +79,7 @@ tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
     }
     if (res == tpudistSuccess && !(op->small_arrived & bit)) {
       const void *data = NULL;
-      res = transportSlotPeek(comm, r, op->small_seq, &data);
+      res = transportSlotPeek(comm, r, op->small_seq, bytes, &data);
       if (data) op->small_arrived |= bit, *progressed = 1;
     }
     if (res != tpudistSuccess)

@@ -161,8 +161,9 @@ size_t transportSlotMax(void);
  * not consumed the slot's previous payload). Errors: p failed. */
 tpudistResult_t transportSlotWrite(tdComm *comm, int p, uint64_t seq, const void *buf, size_t len,
                                    int *written);
-/* Rank p's payload of sequence seq, in place (*data NULL: not arrived). Valid until acknowledged. */
-tpudistResult_t transportSlotPeek(tdComm *comm, int p, uint64_t seq, const void **data);
+/* Rank p's payload of sequence seq, in place (*data NULL: not arrived). Valid until acknowledged.
+ * A payload of another length than len is tpudistInvalidUsage (the ranks called different ops). */
+tpudistResult_t transportSlotPeek(tdComm *comm, int p, uint64_t seq, size_t len, const void **data);
 /* Rank p's payload of sequence seq is no longer needed: p may reuse its slot. */
 void transportSlotAck(tdComm *comm, int p, uint64_t seq);
 

@@ -499,6 +499,37 @@ static void tMismatch(const Ctx *c) {
   ok(c, tpudistCommDestroy(sub), "destroy after mismatch");
 }
 
+/* Small all-reduces of different lengths (the shm slot path, used without TPU_DIST_CHECK on one
+ * host): every rank fails, none hangs, and some rank names the lengths (tpudistInvalidUsage; the
+ * others may first see that rank release the communicator). */
+static void tSmallMismatch(const Ctx *c) {
+  const char *chk = getenv("TPU_DIST_CHECK"), *tp = getenv("TPU_DIST_TRANSPORTS");
+  if ((chk && atoi(chk)) || (tp && !strstr(tp, "shm")) || c->n < 2 || c->n > 8) return;
+  tpudistComm_t sub = NULL;
+  if (!ok(c, tpudistCommSplit(c->comm, 0, c->rank, &sub, NULL), "split for small mismatch")) return;
+  size_t count = c->rank == 0 ? 3 : 4;
+  tpudistResult_t r = tpudistAllReduce(gS, gR, count, tpudistInt32, tpudistSum, sub, NULL);
+  gChecks++;
+  if (strcmp(tpudistLastAlgorithm(sub), "slots") != 0) {
+    ok(c, tpudistCommDestroy(sub), "destroy after small mismatch");
+    return; /* another transport or path: covered by tMismatch under TPU_DIST_CHECK */
+  }
+  int named = r == tpudistInvalidUsage && strstr(tpudistGetLastError(sub), "different all-reduces");
+  if (r == tpudistSuccess) {
+    gFail++;
+    fprintf(stderr, "[%d] small all-reduce with mismatched lengths succeeded\n", gWorldRank);
+  }
+  ok(c, tpudistCommDestroy(sub), "destroy after small mismatch");
+  int any = 0;
+  MPI_Allreduce(&named, &any, 1, MPI_INT, MPI_MAX, MPI_COMM_WORLD);
+  gChecks++;
+  if (!any) {
+    gFail++;
+    fprintf(stderr, "[%d] no rank reported the mismatched lengths: %d '%s'\n", gWorldRank, r,
+            tpudistGetLastError(NULL));
+  }
+}
+
 static void *abortLater(void *arg) {
   struct timespec ts = {0, 200 * 1000 * 1000};
   nanosleep(&ts, NULL);
@@ -653,6 +684,7 @@ int main(int argc, char **argv) {
   tTimeout(&w);
   tAbort(&w);
   tMismatch(&w);
+  tSmallMismatch(&w);
   for (int s = 0; s < 3; s++)
     if (subs[s].comm) ok(&subs[s], tpudistCommDestroy(subs[s].comm), "destroy split");
   ok(&w, tpudistCommDestroy(w.comm), "destroy");

@@ -50,13 +50,15 @@ typedef struct {
 _Static_assert(sizeof(tdShmRingCtl) <= TD_SHM_CTL_BYTES, "ring control block exceeds its page");
 
 /* Small-message slots (shm_slots.c): what one side of a pair writes. A payload sits right after
- * its sequence number ("the flag in the data": an 8-byte payload shares the flag's cache line);
+ * its flag word, sequence << 10 | length ("the flag in the data": an 8-byte payload shares the
+ * flag's cache line);
  * slot seq & 1 holds sequence seq. ack[k] is the last sequence this side consumed from the
  * peer's slot k: a writer reuses a slot only once the reader has consumed its previous use. */
 #define TD_SHM_SLOT_BYTES 512
 #define TD_SHM_SLOT_MAX (TD_SHM_SLOT_BYTES - 8)
+#define TD_SLOT_LEN_BITS 10 /* flag word: sequence << 10 | payload bytes */
 typedef struct {
-  _Alignas(64) volatile uint64_t seq;
+  _Alignas(64) volatile uint64_t seq; /* flag word */
   char data[TD_SHM_SLOT_MAX];
 } tdShmSlot;
 typedef struct {
@@ -122,7 +124,7 @@ typedef struct {
   tdShmUnexp *ucur;     /* or the unexpected message being copied out */
   int discard;          /* or a message being dropped (length mismatch) */
   uint64_t parked_head; /* head seen when the ring's first message was left in place; 0 none */
-  int slot_wait;        /* a small-message read is waiting for this peer (liveness checks) */
+  int slot_rwait, slot_wwait; /* a slot read / write waits for this peer (liveness checks) */
   char why[TD_ERRLEN];
 } tdShmPeer;
 
