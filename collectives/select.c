@@ -334,6 +334,10 @@ const char *selectAlltoallvLocal(const tdSelectTable *t) {
   return a && (a->flags & TD_ALGO_V_LOCAL) ? a->name : NULL;
 }
 
+const char *selectOverride(const tdSelectTable *t, tdColl c) {
+  return t && (unsigned)c < TD_NUM_COLLS ? t->override[c] : NULL;
+}
+
 static void printLine(const tdSelectTable *t, int c, int b, FILE *f) {
   fprintf(f, "select %s bytes=%llu", schedCollName((tdColl)c), (unsigned long long)1 << b);
   if (t->override[c]) {

@@ -40,4 +40,7 @@ void selectFree(tdSelectTable *t);
 tpudistResult_t selectPrintTopology(const char *spec, int nranks, const char *override, FILE *f,
                                     char *err);
 
+/* The algorithm TPU_DIST_ALGO forces for c, or NULL. */
+const char *selectOverride(const tdSelectTable *t, tdColl c);
+
 #endif /* TD_SELECT_H_ */

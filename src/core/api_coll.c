@@ -2,8 +2,9 @@
  * api_coll.c - the collective entry points: argument validation (null pointers, count x size
  * overflow, unknown datatype or op, root out of range, overlapping buffers that are not the
  * in-place form, use after destroy) with tpudistInvalidArgument / tpudistInvalidUsage and a
- * message; then the schedule (selected, cached) bound into an operation and issued. Avg reduces
- * as Sum and divides OUTPUT at the end (kernelFinishAvg).
+ * message; then the schedule (selected, cached) bound into an operation and issued, or, for small
+ * all-reduces on one host, the slot operation (src/exec/exec_small.c). Avg reduces as Sum and
+ * divides OUTPUT at the end (kernelFinishAvg).
  */
 #include <string.h>
 
@@ -114,8 +115,12 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
   if (r != tpudistSuccess) goto out;
   int rooted = a->coll == TD_COLL_BROADCAST || a->coll == TD_COLL_REDUCE;
   uint64_t bytes = (uint64_t)a->count * esize * callBlocks(a, c->nranks);
-  r = commGetSched(c, a->coll, rooted ? a->root : 0, inplace, a->count, bytes, (uint32_t)esize,
-                   &sched, err);
+  int small = execSmallEligible(c, a->coll, bytes);
+  if (small)
+    c->last_algo = "slots";
+  else
+    r = commGetSched(c, a->coll, rooted ? a->root : 0, inplace, a->count, bytes, (uint32_t)esize,
+                     &sched, err);
   if (r != tpudistSuccess) {
     r = commError(c, r, "%s: %s", a->fn, err);
     goto out;
@@ -139,6 +144,11 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
   op->bufs[TD_BUF_OUTPUT] = a->recv;
   if (a->op == tpudistAvg && reduces(a->coll) && (a->coll != TD_COLL_REDUCE || a->root == c->rank))
     op->avg_count = a->count;
+  if (small) {
+    execSmallInit(op);
+    r = commIssue(op, req);
+    goto out;
+  }
   if ((r = checkPrepare(c, op, reduces(a->coll) ? a->op : -1, err)) != tpudistSuccess) {
     op->done = 1;
     execOpRelease(op);

@@ -86,6 +86,7 @@ static tdComm *commAlloc(int nranks, int rank) {
     return NULL;
   }
   c->priv = p;
+  p->small_reach = -1;
   c->nranks = nranks;
   c->rank = rank;
   c->cfg = configGet();

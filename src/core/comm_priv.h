@@ -38,6 +38,8 @@ struct tdCommPriv {
   tdOp *free_ops;
   tdOp *all_ops;
   uint64_t coll_seq, batch_seq, split_seq;
+  uint64_t small_seq; /* slot all-reduces issued (exec_small.c) */
+  int small_reach;    /* every peer reached through shm slots: -1 not known yet, 0, 1 */
   uint64_t last_progress_ns;
   tpudistResult_t async_error;
   int broken;

@@ -32,6 +32,7 @@ typedef struct {
   const char *socket_ifname; /* TPU_DIST_SOCKET_IFNAME */
   long chunk_bytes;          /* TPU_DIST_CHUNK_BYTES: pipeline piece size */
   int max_pieces;            /* TPU_DIST_MAX_PIECES: pieces per step at most */
+  int small_bytes;           /* TPU_DIST_SMALL_BYTES: slot all-reduce up to this size */
   int shm_cma;               /* TPU_DIST_SHM_CMA: single-copy reads */
   long shm_buf_bytes;        /* TPU_DIST_SHM_BUF_BYTES: per-pair ring size */
   int spin_us;               /* TPU_DIST_SPIN_US: spin before yielding */

@@ -186,6 +186,10 @@ void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait) {
 static tpudistResult_t opStart(tdOp *op, char *err) {
   op->started = 1;
   if (op->kind == TD_OP_COLL) return execCollStart(op, err);
+  if (op->kind == TD_OP_SMALL) {
+    execSmallStart(op);
+    return tpudistSuccess;
+  }
   tdXfer *x = &op->p2p;
   x->done = 0;
   x->result = tpudistSuccess;
@@ -202,6 +206,7 @@ static tpudistResult_t opStart(tdOp *op, char *err) {
 
 static tpudistResult_t opProgress(tdOp *op, int *progressed, char *err) {
   if (op->kind == TD_OP_COLL) return execCollProgress(op, progressed, err);
+  if (op->kind == TD_OP_SMALL) return execSmallProgress(op, progressed, err);
   if (!op->p2p.done) return tpudistSuccess;
   __atomic_thread_fence(__ATOMIC_ACQUIRE);
   op->inflight = 0;
@@ -256,6 +261,8 @@ static void timeoutFail(tdComm *comm, uint64_t idle_ns) {
   char what[400] = "";
   if (op->kind == TD_OP_COLL)
     execCollDescribe(op, what, sizeof(what));
+  else if (op->kind == TD_OP_SMALL)
+    execSmallDescribe(op, what, sizeof(what));
   else
     snprintf(what, sizeof(what), "waiting for rank %d", op->p2p.peer);
   char msg[TD_ERRLEN + 512];

@@ -16,7 +16,11 @@
 #include "comm.h"
 #include "sched_ir.h"
 
-typedef enum { TD_OP_COLL = 0, TD_OP_SEND, TD_OP_RECV } tdOpKind;
+/* TD_OP_SMALL: an all-reduce through the shm slots (exec_small.c), not a schedule. */
+typedef enum { TD_OP_COLL = 0, TD_OP_SEND, TD_OP_RECV, TD_OP_SMALL } tdOpKind;
+
+#define TD_SMALL_MAX_BYTES 504 /* a slot's payload (TD_SHM_SLOT_MAX) */
+#define TD_SMALL_MAX_RANKS 8
 
 /* Runtime state of one schedule step while an operation executes. */
 typedef struct {
@@ -99,6 +103,10 @@ typedef struct tdOp {
   size_t chk_esize;
   /* point to point */
   tdXfer p2p;
+  /* TD_OP_SMALL: slot sequence, ranks written to / read from (bit per rank), own input */
+  uint64_t small_seq;
+  uint32_t small_written, small_arrived;
+  _Alignas(64) char small_in[TD_SMALL_MAX_BYTES];
 } tdOp;
 
 /* Per-communicator executor state lives in tdCommPriv (comm_priv.h). */
@@ -135,6 +143,15 @@ tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err);
 /* Defined in src/core: phase changes of a collective (all-to-all-v data plan, TPU_DIST_CHECK). */
 tpudistResult_t collAlltoallvData(tdOp *op, char *err);
 tpudistResult_t checkVerify(tdOp *op, char *err);
+/* exec_small.c: 1 if an all-reduce of bytes on comm takes the slot path (the same answer on every
+ * rank: it depends on the call, the configuration and where the ranks are, never on timing). */
+int execSmallEligible(tdComm *comm, tdColl coll, uint64_t bytes);
+/* Prepares op (coll, n, esize, dtype, redop, avg_count, bufs set) as a slot all-reduce. */
+void execSmallInit(tdOp *op);
+/* Starts op: takes a copy of the input (OUTPUT may be INPUT). */
+void execSmallStart(tdOp *op);
+tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err);
+void execSmallDescribe(const tdOp *op, char *buf, size_t len);
 /* Describes what op waits for (for timeout messages). */
 void execCollDescribe(const tdOp *op, char *buf, size_t len);
 /* Posts a send/receive on the transport reaching peer. */

@@ -152,4 +152,19 @@ static inline tdXfer *transportMatchRecv(tdComm *comm, tdXferQueue *q, int peer,
   return x;
 }
 
+/* Small-message slots of the shm transport (shm/shm_slots.c; src/exec/exec_small.c uses them).
+ * 1 if every other rank is reached through shm (nothing wraps it, at least 2 ranks). */
+int transportSlotsReachAll(tdComm *comm);
+/* Largest payload of one slot. */
+size_t transportSlotMax(void);
+/* Writes sequence seq's payload for rank p (*written 0: not yet, the segment is opening or p has
+ * not consumed the slot's previous payload). Errors: p failed. */
+tpudistResult_t transportSlotWrite(tdComm *comm, int p, uint64_t seq, const void *buf, size_t len,
+                                   int *written);
+/* Rank p's payload of sequence seq, in place (*data NULL: not arrived). Valid until acknowledged.
+ * A payload of another length than len is tpudistInvalidUsage (the ranks called different ops). */
+tpudistResult_t transportSlotPeek(tdComm *comm, int p, uint64_t seq, size_t len, const void **data);
+/* Rank p's payload of sequence seq is no longer needed: p may reuse its slot. */
+void transportSlotAck(tdComm *comm, int p, uint64_t seq);
+
 #endif /* TD_REGISTRY_H_ */

@@ -555,7 +555,8 @@ static void progressReads(tdComm *comm, tdShmCtx *c, int *moved) {
 
 static int peerBusy(tdShmCtx *c, int p) {
   tdShmPeer *pe = &c->peers[p];
-  if (pe->sendq.head || pe->cma_wait.head || pe->rcur || pe->ucur || pe->state == SHM_OPENING)
+  if (pe->sendq.head || pe->cma_wait.head || pe->rcur || pe->ucur || pe->state == SHM_OPENING ||
+      pe->slot_rwait || pe->slot_wwait)
     return 1;
   for (tdXfer *x = c->posted.head; x; x = x->next)
     if (x->peer == p) return 1;

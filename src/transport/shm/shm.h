@@ -20,7 +20,7 @@
 #include "registry.h"
 
 #define TD_SHM_MAGIC 0x316d6873647470ull /* "ptdshm1" */
-#define TD_SHM_CMA_SLOTS 256 /* descriptors in flight per direction */
+#define TD_SHM_CMA_SLOTS 256             /* descriptors in flight per direction */
 #define TD_SHM_HDR_BYTES 4096
 #define TD_SHM_CTL_BYTES 4096
 #define TD_SHM_REC 64
@@ -49,6 +49,23 @@ typedef struct {
 } tdShmRingCtl;
 _Static_assert(sizeof(tdShmRingCtl) <= TD_SHM_CTL_BYTES, "ring control block exceeds its page");
 
+/* Small-message slots (shm_slots.c): what one side of a pair writes. A payload sits right after
+ * its flag word, sequence << 10 | length ("the flag in the data": an 8-byte payload shares the
+ * flag's cache line);
+ * slot seq & 1 holds sequence seq. ack[k] is the last sequence this side consumed from the
+ * peer's slot k: a writer reuses a slot only once the reader has consumed its previous use. */
+#define TD_SHM_SLOT_BYTES 512
+#define TD_SHM_SLOT_MAX (TD_SHM_SLOT_BYTES - 8)
+#define TD_SLOT_LEN_BITS 10 /* flag word: sequence << 10 | payload bytes */
+typedef struct {
+  _Alignas(64) volatile uint64_t seq; /* flag word */
+  char data[TD_SHM_SLOT_MAX];
+} tdShmSlot;
+typedef struct {
+  tdShmSlot slot[2];
+  _Alignas(64) volatile uint64_t ack[2];
+} tdShmSlots;
+
 typedef struct {
   volatile uint64_t magic; /* published last by the creator */
   uint64_t ring_bytes;
@@ -58,7 +75,9 @@ typedef struct {
   volatile int32_t mapped[2];
   volatile int32_t cma_ok[2]; /* per ring (direction), set by its receiver */
   volatile int32_t closed[2]; /* side released the communicator (destroyed or aborted) */
+  tdShmSlots slots[2];        /* per side: small-message slots it writes */
 } tdShmSegHdr;
+_Static_assert(sizeof(tdShmSegHdr) <= TD_SHM_HDR_BYTES, "segment header exceeds its page");
 
 /* An unexpected message: bytes copied out of the ring, or a CMA descriptor. */
 typedef struct tdShmUnexp {
@@ -105,6 +124,7 @@ typedef struct {
   tdShmUnexp *ucur;     /* or the unexpected message being copied out */
   int discard;          /* or a message being dropped (length mismatch) */
   uint64_t parked_head; /* head seen when the ring's first message was left in place; 0 none */
+  int slot_rwait, slot_wwait; /* a slot read / write waits for this peer (liveness checks) */
   char why[TD_ERRLEN];
 } tdShmPeer;
 

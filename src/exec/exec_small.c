@@ -1,0 +1,111 @@
+/*
+ * exec_small.c - latency-bound all-reduces among ranks that all share this host, through the shm
+ * transport's slots (src/transport/shm/shm_slots.c) instead of a schedule.
+ *
+ * Algorithm (one shot): every rank copies its input into its slot for every other rank (the flag
+ * travels with the data), reads every other rank's payload in place, and reduces all payloads in
+ * rank order (rank 0's, then 1's, ...), so every rank computes the same bits; then acknowledges
+ * the payloads it read. Cost: one cache-line transfer each way for payloads up to 56 bytes, n - 1
+ * writes and n - 1 reads per rank, no executor steps, pieces, ring records or descriptors.
+ *
+ * Why not a schedule: binding and progressing the recursive-doubling plan costs about 3,900
+ * instructions per call (callgrind), twice Open MPI's whole 8-byte all-reduce
+ * (docs/performance.md).
+ *
+ * When (execSmallEligible, identical on every rank): all-reduce of 1..TPU_DIST_SMALL_BYTES bytes
+ * (at most a slot, 504 bytes), 2..8 ranks all reached through shm, no TPU_DIST_CHECK,
+ * TPU_DIST_SCHED_FILE or all-reduce override in TPU_DIST_ALGO. Slot sequence numbers count these
+ * operations per communicator in issue order, the same on every rank.
+ */
+#include <string.h>
+
+#include "comm_priv.h"
+#include "kernels.h"
+#include "registry.h"
+#include "select.h"
+
+int execSmallEligible(tdComm *comm, tdColl coll, uint64_t bytes) {
+  const tdConfig *cfg = comm->cfg;
+  struct tdCommPriv *p = comm->priv;
+  if (coll != TD_COLL_ALLREDUCE || bytes == 0 || bytes > (uint64_t)cfg->small_bytes) return 0;
+  if (p->small_reach < 0) /* the configuration and the peers' transports never change */
+    p->small_reach = TD_SMALL_MAX_BYTES <= transportSlotMax() &&
+                     comm->nranks <= TD_SMALL_MAX_RANKS && !cfg->check && !cfg->sched_file &&
+                     !selectOverride(p->select, coll) && transportSlotsReachAll(comm);
+  return p->small_reach && bytes <= TD_SMALL_MAX_BYTES;
+}
+
+void execSmallStart(tdOp *op) {
+  memcpy(op->small_in, op->bufs[TD_BUF_INPUT], op->n * op->esize);
+}
+
+void execSmallInit(tdOp *op) {
+  struct tdCommPriv *p = op->comm->priv;
+  op->kind = TD_OP_SMALL;
+  op->small_seq = ++p->small_seq;
+  op->small_written = op->small_arrived = 1u << op->comm->rank;
+  op->algo = "slots";
+}
+
+/* All payloads are here: reduce them in rank order into OUTPUT, then release the slots. */
+static void smallReduce(tdOp *op) {
+  tdComm *comm = op->comm;
+  size_t bytes = op->n * op->esize;
+  char *out = op->bufs[TD_BUF_OUTPUT];
+  for (int r = 0; r < comm->nranks; r++) {
+    const void *src = op->small_in;
+    if (r != comm->rank) transportSlotPeek(comm, r, op->small_seq, bytes, &src);
+    if (r == 0)
+      memcpy(out, src, bytes);
+    else
+      kernelReduce(out, out, src, op->n, (tpudistDataType_t)op->dtype, (tpudistRedOp_t)op->redop);
+  }
+  for (int r = 0; r < comm->nranks; r++)
+    if (r != comm->rank) transportSlotAck(comm, r, op->small_seq);
+  if (op->avg_count) kernelFinishAvg(out, op->avg_count, op->dtype, comm->nranks);
+}
+
+tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
+  tdComm *comm = op->comm;
+  uint32_t all = comm->nranks >= 32 ? ~0u : (1u << comm->nranks) - 1;
+  size_t bytes = op->n * op->esize;
+  for (int r = 0; r < comm->nranks; r++) {
+    uint32_t bit = 1u << r;
+    tpudistResult_t res = tpudistSuccess;
+    if (!(op->small_written & bit)) {
+      int written = 0;
+      res = transportSlotWrite(comm, r, op->small_seq, op->small_in, bytes, &written);
+      if (written) op->small_written |= bit, *progressed = 1;
+    }
+    if (res == tpudistSuccess && !(op->small_arrived & bit)) {
+      const void *data = NULL;
+      res = transportSlotPeek(comm, r, op->small_seq, bytes, &data);
+      if (data) op->small_arrived |= bit, *progressed = 1;
+    }
+    if (res != tpudistSuccess)
+      return tdErr(err, res, "small all-reduce with rank %d: %s", r, comm->last_error);
+  }
+  if (op->small_written != all || op->small_arrived != all) return tpudistSuccess;
+  smallReduce(op);
+  op->result = tpudistSuccess;
+  op->done = 1;
+  *progressed = 1;
+  return tpudistSuccess;
+}
+
+void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
+  for (int r = 0; r < op->comm->nranks; r++) {
+    uint32_t bit = 1u << r;
+    if (!(op->small_arrived & bit)) {
+      snprintf(buf, len, "small all-reduce (slot sequence %llu) waiting for rank %d's payload",
+               (unsigned long long)op->small_seq, r);
+      return;
+    }
+    if (!(op->small_written & bit)) {
+      snprintf(buf, len, "small all-reduce (slot sequence %llu) waiting for rank %d to free a slot",
+               (unsigned long long)op->small_seq, r);
+      return;
+    }
+  }
+  snprintf(buf, len, "nothing pending");
+}
