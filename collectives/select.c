@@ -2,7 +2,9 @@
  * select.c - per-communicator algorithm selection (select.h). For every collective, each built
  * generator that accepts the shape is generated once for all ranks (schedules are
  * count-independent) and evaluated by the cost model (cost.h) at every size bucket; the table
- * keeps the candidates per bucket ordered cheapest first.
+ * keeps the candidates per bucket ordered cheapest first. selectAlltoallvLocal reads the table for
+ * the runtime's one question that spans all sizes: may all-to-all-v skip its counts exchange (one
+ * algorithm first at every size, and one that needs only a row and column of the count matrix)?
  *
  * Size buckets: bytes = the larger buffer of one rank as NCCL's tests count it (all-reduce,
  * broadcast, reduce, send/recv: count * elem; all-gather: the gathered output, reduce-scatter:
