@@ -256,6 +256,8 @@ static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint3
     x->reduce_src = rt->src ? rt->src + off : NULL;
   x->dtype = op->dtype;
   x->op = op->redop;
+  x->peer_reduces = send && (op->coll == TD_COLL_ALLREDUCE || op->coll == TD_COLL_REDUCE ||
+                             op->coll == TD_COLL_REDUCESCATTER);
   x->source = -1;
   op->inflight++;
   tpudistResult_t r = send ? execPostSend(op->comm, x) : execPostRecv(op->comm, x);

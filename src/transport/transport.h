@@ -32,6 +32,7 @@ typedef struct tdXfer {
   const void *reduce_src; /* receive: NULL = copy; else dst = reduce_src (+) incoming */
   size_t len;             /* bytes; a receive must get exactly len */
   int dtype, op;          /* for reducing receives */
+  int peer_reduces;       /* send: part of a reducing collective (its receiver likely reduces) */
   /* set by the transport */
   volatile int done;
   tpudistResult_t result;

@@ -4,8 +4,9 @@
  *
  * Sending: the head of a peer's send queue is written into the outgoing ring as FRAG records of at
  * most a quarter of the ring (a send completes when its last piece is in the ring), or, for
- * messages of at least TPU_DIST_SHM_CMA_MIN_BYTES when the receiver has found single-copy reads
- * allowed, as one CMA descriptor (the send completes when the receiver acknowledges it).
+ * messages of at least TPU_DIST_SHM_CMA_MIN_BYTES (64 KiB in reducing collectives, whose
+ * receivers reduce small pieces faster from the ring) when the receiver has found single-copy
+ * reads allowed, as one CMA descriptor (the send completes when the receiver acknowledges it).
  *
  * Receiving: records are taken in ring order. A message whose receive is posted (peer-specific,
  * else any-source) is copied or reduced straight from the ring (kernelReduce(dst, reduce_src,
@@ -380,7 +381,8 @@ static int produceOne(tdShmCtx *c, tdShmPeer *pe, uint64_t *head) {
   uint64_t tail = __atomic_load_n(&pe->ctl_out->tail, __ATOMIC_ACQUIRE);
   uint64_t freeb = R - (*head - tail);
   size_t done = (size_t)(uintptr_t)x->tp_priv[0], left = x->len - done;
-  int cma = done == 0 && c->use_cma && x->len >= c->cma_min && x->len > 0 &&
+  size_t cma_min = x->peer_reduces ? TD_MAX(c->cma_min, (size_t)TD_SHM_CMA_REDUCE_MIN) : c->cma_min;
+  int cma = done == 0 && c->use_cma && x->len >= cma_min && x->len > 0 &&
             __atomic_load_n(&pe->hdr->cma_ok[pe->side], __ATOMIC_ACQUIRE) == CMA_OK;
   /* Every acknowledgement slot in use: wait for one (the receiver reads or pulls every
    * descriptor) rather than copying a large message through the ring twice. */

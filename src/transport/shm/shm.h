@@ -26,6 +26,9 @@
 #define TD_SHM_REC 64
 #define TD_SHM_STAGE (128u << 10) /* CMA reduce staging: read a chunk, reduce it while in cache */
 #define TD_SHM_CMA_CHUNK (4u << 20)
+/* Smallest single-copy send of a reducing collective: a reduction reads pieces below this from
+ * the ring faster than a process_vm_readv into the staging buffer would deliver them. */
+#define TD_SHM_CMA_REDUCE_MIN (64u << 10)
 
 enum { TD_REC_PAD = 1, TD_REC_FRAG = 2, TD_REC_CMA = 3 };
 enum { SHM_NONE, SHM_OPENING, SHM_READY, SHM_FAILED };
