@@ -62,8 +62,8 @@ const tdConfigVar tdConfigTable[] = {
      "Pipeline piece size in bytes: the executor slices each step into pieces of this size."},
     {"TPU_DIST_MAX_PIECES", TD_CFG_INT, "32", TD_OFF(max_pieces),
      "Most pieces per step: longer steps get proportionally larger pieces (0: no limit)."},
-    {"TPU_DIST_SMALL_BYTES", TD_CFG_INT, "504", TD_OFF(small_bytes),
-     "All-reduces of at most this many bytes (504 at most) among 2-8 ranks of one host use the "
+    {"TPU_DIST_SMALL_BYTES", TD_CFG_INT, "2048", TD_OFF(small_bytes),
+     "All-reduces of at most this many bytes (2104 at most) among 2-8 ranks of one host use the "
      "shm slots (flag in the data) instead of a schedule (0: never)."},
     {"TPU_DIST_SHM_CMA", TD_CFG_INT, "1", TD_OFF(shm_cma),
      "1: large shm messages are read single-copy with process_vm_readv (falls back if refused)."},

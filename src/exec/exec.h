@@ -19,7 +19,7 @@
 /* TD_OP_SMALL: an all-reduce through the shm slots (exec_small.c), not a schedule. */
 typedef enum { TD_OP_COLL = 0, TD_OP_SEND, TD_OP_RECV, TD_OP_SMALL } tdOpKind;
 
-#define TD_SMALL_MAX_BYTES 504 /* a slot's payload (TD_SHM_SLOT_MAX) */
+#define TD_SMALL_MAX_BYTES 2104 /* a slot's payload (TD_SHM_SLOT_MAX) */
 #define TD_SMALL_MAX_RANKS 8
 
 /* Runtime state of one schedule step while an operation executes. */

@@ -13,7 +13,7 @@
  * (docs/performance.md).
  *
  * When (execSmallEligible, identical on every rank): all-reduce of 1..TPU_DIST_SMALL_BYTES bytes
- * (at most a slot, 504 bytes), 2..8 ranks all reached through shm, no TPU_DIST_CHECK,
+ * (at most a slot, 2104 bytes), 2..8 ranks all reached through shm, no TPU_DIST_CHECK,
  * TPU_DIST_SCHED_FILE or all-reduce override in TPU_DIST_ALGO. Slot sequence numbers count these
  * operations per communicator in issue order, the same on every rank.
  */

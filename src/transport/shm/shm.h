@@ -21,7 +21,7 @@
 
 #define TD_SHM_MAGIC 0x316d6873647470ull /* "ptdshm1" */
 #define TD_SHM_CMA_SLOTS 256             /* descriptors in flight per direction */
-#define TD_SHM_HDR_BYTES 4096
+#define TD_SHM_HDR_BYTES 12288           /* header, then each side's small-message slots */
 #define TD_SHM_CTL_BYTES 4096
 #define TD_SHM_REC 64
 #define TD_SHM_STAGE (128u << 10) /* CMA reduce staging: read a chunk, reduce it while in cache */
@@ -53,13 +53,13 @@ typedef struct {
 _Static_assert(sizeof(tdShmRingCtl) <= TD_SHM_CTL_BYTES, "ring control block exceeds its page");
 
 /* Small-message slots (shm_slots.c): what one side of a pair writes. A payload sits right after
- * its flag word, sequence << 10 | length ("the flag in the data": an 8-byte payload shares the
+ * its flag word, sequence << 12 | length ("the flag in the data": an 8-byte payload shares the
  * flag's cache line);
  * slot seq & 1 holds sequence seq. ack[k] is the last sequence this side consumed from the
  * peer's slot k: a writer reuses a slot only once the reader has consumed its previous use. */
-#define TD_SHM_SLOT_BYTES 512
+#define TD_SHM_SLOT_BYTES 2112 /* a 2 KiB payload and its flag word */
 #define TD_SHM_SLOT_MAX (TD_SHM_SLOT_BYTES - 8)
-#define TD_SLOT_LEN_BITS 10 /* flag word: sequence << 10 | payload bytes */
+#define TD_SLOT_LEN_BITS 12 /* flag word: sequence << 12 | payload bytes */
 typedef struct {
   _Alignas(64) volatile uint64_t seq; /* flag word */
   char data[TD_SHM_SLOT_MAX];

@@ -3,7 +3,7 @@
  * latency-bound collectives among ranks that all share this host (src/exec/exec_small.c).
  *
  * A writer copies its payload into slot seq & 1 of its side and then stores the flag word
- * seq << 10 | length (release); a reader that loads it (acquire) with its own length reads the
+ * seq << 12 | length (release); a reader that loads it (acquire) with its own length reads the
  * payload in place (another length is reported as a mismatched call), and stores seq into its ack
  * for that slot once it no longer needs it. The writer reuses a slot for seq only when the reader
  * has acknowledged seq - 2, so a payload is never overwritten before it has been read, whatever the
