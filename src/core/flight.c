@@ -55,7 +55,7 @@ void flightRecord(tdComm *comm, const tdOp *op) {
   r->root = op->root;
   r->algo = op->algo;
   r->t_ns = execNowNs();
-  if (op->kind != TD_OP_COLL) {
+  if (op->kind == TD_OP_SEND || op->kind == TD_OP_RECV) {
     r->seq = 0;
     r->peer = op->p2p.peer;
     r->count = op->esize ? op->p2p.len / op->esize : 0;
@@ -130,7 +130,7 @@ static void dumpRec(tdComm *comm, const tdFlightRec *r, uint64_t idx, uint64_t n
   if (r->coll == TD_COLL_BROADCAST || r->coll == TD_COLL_REDUCE)
     snprintf(root, sizeof(root), ", root %d", r->root);
   const char *dt = kernelDtypeValid(r->dtype) ? kernelDtypeName((tpudistDataType_t)r->dtype) : "?";
-  if (r->kind != TD_OP_COLL)
+  if (r->kind == TD_OP_SEND || r->kind == TD_OP_RECV)
     snprintf(what, sizeof(what), "%s %s rank %d, count %llu %s",
              r->kind == TD_OP_SEND ? "send" : "recv", r->kind == TD_OP_SEND ? "to" : "from",
              r->peer, (unsigned long long)r->count, dt);
@@ -144,6 +144,10 @@ static void dumpRec(tdComm *comm, const tdFlightRec *r, uint64_t idx, uint64_t n
   TD_ERROR(TD_SUBSYS_COLL, "flight recorder:   #%llu %s: %s, issued %.1f ms ago",
            (unsigned long long)idx, what, state, (double)(now - r->t_ns) / 1e6);
   if (running && r->kind == TD_OP_COLL) dumpRunning(comm, r->op);
+  if (running && r->kind == TD_OP_SMALL) {
+    execSmallDescribe(r->op, what, sizeof(what));
+    TD_ERROR(TD_SUBSYS_COLL, "flight recorder:       %s", what);
+  }
 }
 
 void flightDump(tdComm *comm, const char *why) {
