@@ -146,7 +146,10 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
     op->avg_count = a->count;
   if (small) {
     execSmallInit(op);
-    r = commIssue(op, req);
+    if (!req && !groupActive() && execSmallRun(op, &r))
+      execOpRelease(op);
+    else
+      r = commIssue(op, req);
     goto out;
   }
   if ((r = checkPrepare(c, op, reduces(a->coll) ? a->op : -1, err)) != tpudistSuccess) {

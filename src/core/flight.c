@@ -54,7 +54,7 @@ void flightRecord(tdComm *comm, const tdOp *op) {
   r->dtype = op->dtype;
   r->root = op->root;
   r->algo = op->algo;
-  r->t_ns = execNowNs();
+  r->t_ns = execCoarseNs();
   if (op->kind == TD_OP_SEND || op->kind == TD_OP_RECV) {
     r->seq = 0;
     r->peer = op->p2p.peer;
@@ -158,6 +158,6 @@ void flightDump(tdComm *comm, const char *why) {
            "flight recorder: %s rank %d of %d (%s): the last %llu of %llu operations, oldest first",
            comm->name, comm->rank, comm->nranks, why, (unsigned long long)(f->total - first),
            (unsigned long long)f->total);
-  uint64_t now = execNowNs();
+  uint64_t now = execCoarseNs();
   for (uint64_t i = first; i < f->total; i++) dumpRec(comm, &f->rec[i % (uint64_t)f->cap], i, now);
 }

@@ -139,8 +139,7 @@ static void opFinish(tdOp *op, tpudistResult_t res) {
   op->done = 1;
 }
 
-/* Fails every queued operation and marks the communicator broken. Lock held. */
-static void commFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
+void execFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
   struct tdCommPriv *p = comm->priv;
   if (!p->broken) {
     p->broken = 1;
@@ -236,7 +235,7 @@ static int batchProgress(tdComm *comm) {
     if (r != tpudistSuccess) {
       char msg[TD_ERRLEN + 64];
       snprintf(msg, sizeof(msg), "%s seq %llu: %s", opName(op), (unsigned long long)op->seq, err);
-      commFailLocked(comm, r, msg);
+      execFailLocked(comm, r, msg);
       return 1;
     }
     tdOp *next = op->next;
@@ -272,7 +271,7 @@ static void timeoutFail(tdComm *comm, uint64_t idle_ns) {
   TD_ERROR(TD_SUBSYS_EXEC, "%s rank %d: %s", comm->name, comm->rank, msg);
   snprintf(comm->last_error, sizeof(comm->last_error), "%.*s", (int)sizeof(comm->last_error) - 1,
            msg);
-  commFailLocked(comm, tpudistTimeout, comm->last_error);
+  execFailLocked(comm, tpudistTimeout, comm->last_error);
 }
 
 int execProgressLocked(tdComm *comm) {
@@ -286,7 +285,7 @@ int execProgressLocked(tdComm *comm) {
     snprintf(msg, sizeof(msg), "transport failure: %s", comm->last_error);
     snprintf(comm->last_error, sizeof(comm->last_error), "%.*s", (int)sizeof(comm->last_error) - 1,
              msg);
-    commFailLocked(comm, r, comm->last_error);
+    execFailLocked(comm, r, comm->last_error);
     return 1;
   }
   for (int round = 0; round < 2 && p->head; round++) {

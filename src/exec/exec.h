@@ -106,6 +106,7 @@ typedef struct tdOp {
   /* TD_OP_SMALL: slot sequence, ranks written to / read from (bit per rank), own input */
   uint64_t small_seq;
   uint32_t small_written, small_arrived;
+  const void *small_src[TD_SMALL_MAX_RANKS]; /* each peer's payload, in its slot, once arrived */
   _Alignas(64) char small_in[TD_SMALL_MAX_BYTES];
 } tdOp;
 
@@ -133,6 +134,9 @@ tpudistResult_t execDrain(tdComm *comm);
 void execAbort(tdComm *comm, tpudistResult_t res);
 
 /* ---- internals shared by exec files ---- */
+/* Marks the communicator broken with res and msg (logged with the flight record once) and fails
+ * every queued operation. Lock held. */
+void execFailLocked(tdComm *comm, tpudistResult_t res, const char *msg);
 /* One progress pass over the transports and the active batch; returns non-zero if anything
  * moved. Caller holds the lock. */
 int execProgressLocked(tdComm *comm);
@@ -148,6 +152,10 @@ tpudistResult_t checkVerify(tdOp *op, char *err);
 int execSmallEligible(tdComm *comm, tdColl coll, uint64_t bytes);
 /* Prepares op (coll, n, esize, dtype, redop, avg_count, bufs set) as a slot all-reduce. */
 void execSmallInit(tdOp *op);
+/* Runs op to completion on the calling thread if nothing else is queued on its communicator
+ * (a blocking call outside a group): no queue, no batch, transports polled once per clock tick
+ * for liveness. Returns 1 with *res set if it ran, 0 if the caller must queue op. */
+int execSmallRun(tdOp *op, tpudistResult_t *res);
 /* Starts op: takes a copy of the input (OUTPUT may be INPUT). */
 void execSmallStart(tdOp *op);
 tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err);

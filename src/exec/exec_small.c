@@ -53,8 +53,7 @@ static void smallReduce(tdOp *op) {
   size_t bytes = op->n * op->esize;
   char *out = op->bufs[TD_BUF_OUTPUT];
   for (int r = 0; r < comm->nranks; r++) {
-    const void *src = op->small_in;
-    if (r != comm->rank) transportSlotPeek(comm, r, op->small_seq, bytes, &src);
+    const void *src = r == comm->rank ? op->small_in : op->small_src[r];
     if (r == 0)
       memcpy(out, src, bytes);
     else
@@ -78,9 +77,8 @@ tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
       if (written) op->small_written |= bit, *progressed = 1;
     }
     if (res == tpudistSuccess && !(op->small_arrived & bit)) {
-      const void *data = NULL;
-      res = transportSlotPeek(comm, r, op->small_seq, bytes, &data);
-      if (data) op->small_arrived |= bit, *progressed = 1;
+      res = transportSlotPeek(comm, r, op->small_seq, bytes, &op->small_src[r]);
+      if (op->small_src[r]) op->small_arrived |= bit, *progressed = 1;
     }
     if (res != tpudistSuccess)
       return tdErr(err, res, "small all-reduce with rank %d: %s", r, comm->last_error);
@@ -108,4 +106,60 @@ void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
     }
   }
   snprintf(buf, len, "nothing pending");
+}
+
+/* The inline loop of execSmallRun; lock held. Returns the result, err describing a failure. */
+static tpudistResult_t smallLoop(tdOp *op, char *err) {
+  tdComm *comm = op->comm;
+  struct tdCommPriv *p = comm->priv;
+  tdBackoff bo;
+  execBackoffInit(&bo, p->spin_us);
+  uint64_t since = execCoarseNs(), polled = since;
+  for (;;) {
+    int progressed = 0;
+    TD_CHECK(execSmallProgress(op, &progressed, err));
+    if (op->done) return tpudistSuccess;
+    if (comm->aborted) return tpudistAborted;
+    uint64_t now = execCoarseNs();
+    if (progressed) since = now;
+    if (now != polled) { /* once per clock tick: peer liveness and the other transports' work */
+      int moved = 0;
+      polled = now;
+      if (transportProgressAll(comm, &moved) != tpudistSuccess)
+        return tdErr(err, tpudistRemoteError, "transport failure: %s", comm->last_error);
+      if (now - since > (uint64_t)comm->timeout_ms * 1000000ull) {
+        char what[160];
+        execSmallDescribe(op, what, sizeof(what));
+        return tdErr(err, tpudistTimeout, "allreduce seq %llu timed out after %d ms: %s",
+                     (unsigned long long)op->seq, comm->timeout_ms, what);
+      }
+    }
+    pthread_mutex_unlock(&p->lock);
+    execBackoff(&bo, progressed);
+    pthread_mutex_lock(&p->lock);
+  }
+}
+
+int execSmallRun(tdOp *op, tpudistResult_t *res) {
+  tdComm *comm = op->comm;
+  struct tdCommPriv *p = comm->priv;
+  pthread_mutex_lock(&p->lock);
+  if (p->head || p->broken || comm->aborted) {
+    pthread_mutex_unlock(&p->lock);
+    return 0;
+  }
+  op->batch = ++p->batch_seq;
+  flightRecord(comm, op);
+  op->started = 1;
+  execSmallStart(op);
+  p->waiters++; /* the progress thread stays asleep */
+  char err[TD_ERRLEN] = "";
+  tpudistResult_t r = smallLoop(op, err);
+  p->waiters--;
+  if (r != tpudistSuccess && r != tpudistAborted) execFailLocked(comm, r, err);
+  op->result = r;
+  op->done = 1;
+  pthread_mutex_unlock(&p->lock);
+  *res = r;
+  return 1;
 }
