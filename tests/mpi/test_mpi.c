@@ -317,21 +317,39 @@ static void tSendRecv(const Ctx *c, int dt, size_t count) {
   }
 }
 
+/* Inputs of k all-reduces of cnt elements each, back to back in gS; their seeds in seed[]. */
+static void fillMany(const Ctx *c, int k, size_t cnt, int dt, int op, uint64_t *seed) {
+  for (int j = 0; j < k; j++) {
+    seed[j] = ++gSeed;
+    for (size_t i = 0; i < cnt; i++)
+      refFill(gS + (size_t)j * cnt * refSize(dt), i, seed[j], c->rank, dt, op, c->n);
+  }
+}
+
+/* Issues all-reduce j of fillMany's inputs into its place in gR (non-blocking). */
+static int issueOne(const Ctx *c, int j, size_t cnt, int dt, int op, tpudistRequest_t *req,
+                    const char *what) {
+  size_t off = (size_t)j * cnt * refSize(dt);
+  return ok(c, tpudistAllReduce(gS + off, gR + off, cnt, dt, op, c->comm, req), what);
+}
+
+/* The k results in gR, exact. */
+static void checkMany(const Ctx *c, const char *what, int k, size_t cnt, int dt, int op,
+                      const uint64_t *seed) {
+  for (int j = 0; j < k; j++) {
+    for (size_t i = 0; i < cnt; i++) refReduce(gE, i, seed[j], dt, op, c->n);
+    compare(c, what, gR + (size_t)j * cnt * refSize(dt), gE, cnt, refSize(dt));
+  }
+}
+
 static void tRequests(const Ctx *c) {
   enum { K = 4, CNT = 333 };
   tpudistRequest_t req[K];
   uint64_t seed[K];
   int dt = tpudistInt32, op = tpudistSum;
-  for (int k = 0; k < K; k++) {
-    seed[k] = ++gSeed;
-    for (size_t i = 0; i < CNT; i++)
-      refFill(gS + (size_t)k * CNT * 4, i, seed[k], c->rank, dt, op, c->n);
-    if (!ok(c,
-            tpudistAllReduce(gS + (size_t)k * CNT * 4, gR + (size_t)k * CNT * 4, CNT, dt, op,
-                             c->comm, &req[k]),
-            "nonblocking allreduce"))
-      return;
-  }
+  fillMany(c, K, CNT, dt, op, seed);
+  for (int k = 0; k < K; k++)
+    if (!issueOne(c, k, CNT, dt, op, &req[k], "nonblocking allreduce")) return;
   for (int k = K - 1; k >= 0; k--) {
     int done = 0;
     if (k % 2) {
@@ -342,10 +360,7 @@ static void tRequests(const Ctx *c) {
       return;
     }
   }
-  for (int k = 0; k < K; k++) {
-    for (size_t i = 0; i < CNT; i++) refReduce(gE, i, seed[k], dt, op, c->n);
-    compare(c, "nonblocking allreduce", gR + (size_t)k * CNT * 4, gE, CNT, 4);
-  }
+  checkMany(c, "nonblocking allreduce", K, CNT, dt, op, seed);
 }
 
 /* Many small all-reduces in flight at once (the shm slot path reuses each slot every second
@@ -355,27 +370,15 @@ static void tSmallBurst(const Ctx *c) {
   tpudistRequest_t req[K];
   uint64_t seed[K];
   int dt = tpudistInt64, op = tpudistSum;
-  for (int k = 0; k < K; k++) {
-    seed[k] = ++gSeed;
-    for (size_t i = 0; i < CNT; i++)
-      refFill(gS + (size_t)k * CNT * 8, i, seed[k], c->rank, dt, op, c->n);
-  }
-  int grouped = K / 2;
+  fillMany(c, K, CNT, dt, op, seed);
   if (!ok(c, tpudistGroupStart(), "group start")) return;
   for (int k = 0; k < K; k++) {
-    if (k == grouped && !ok(c, tpudistGroupEnd(), "group end")) return;
-    if (!ok(c,
-            tpudistAllReduce(gS + (size_t)k * CNT * 8, gR + (size_t)k * CNT * 8, CNT, dt, op,
-                             c->comm, &req[k]),
-            "small nonblocking allreduce"))
-      return;
+    if (k == K / 2 && !ok(c, tpudistGroupEnd(), "group end")) return;
+    if (!issueOne(c, k, CNT, dt, op, &req[k], "small nonblocking allreduce")) return;
   }
   for (int k = K - 1; k >= 0; k--)
     if (!ok(c, tpudistWait(req[k]), "wait small")) return;
-  for (int k = 0; k < K; k++) {
-    for (size_t i = 0; i < CNT; i++) refReduce(gE, i, seed[k], dt, op, c->n);
-    compare(c, "small nonblocking allreduce", gR + (size_t)k * CNT * 8, gE, CNT, 8);
-  }
+  checkMany(c, "small nonblocking allreduce", K, CNT, dt, op, seed);
 }
 
 /* Random float32 inputs (any reduction order): every rank must get the same bits. */
