@@ -76,10 +76,6 @@ static int spanCovers(tdSpan a, tdSpan d) {
          a.end >= d.end;
 }
 
-static int refsEqual(tdBufRef a, tdBufRef b) {
-  return a.buf == b.buf && a.chunk == b.chunk && a.nchunks == b.nchunks;
-}
-
 static int stepWrites(const tdSched *s, const tdStep *st, tdSpan d) {
   return (tdStepSemTable[st->op].flags & TD_SEM_WRITE_DST) && spansOverlap(refSpan(s, st->dst), d);
 }
@@ -122,7 +118,7 @@ static int findPartner(const tdSched *s, const tdStream *st, const uint8_t *remo
   for (; j < st->nsteps; j++) {
     const tdStep *x = &st->steps[j];
     if (removed[j]) continue;
-    if (x->op == TD_STEP_SEND && refsEqual(x->src, rcv->dst)) break;
+    if (x->op == TD_STEP_SEND && schedSameRef(x->src, rcv->dst)) break;
     if (stepWrites(s, x, d) || stepReads(s, x, d)) return 0;
   }
   if (j == st->nsteps) return 0;

@@ -37,6 +37,38 @@ void schedInit(tdSched *s, const tdCollArgs *args, const char *algo) {
   s->count = args->coll == TD_COLL_ALLTOALLV ? 0 : args->count;
 }
 
+int schedSameRef(tdBufRef a, tdBufRef b) {
+  return a.buf == b.buf && a.chunk == b.chunk && a.nchunks == b.nchunks;
+}
+
+static int sameStep(const tdStep *x, const tdStep *y) {
+  if (x->op != y->op || x->peer != y->peer || x->peer2 != y->peer2 ||
+      !schedSameRef(x->src, y->src) || !schedSameRef(x->dst, y->dst))
+    return 0;
+  for (int d = 0; d < 2; d++)
+    if (x->deps[d].stream != y->deps[d].stream ||
+        (x->deps[d].stream != TD_NO_DEP && x->deps[d].step != y->deps[d].step))
+      return 0;
+  return 1;
+}
+
+int schedSameSteps(const tdSched *a, const tdSched *b, int with_layouts) {
+  if (a->nstreams != b->nstreams) return 0;
+  if (with_layouts) {
+    if (a->needs_reduce != b->needs_reduce) return 0;
+    for (int k = 0; k < TD_NUM_BUFS; k++)
+      if (a->layout[k].nblocks != b->layout[k].nblocks ||
+          a->layout[k].chunks_per_block != b->layout[k].chunks_per_block)
+        return 0;
+  }
+  for (uint32_t s = 0; s < a->nstreams; s++) {
+    if (a->streams[s].nsteps != b->streams[s].nsteps) return 0;
+    for (uint32_t i = 0; i < a->streams[s].nsteps; i++)
+      if (!sameStep(&a->streams[s].steps[i], &b->streams[s].steps[i])) return 0;
+  }
+  return 1;
+}
+
 void schedFree(tdSched *s) {
   for (uint32_t i = 0; i < TD_MAX_STREAMS; i++) free(s->streams[i].steps);
   for (int b = 0; b < TD_NUM_BUFS; b++) {

@@ -132,6 +132,11 @@ typedef tpudistResult_t (*tdGenFn)(const tdCollArgs *args, tdSched *out, char *e
 /* ---- construction (sched.c) ---- */
 void schedInit(tdSched *s, const tdCollArgs *args, const char *algo);
 void schedFree(tdSched *s);
+/* 1 if a and b name the same buffer range. */
+int schedSameRef(tdBufRef a, tdBufRef b);
+/* 1 if a and b have the same streams and steps (ops, peers, references, dependencies) and, when
+ * with_layouts, the same uniform layouts and needs_reduce. Field by field: steps have padding. */
+int schedSameSteps(const tdSched *a, const tdSched *b, int with_layouts);
 /* Uniform layout for buffer buf. */
 void schedSetLayout(tdSched *s, tdBufKind buf, uint32_t nblocks, uint32_t chunks_per_block);
 /* Explicit layout (copies offsets/counts). */

@@ -402,29 +402,6 @@ static void wireSteps(const tdSched *s, int *sends, int *recvs) {
     }
 }
 
-static int sameRef(tdBufRef a, tdBufRef b) {
-  return a.buf == b.buf && a.chunk == b.chunk && a.nchunks == b.nchunks;
-}
-
-/* Same streams and steps (layouts aside)? Field by field: steps have padding. */
-static int sameSteps(const tdSched *a, const tdSched *b) {
-  if (a->nstreams != b->nstreams) return 0;
-  for (uint32_t s = 0; s < a->nstreams; s++) {
-    if (a->streams[s].nsteps != b->streams[s].nsteps) return 0;
-    for (uint32_t i = 0; i < a->streams[s].nsteps; i++) {
-      const tdStep *x = &a->streams[s].steps[i], *y = &b->streams[s].steps[i];
-      if (x->op != y->op || x->peer != y->peer || x->peer2 != y->peer2 ||
-          !sameRef(x->src, y->src) || !sameRef(x->dst, y->dst))
-        return 0;
-      for (int d = 0; d < 2; d++)
-        if (x->deps[d].stream != y->deps[d].stream ||
-            (x->deps[d].stream != TD_NO_DEP && x->deps[d].step != y->deps[d].step))
-          return 0;
-    }
-  }
-  return 1;
-}
-
 /* One matrix in the local form with every algorithm: flagged generators (TD_ALGO_V_LOCAL) give a
  * valid set with a message for every ordered pair, empty ones included, and the same steps as for
  * a matrix of ones (the runtime generates the plan once and binds counts as layouts); the others
@@ -466,7 +443,7 @@ static void localMatrix(Shape *sh, const AlgoList *al, uint64_t *bad, const uint
     if (generate(&one, al->name[i], &y, err) != tpudistSuccess)
       failf("FAIL %s local form, all counts 1: %s", name, err);
     for (int r = 0; r < y.n; r++)
-      if (!sameSteps(&x.s[r], &y.s[r]))
+      if (!schedSameSteps(&x.s[r], &y.s[r], 0))
         failf("FAIL %s local form rank %d: steps differ from those for all counts 1", name, r);
     setFree(&y);
     ioRoundTrip(&x, name);

@@ -463,29 +463,6 @@ static void testRabenseifner(void) {
   checkLarge(4);
 }
 
-static int sameRef(tdBufRef a, tdBufRef b) {
-  return a.buf == b.buf && a.chunk == b.chunk && a.nchunks == b.nchunks;
-}
-
-static int sameSteps(const tdSched *a, const tdSched *b) {
-  if (a->nstreams != b->nstreams || a->needs_reduce != b->needs_reduce) return 0;
-  for (int k = 0; k < TD_NUM_BUFS; k++)
-    if (a->layout[k].nblocks != b->layout[k].nblocks ||
-        a->layout[k].chunks_per_block != b->layout[k].chunks_per_block)
-      return 0;
-  for (uint32_t s = 0; s < a->nstreams; s++) {
-    if (a->streams[s].nsteps != b->streams[s].nsteps) return 0;
-    for (uint32_t i = 0; i < a->streams[s].nsteps; i++) {
-      const tdStep *x = &a->streams[s].steps[i], *y = &b->streams[s].steps[i];
-      if (x->op != y->op || x->peer != y->peer || x->peer2 != y->peer2 ||
-          !sameRef(x->src, y->src) || !sameRef(x->dst, y->dst) ||
-          x->deps[0].stream != y->deps[0].stream || x->deps[0].step != y->deps[0].step)
-        return 0;
-    }
-  }
-  return 1;
-}
-
 /* The schedule is the same whatever the count: chunks bind at execution time. */
 static void testCountIndependent(void) {
   char err[TD_ERRLEN];
@@ -500,7 +477,7 @@ static void testCountIndependent(void) {
         a.count = 123457;
         schedInit(&s1, &a, kGens[g].name);
         CU_ASSERT_EQUAL_FATAL(kGens[g].gen(&a, &s1, err), tpudistSuccess);
-        CU_ASSERT_TRUE(sameSteps(&s0, &s1));
+        CU_ASSERT_TRUE(schedSameSteps(&s0, &s1, 1));
         schedFree(&s0);
         schedFree(&s1);
       }
@@ -526,7 +503,7 @@ static void testRingShape(void) {
             sends += x->op == TD_STEP_SEND;
             recvs += schedRecvPeer(x) >= 0;
             if (i > 0 && x->op == TD_STEP_SEND && schedRecvPeer(&x[-1]) >= 0 &&
-                sameRef(x[-1].dst, x->src))
+                schedSameRef(x[-1].dst, x->src))
               fusable++;
           }
           CU_ASSERT_EQUAL(sends, 2 * (p - 1));
