@@ -75,7 +75,8 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_PROGRESS_THREAD", TD_CFG_INT, "1", TD_OFF(progress_thread),
      "1: a background progress thread per communicator drives non-blocking requests."},
     {"TPU_DIST_SHM_CMA_MIN_BYTES", TD_CFG_INT, "16384", TD_OFF(shm_cma_min_bytes),
-     "Smallest shm message sent single-copy (process_vm_readv); smaller ones go through the ring."},
+     "Smallest shm message sent single-copy (process_vm_readv); smaller ones go through the ring "
+     "(sends of reducing collectives: at least 64 KiB)."},
     {"TPU_DIST_SHM_CMA_PULL_MS", TD_CFG_INT, "5", TD_OFF(shm_cma_pull_ms),
      "A single-copy shm message still unmatched after this many ms is copied out, so its send "
      "completes."},
