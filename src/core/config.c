@@ -63,8 +63,9 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_MAX_PIECES", TD_CFG_INT, "32", TD_OFF(max_pieces),
      "Most pieces per step: longer steps get proportionally larger pieces (0: no limit)."},
     {"TPU_DIST_SMALL_BYTES", TD_CFG_INT, "2048", TD_OFF(small_bytes),
-     "All-reduces of at most this many bytes (2104 at most) among 2-8 ranks of one host use the "
-     "shm slots (flag in the data) instead of a schedule (0: never)."},
+     "All-reduces of at most this many bytes, and all-gathers and all-to-alls of blocks this small "
+     "(2104 at most), among 2-8 ranks of one host use the shm slots (flag in the data) instead of "
+     "a schedule (0: never)."},
     {"TPU_DIST_SHM_CMA", TD_CFG_INT, "1", TD_OFF(shm_cma),
      "1: large shm messages are read single-copy with process_vm_readv (falls back if refused)."},
     {"TPU_DIST_SHM_BUF_BYTES", TD_CFG_INT, "1048576", TD_OFF(shm_buf_bytes),

@@ -1,21 +1,25 @@
 /*
- * exec_small.c - latency-bound all-reduces among ranks that all share this host, through the shm
- * transport's slots (src/transport/shm/shm_slots.c) instead of a schedule.
+ * exec_small.c - latency-bound all-reduces, all-gathers and all-to-alls among ranks that all share
+ * this host, through the shm transport's slots (src/transport/shm/shm_slots.c) instead of a
+ * schedule.
  *
- * Algorithm (one shot): every rank copies its input into its slot for every other rank (the flag
- * travels with the data), reads every other rank's payload in place, and reduces all payloads in
- * rank order (rank 0's, then 1's, ...), so every rank computes the same bits; then acknowledges
- * the payloads it read. Cost: one cache-line transfer each way for payloads up to 56 bytes, n - 1
- * writes and n - 1 reads per rank, no executor steps, pieces, ring records or descriptors.
+ * Algorithm (one shot): every rank copies what each other rank needs into its slot for that rank
+ * (the flag travels with the data): its whole input for all-reduce, its block for all-gather,
+ * block p of its input for rank p in all-to-all. It reads every other rank's payload in place:
+ * all-gather and all-to-all copy it into output block p and acknowledge it at once; all-reduce
+ * waits for all of them and reduces them in rank order (rank 0's, then 1's, ...), so every rank
+ * computes the same bits, then acknowledges them. Cost: one cache-line transfer each way for
+ * payloads up to 56 bytes, n - 1 writes and n - 1 reads per rank, no executor steps, pieces, ring
+ * records or descriptors.
  *
- * Why not a schedule: binding and progressing the recursive-doubling plan costs about 3,900
+ * Why not a schedule: binding and progressing even the recursive-doubling plan costs about 3,900
  * instructions per call (callgrind), twice Open MPI's whole 8-byte all-reduce
  * (docs/performance.md).
  *
- * When (execSmallEligible, identical on every rank): all-reduce of 1..TPU_DIST_SMALL_BYTES bytes
- * (at most a slot, 2104 bytes), 2..8 ranks all reached through shm, no TPU_DIST_CHECK,
- * TPU_DIST_SCHED_FILE or all-reduce override in TPU_DIST_ALGO. Slot sequence numbers count these
- * operations per communicator in issue order, the same on every rank.
+ * When (execSmallEligible, identical on every rank): a payload per peer of 1..TPU_DIST_SMALL_BYTES
+ * bytes (at most a slot, 2104 bytes), 2..8 ranks all reached through shm, no TPU_DIST_CHECK,
+ * TPU_DIST_SCHED_FILE or TPU_DIST_ALGO override of that collective. Slot sequence numbers count
+ * these operations per communicator in issue order, the same on every rank.
  */
 #include <string.h>
 
@@ -27,16 +31,36 @@
 int execSmallEligible(tdComm *comm, tdColl coll, uint64_t bytes) {
   const tdConfig *cfg = comm->cfg;
   struct tdCommPriv *p = comm->priv;
-  if (coll != TD_COLL_ALLREDUCE || bytes == 0 || bytes > (uint64_t)cfg->small_bytes) return 0;
+  if (coll != TD_COLL_ALLREDUCE && coll != TD_COLL_ALLGATHER && coll != TD_COLL_ALLTOALL) return 0;
+  uint64_t payload = coll == TD_COLL_ALLREDUCE ? bytes : bytes / (uint64_t)comm->nranks;
+  if (payload == 0 || payload > (uint64_t)cfg->small_bytes || payload > TD_SMALL_MAX_BYTES)
+    return 0;
   if (p->small_reach < 0) /* the configuration and the peers' transports never change */
     p->small_reach = TD_SMALL_MAX_BYTES <= transportSlotMax() &&
                      comm->nranks <= TD_SMALL_MAX_RANKS && !cfg->check && !cfg->sched_file &&
-                     !selectOverride(p->select, coll) && transportSlotsReachAll(comm);
-  return p->small_reach && bytes <= TD_SMALL_MAX_BYTES;
+                     transportSlotsReachAll(comm);
+  return p->small_reach && !selectOverride(p->select, coll);
+}
+
+/* Bytes of one block: the payload each peer gets (the whole input for all-reduce). */
+static size_t blockBytes(const tdOp *op) {
+  return op->n * op->esize;
+}
+
+/* What this rank sends rank r. */
+static const void *payloadFor(const tdOp *op, int r) {
+  if (op->coll == TD_COLL_ALLREDUCE) return op->small_in;
+  if (op->coll == TD_COLL_ALLTOALL) return op->bufs[TD_BUF_INPUT] + (size_t)r * blockBytes(op);
+  return op->bufs[TD_BUF_INPUT];
 }
 
 void execSmallStart(tdOp *op) {
-  memcpy(op->small_in, op->bufs[TD_BUF_INPUT], op->n * op->esize);
+  size_t b = blockBytes(op);
+  char *own = op->bufs[TD_BUF_OUTPUT] + (size_t)op->comm->rank * b;
+  if (op->coll == TD_COLL_ALLREDUCE) /* OUTPUT may be INPUT: keep a copy to send and reduce */
+    memcpy(op->small_in, op->bufs[TD_BUF_INPUT], b);
+  else if (own != payloadFor(op, op->comm->rank)) /* own block; in place it is already there */
+    memcpy(own, payloadFor(op, op->comm->rank), b);
 }
 
 void execSmallInit(tdOp *op) {
@@ -50,7 +74,7 @@ void execSmallInit(tdOp *op) {
 /* All payloads are here: reduce them in rank order into OUTPUT, then release the slots. */
 static void smallReduce(tdOp *op) {
   tdComm *comm = op->comm;
-  size_t bytes = op->n * op->esize;
+  size_t bytes = blockBytes(op);
   char *out = op->bufs[TD_BUF_OUTPUT];
   for (int r = 0; r < comm->nranks; r++) {
     const void *src = r == comm->rank ? op->small_in : op->small_src[r];
@@ -64,27 +88,40 @@ static void smallReduce(tdOp *op) {
   if (op->avg_count) kernelFinishAvg(out, op->avg_count, op->dtype, comm->nranks);
 }
 
+/* Rank r's payload has arrived: all-gather and all-to-all take it into output block r and free
+ * the slot at once; all-reduce keeps it in place until every payload is there. */
+static void smallArrived(tdOp *op, int r) {
+  if (op->coll == TD_COLL_ALLREDUCE) return;
+  size_t b = blockBytes(op);
+  memcpy(op->bufs[TD_BUF_OUTPUT] + (size_t)r * b, op->small_src[r], b);
+  transportSlotAck(op->comm, r, op->small_seq);
+}
+
 tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
   tdComm *comm = op->comm;
   uint32_t all = comm->nranks >= 32 ? ~0u : (1u << comm->nranks) - 1;
-  size_t bytes = op->n * op->esize;
+  size_t bytes = blockBytes(op);
   for (int r = 0; r < comm->nranks; r++) {
     uint32_t bit = 1u << r;
     tpudistResult_t res = tpudistSuccess;
     if (!(op->small_written & bit)) {
       int written = 0;
-      res = transportSlotWrite(comm, r, op->small_seq, op->small_in, bytes, &written);
+      res = transportSlotWrite(comm, r, op->small_seq, payloadFor(op, r), bytes, &written);
       if (written) op->small_written |= bit, *progressed = 1;
     }
     if (res == tpudistSuccess && !(op->small_arrived & bit)) {
       res = transportSlotPeek(comm, r, op->small_seq, bytes, &op->small_src[r]);
-      if (op->small_src[r]) op->small_arrived |= bit, *progressed = 1;
+      if (op->small_src[r]) {
+        op->small_arrived |= bit;
+        *progressed = 1;
+        smallArrived(op, r);
+      }
     }
     if (res != tpudistSuccess)
-      return tdErr(err, res, "small all-reduce with rank %d: %s", r, comm->last_error);
+      return tdErr(err, res, "%s", comm->last_error); /* names the rank and the cause */
   }
   if (op->small_written != all || op->small_arrived != all) return tpudistSuccess;
-  smallReduce(op);
+  if (op->coll == TD_COLL_ALLREDUCE) smallReduce(op);
   op->result = tpudistSuccess;
   op->done = 1;
   *progressed = 1;
@@ -95,13 +132,13 @@ void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
   for (int r = 0; r < op->comm->nranks; r++) {
     uint32_t bit = 1u << r;
     if (!(op->small_arrived & bit)) {
-      snprintf(buf, len, "small all-reduce (slot sequence %llu) waiting for rank %d's payload",
-               (unsigned long long)op->small_seq, r);
+      snprintf(buf, len, "small %s (slot sequence %llu) waiting for rank %d's payload",
+               schedCollName(op->coll), (unsigned long long)op->small_seq, r);
       return;
     }
     if (!(op->small_written & bit)) {
-      snprintf(buf, len, "small all-reduce (slot sequence %llu) waiting for rank %d to free a slot",
-               (unsigned long long)op->small_seq, r);
+      snprintf(buf, len, "small %s (slot sequence %llu) waiting for rank %d to free a slot",
+               schedCollName(op->coll), (unsigned long long)op->small_seq, r);
       return;
     }
   }
@@ -130,8 +167,8 @@ static tpudistResult_t smallLoop(tdOp *op, char *err) {
       if (now - since > (uint64_t)comm->timeout_ms * 1000000ull) {
         char what[160];
         execSmallDescribe(op, what, sizeof(what));
-        return tdErr(err, tpudistTimeout, "allreduce seq %llu timed out after %d ms: %s",
-                     (unsigned long long)op->seq, comm->timeout_ms, what);
+        return tdErr(err, tpudistTimeout, "%s seq %llu timed out after %d ms: %s",
+                     schedCollName(op->coll), (unsigned long long)op->seq, comm->timeout_ms, what);
       }
     }
     pthread_mutex_unlock(&p->lock);

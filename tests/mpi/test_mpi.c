@@ -616,7 +616,7 @@ static void tSmallMismatch(const Ctx *c) {
     ok(c, tpudistCommDestroy(sub), "destroy after small mismatch");
     return; /* another transport or path: covered by tMismatch under TPU_DIST_CHECK */
   }
-  int named = r == tpudistInvalidUsage && strstr(tpudistGetLastError(sub), "different all-reduces");
+  int named = r == tpudistInvalidUsage && strstr(tpudistGetLastError(sub), "different collectives");
   if (r == tpudistSuccess) {
     gFail++;
     fprintf(stderr, "[%d] small all-reduce with mismatched lengths succeeded\n", gWorldRank);

@@ -76,8 +76,8 @@ tpudistResult_t transportSlotPeek(tdComm *comm, int p, uint64_t seq, size_t len,
   size_t got = (size_t)(flag & ((1u << TD_SLOT_LEN_BITS) - 1));
   if (got != len)
     return transportError(comm, tpudistInvalidUsage,
-                          "small all-reduce: rank %d passed %zu bytes, this rank %zu (the ranks "
-                          "called different all-reduces)",
+                          "small collective: rank %d passed %zu bytes, this rank %zu (the ranks "
+                          "called different collectives)",
                           p, got, len);
   *data = s->data;
   return tpudistSuccess;
