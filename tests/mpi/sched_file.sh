@@ -3,14 +3,15 @@
 # every schedule it generates (<coll>-<algo>-n2-r<rank>.sched); the two all-reduce dumps, joined
 # in rank order, then run as TPU_DIST_SCHED_FILE: the job's all-reduce reports the algorithm
 # "file" and every result still checks out. Then a hand-written plan (two streams, a dependency,
-# local copy/reduce, scratch) runs the same way.
+# local copy/reduce, scratch) runs the same way. TPU_DIST_SMALL_BYTES=0: the small calls of the
+# job would otherwise take the slot path, which has no schedule to dump.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/mpi/launch.sh
 dir=$(mktemp -d)
 trap 'rm -rf "$dir"' EXIT
 unset OMPI_COMM_WORLD_RANK OMPI_COMM_WORLD_SIZE
-TPU_DIST_SCHED_DUMP_DIR=$dir launch 2 tools/main_job --small >"$dir/run1.log" || { cat "$dir/run1.log"; exit 1; }
+TPU_DIST_SMALL_BYTES=0 TPU_DIST_SCHED_DUMP_DIR=$dir launch 2 tools/main_job --small >"$dir/run1.log" || { cat "$dir/run1.log"; exit 1; }
 ls "$dir"
 r0=$(ls "$dir"/allreduce-*-n2-r0.sched | head -1)
 r1=${r0%-r0.sched}-r1.sched
