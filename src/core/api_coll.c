@@ -3,8 +3,8 @@
  * overflow, unknown datatype or op, root out of range, overlapping buffers that are not the
  * in-place form, use after destroy) with tpudistInvalidArgument / tpudistInvalidUsage and a
  * message; then the schedule (selected, cached) bound into an operation and issued, or, for small
- * all-reduces on one host, the slot operation (src/exec/exec_small.c). Avg reduces as Sum and
- * divides OUTPUT at the end (kernelFinishAvg).
+ * all-reduces, all-gathers and all-to-alls on one host, the slot operation (src/exec/exec_small.c).
+ * Avg reduces as Sum and divides OUTPUT at the end (kernelFinishAvg).
  */
 #include <string.h>
 
