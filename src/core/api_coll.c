@@ -116,9 +116,7 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
   int rooted = a->coll == TD_COLL_BROADCAST || a->coll == TD_COLL_REDUCE;
   uint64_t bytes = (uint64_t)a->count * esize * callBlocks(a, c->nranks);
   int small = execSmallEligible(c, a->coll, bytes);
-  if (small)
-    c->last_algo = "slots";
-  else
+  if (!small)
     r = commGetSched(c, a->coll, rooted ? a->root : 0, inplace, a->count, bytes, (uint32_t)esize,
                      &sched, err);
   if (r != tpudistSuccess) {

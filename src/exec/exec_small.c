@@ -69,6 +69,7 @@ void execSmallInit(tdOp *op) {
   op->small_seq = ++p->small_seq;
   op->small_written = op->small_arrived = 1u << op->comm->rank;
   op->algo = "slots";
+  op->comm->last_algo = op->algo; /* tpudistLastAlgorithm */
 }
 
 /* All payloads are here: reduce them in rank order into OUTPUT, then release the slots. */
