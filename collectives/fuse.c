@@ -37,20 +37,14 @@ typedef struct {
   int space;
   uint32_t k;
   uint64_t begin, end;
-} tdSpan;
+} fuseSpan;
 
-static tdSpan refSpan(const tdSched *s, tdBufRef r) {
-  tdSpan sp = {0, r.buf, 0, 0, 0};
-  uint64_t block_off = 0;
-  if (s->inplace && r.buf != TD_BUF_SCRATCH) {
-    if (s->coll == TD_COLL_REDUCESCATTER) {
-      sp.space = TD_BUF_INPUT;
-      if (r.buf == TD_BUF_OUTPUT) block_off = (uint64_t)s->rank;
-    } else {
-      sp.space = TD_BUF_OUTPUT;
-      if (r.buf == TD_BUF_INPUT && s->coll == TD_COLL_ALLGATHER) block_off = (uint64_t)s->rank;
-    }
-  }
+static fuseSpan refSpan(const tdSched *s, tdBufRef r) {
+  tdBufKind space;
+  uint32_t block;
+  schedAlias(s, (tdBufKind)r.buf, &space, &block);
+  fuseSpan sp = {0, (int)space, 0, 0, 0};
+  uint64_t block_off = block;
   if (r.buf >= TD_NUM_BUFS) return sp;
   const tdLayout *l = &s->layout[r.buf];
   if (l->offsets) {
@@ -64,23 +58,23 @@ static tdSpan refSpan(const tdSched *s, tdBufRef r) {
   return sp;
 }
 
-static int spansOverlap(tdSpan a, tdSpan b) {
+static int spansOverlap(fuseSpan a, fuseSpan b) {
   if (!a.known || !b.known) return 1;
   if (a.space != b.space) return 0;
   if (a.k != b.k) return 1;
   return a.begin < b.end && b.begin < a.end;
 }
 
-static int spanCovers(tdSpan a, tdSpan d) {
+static int spanCovers(fuseSpan a, fuseSpan d) {
   return a.known && d.known && a.space == d.space && a.k == d.k && a.begin <= d.begin &&
          a.end >= d.end;
 }
 
-static int stepWrites(const tdSched *s, const tdStep *st, tdSpan d) {
+static int stepWrites(const tdSched *s, const tdStep *st, fuseSpan d) {
   return (tdStepSemTable[st->op].flags & TD_SEM_WRITE_DST) && spansOverlap(refSpan(s, st->dst), d);
 }
 
-static int stepReads(const tdSched *s, const tdStep *st, tdSpan d) {
+static int stepReads(const tdSched *s, const tdStep *st, fuseSpan d) {
   unsigned f = tdStepSemTable[st->op].flags;
   return ((f & TD_SEM_READ_SRC) && spansOverlap(refSpan(s, st->src), d)) ||
          ((f & TD_SEM_READ_DST) && spansOverlap(refSpan(s, st->dst), d));
@@ -95,7 +89,7 @@ static int depsContain(const tdDep deps[2], tdDep d) {
 
 /* Steps after the SEND j: nothing may read D before a step overwrites all of it. */
 static int laterReadersOk(const tdSched *s, const tdStream *st, const uint8_t *removed, uint32_t j,
-                          tdSpan d) {
+                          fuseSpan d) {
   for (uint32_t k = j + 1; k < st->nsteps; k++) {
     const tdStep *y = &st->steps[k];
     if (removed[k]) continue;
@@ -113,7 +107,7 @@ static int laterReadersOk(const tdSched *s, const tdStream *st, const uint8_t *r
 static int findPartner(const tdSched *s, const tdStream *st, const uint8_t *removed, uint32_t i,
                        uint32_t *partner) {
   const tdStep *rcv = &st->steps[i];
-  tdSpan d = refSpan(s, rcv->dst);
+  fuseSpan d = refSpan(s, rcv->dst);
   uint32_t j = i + 1;
   for (; j < st->nsteps; j++) {
     const tdStep *x = &st->steps[j];

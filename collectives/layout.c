@@ -1,5 +1,6 @@
 /*
- * layout.c - binding chunks to element ranges (docs/schedule-ir.md, "How a count binds").
+ * layout.c - binding chunks to element ranges (docs/schedule-ir.md, "How a count binds"): the
+ * one chunk -> element formula (schedRefSpan in step_table.c adds the in-place aliasing).
  */
 #include "sched_ir.h"
 
@@ -35,6 +36,11 @@ tpudistResult_t schedRefRange(const tdSched *s, tdBufRef ref, uint64_t n, uint64
     return tpudistInternalError;
   uint64_t b, e, pb, pe;
   chunkRange(l, ref.chunk, n, &b, &e);
+  if (!l->offsets) { /* uniform: chunks tile the buffer in order, any run is contiguous */
+    chunkRange(l, ref.chunk + ref.nchunks - 1, n, &pb, end);
+    *begin = b;
+    return tpudistSuccess;
+  }
   for (uint32_t i = 1; i < ref.nchunks; i++) {
     chunkRange(l, ref.chunk + i, n, &pb, &pe);
     if (pe == pb) continue; /* empty chunks impose nothing */

@@ -164,25 +164,6 @@ tpudistResult_t schedRefRange(const tdSched *s, tdBufRef ref, uint64_t n, uint64
 /* Total elements of buffer buf for block count n. */
 uint64_t schedBufElems(const tdSched *s, tdBufKind buf, uint64_t n);
 
-/* ---- step semantics (step_table.c): the one table ---- */
-#define TD_SEM_READ_SRC 0x1
-#define TD_SEM_READ_DST 0x2
-#define TD_SEM_WRITE_DST 0x4
-#define TD_SEM_WIRE_IN 0x8   /* receives from peer */
-#define TD_SEM_WIRE_OUT 0x10 /* sends src (SEND) or dst (fused) to peer / peer2 */
-#define TD_SEM_REDUCES 0x20
-typedef struct {
-  const char *name; /* text form: "send", "recv", "recv_reduce", ... */
-  unsigned flags;
-} tdStepSem;
-extern const tdStepSem tdStepSemTable[TD_NUM_STEP_OPS];
-/* Peer the step sends to, or -1. */
-int schedSendPeer(const tdStep *st);
-/* Peer the step receives from, or -1. */
-int schedRecvPeer(const tdStep *st);
-/* The ref the step puts on the wire (src for SEND, dst for fused). */
-tdBufRef schedWireRef(const tdStep *st);
-
 /* ---- names ---- */
 const char *schedCollName(tdColl c);
 int schedCollFromName(const char *name); /* -1 if unknown */
@@ -191,5 +172,8 @@ const char *schedBufName(tdBufKind b);
 /* ---- passes ---- */
 /* Fuses RECV(_REDUCE) + SEND of the same chunk into RECV_*_SEND (fuse.c). */
 void schedFuse(tdSched *s);
+
+/* ---- step semantics: the one table (step_sem.h, step_table.c) ---- */
+#include "step_sem.h"
 
 #endif /* TD_SCHED_H_ */

@@ -5,8 +5,7 @@
  * flows are delivered or their local work ends.
  *
  * Issue rules: a stream's steps issue in order; a step waits while it conflicts with an earlier
- * incomplete step of its stream (element ranges from tdStepSemTable's read/write sets, in-place
- * aliasing applied), while a cross-stream dep is incomplete, and while max_inflight steps of its
+ * incomplete step of its stream (schedStepSpans and schedSpansConflict), while a cross-stream dep is incomplete, and while max_inflight steps of its
  * stream are incomplete (the executor's depth). A fused receive-and-send forwards after its
  * receive (and reduction) completes.
  */
@@ -106,10 +105,10 @@ static tpudistResult_t slotAlloc(simEngine *e, uint32_t *id) {
 }
 
 static uint64_t refBytes(const simEngine *e, int r, tdBufRef ref) {
-  int sp;
-  uint64_t b, en;
-  if (winSpan(e, r, ref, &sp, &b, &en) != tpudistSuccess) return UINT64_MAX;
-  return (en - b) * e->es;
+  const tdSched *l = &e->ranks[r].lay;
+  tdSpan sp;
+  if (schedRefSpan(l, ref, l->count, &sp) != tpudistSuccess) return UINT64_MAX;
+  return (sp.e - sp.b) * e->es;
 }
 
 /* ---- DMA queues: a chip sends at most max_dma messages at once over one port (first link);
@@ -129,12 +128,12 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
   if (e->port_active) e->port_active[port]++;
   simSlot *s = &e->slots[ss], *r = &e->slots[rs];
   if (s->phase) s->fwd_flow = fid;
-  if ((tdStepSemTable[r->step.op].flags & TD_SEM_WIRE_OUT) && !r->phase) {
+  if ((tdStepSemTable[r->step.t.op].flags & TD_SEM_WIRE_OUT) && !r->phase) {
     /* a fused receive: its forward starts once the first piece has landed (and is reduced) */
     const simFlow *f = &e->net.flows[fid];
     double p = TD_MIN(bytes, e->cfg->piece_bytes > 0 ? e->cfg->piece_bytes : bytes);
     double t = e->now + f->lat + (f->rate > 0 && f->rate < 1e299 ? p / f->rate : 0);
-    if (tdStepSemTable[r->step.op].flags & TD_SEM_REDUCES) t += 3.0 * p / e->cfg->p.mem_bw;
+    if (tdStepSemTable[r->step.t.op].flags & TD_SEM_REDUCES) t += 3.0 * p / e->cfg->p.mem_bw;
     r->piece = p;
     r->recv_flow = fid;
     return netPush(&e->net, t, SIM_EV_PIECE, rs, r->gen);
@@ -186,12 +185,7 @@ static tpudistResult_t dmaDone(simEngine *e, uint32_t port) {
 static tpudistResult_t postEnd(simEngine *e, uint32_t slot, int send) {
   simSlot *s = &e->slots[slot];
   const simStep *st = &s->step;
-  tdStep tmp;
-  memset(&tmp, 0, sizeof(tmp));
-  tmp.op = st->op;
-  tmp.peer = st->peer;
-  tmp.peer2 = st->peer2;
-  int peer = send ? schedSendPeer(&tmp) : schedRecvPeer(&tmp);
+  int peer = send ? schedSendPeer(&st->t) : schedRecvPeer(&st->t);
   if (peer < 0 || peer >= e->nranks)
     return tdErr(e->err, tpudistInternalError, "sim: rank %d stream %u step %u: peer %d", s->rank,
                  s->stream, s->idx, peer);
@@ -203,9 +197,8 @@ static tpudistResult_t postEnd(simEngine *e, uint32_t slot, int send) {
   uint32_t o = tableTake(e, other);
   if (o == SIM_NO_SLOT) return tablePut(e, mine, slot);
   uint32_t ss = send ? slot : o, rs = send ? o : slot;
-  tdBufRef wire =
-      e->slots[ss].step.op == TD_STEP_SEND ? e->slots[ss].step.src : e->slots[ss].step.dst;
-  uint64_t sb = refBytes(e, from, wire), rb = refBytes(e, to, e->slots[rs].step.dst);
+  tdBufRef wire = schedWireRef(&e->slots[ss].step.t);
+  uint64_t sb = refBytes(e, from, wire), rb = refBytes(e, to, e->slots[rs].step.t.dst);
   if (sb == UINT64_MAX || sb != rb)
     return tdErr(e->err, tpudistInternalError,
                  "sim: message %d->%d stream %u #%u: %llu bytes sent, %llu expected", from, to,
@@ -221,44 +214,16 @@ static int stepComplete(const simRankState *rs, uint32_t stream, uint32_t idx) {
   return idx < ss->cursor && (ss->done[idx >> 3] >> (idx & 7) & 1);
 }
 
-static tpudistResult_t stepSpans(const simEngine *e, int r, const simStep *st, simSpans *sp) {
-  unsigned f = tdStepSemTable[st->op].flags;
-  sp->n = 0;
-  sp->dst = -1;
-  if (f & TD_SEM_READ_SRC) {
-    TD_CHECK(winSpan(e, r, st->src, &sp->space[0], &sp->b[0], &sp->e[0]));
-    sp->write[sp->n++] = 0;
-  }
-  if (f & (TD_SEM_WRITE_DST | TD_SEM_READ_DST)) {
-    int i = sp->dst = sp->n++;
-    TD_CHECK(winSpan(e, r, st->dst, &sp->space[i], &sp->b[i], &sp->e[i]));
-    sp->write[i] = (f & TD_SEM_WRITE_DST) != 0;
-  }
-  return tpudistSuccess;
+static tpudistResult_t stepSpans(const simEngine *e, int r, const simStep *st, tdSpans *sp) {
+  const tdSched *l = &e->ranks[r].lay;
+  return schedStepSpans(l, &st->t, l->count, sp);
 }
 
 /* What an issued step still touches: a fused step whose receive is done only reads dst. */
-static simSpans slotSpans(const simSlot *s) {
-  simSpans sp = s->sp;
-  if (s->recv_done >= 0 && sp.dst >= 0) {
-    int d = sp.dst;
-    sp.space[0] = sp.space[d];
-    sp.b[0] = sp.b[d];
-    sp.e[0] = sp.e[d];
-    sp.write[0] = 0;
-    sp.n = 1;
-    sp.dst = 0;
-  }
+static tdSpans slotSpans(const simSlot *s) {
+  tdSpans sp = s->sp;
+  if (s->recv_done >= 0) schedSpansAfterRecv(&sp);
   return sp;
-}
-
-static int spansConflict(const simSpans *a, const simSpans *b) {
-  for (int i = 0; i < a->n; i++)
-    for (int j = 0; j < b->n; j++)
-      if ((a->write[i] || b->write[j]) && a->space[i] == b->space[j] && a->b[i] < b->e[j] &&
-          b->b[j] < a->e[i] && a->b[i] < a->e[i] && b->b[j] < b->e[j])
-        return 1;
-  return 0;
 }
 
 static tpudistResult_t canIssue(simEngine *e, int r, uint32_t stream, const simStep *st, int *ok) {
@@ -268,11 +233,11 @@ static tpudistResult_t canIssue(simEngine *e, int r, uint32_t stream, const simS
   if (e->cfg->max_inflight > 0 && ss->ninflight >= (uint32_t)e->cfg->max_inflight)
     return tpudistSuccess;
   for (int d = 0; d < 2; d++) {
-    if (st->deps[d].stream == TD_NO_DEP) continue;
-    if (st->deps[d].stream >= rs->nstreams)
-      return tdErr(e->err, tpudistInternalError, "sim: rank %d: dep on stream %u", r,
-                   st->deps[d].stream);
-    if (!stepComplete(rs, st->deps[d].stream, st->deps[d].step)) return tpudistSuccess;
+    const tdDep *dep = &st->t.deps[d];
+    if (dep->stream == TD_NO_DEP) continue;
+    if (dep->stream >= rs->nstreams)
+      return tdErr(e->err, tpudistInternalError, "sim: rank %d: dep on stream %u", r, dep->stream);
+    if (!stepComplete(rs, dep->stream, dep->step)) return tpudistSuccess;
   }
   if (ss->blk_valid) {
     const simSlot *b = &e->slots[ss->blk_slot];
@@ -281,12 +246,12 @@ static tpudistResult_t canIssue(simEngine *e, int r, uint32_t stream, const simS
     ss->blk_valid = 0;
   }
   if (ss->ninflight) {
-    simSpans me;
+    tdSpans me;
     TD_CHECK(stepSpans(e, r, st, &me));
     for (uint32_t i = ss->ninflight; i-- > 0;) { /* latest first: likeliest conflict */
       const simSlot *o = &e->slots[ss->inflight[i].slot];
-      simSpans other = slotSpans(o);
-      if (spansConflict(&me, &other)) {
+      tdSpans other = slotSpans(o);
+      if (schedSpansConflict(&me, &other)) {
         ss->blk_valid = 1;
         ss->blk_slot = ss->inflight[i].slot;
         ss->blk_gen = o->gen;
@@ -321,11 +286,11 @@ static tpudistResult_t issue(simEngine *e, int r, uint32_t stream, const simStep
   ss->inflight[ss->ninflight++].idx = ss->cursor;
   ss->cursor++;
   ss->blk_valid = 0;
-  unsigned f = tdStepSemTable[st->op].flags;
+  unsigned f = tdStepSemTable[st->t.op].flags;
   if (f & TD_SEM_WIRE_IN) return postEnd(e, id, 0);
   if (f & TD_SEM_WIRE_OUT) return postEnd(e, id, 1);
   /* local: copy reads and writes, reduce reads two and writes one */
-  uint64_t bytes = refBytes(e, r, st->dst);
+  uint64_t bytes = refBytes(e, r, st->t.dst);
   if (bytes == UINT64_MAX) return tdErr(e->err, tpudistInternalError, "sim: bad ref (rank %d)", r);
   double k = (f & TD_SEM_REDUCES) ? 3.0 : 2.0;
   return netPush(&e->net, e->now + k * (double)bytes / e->cfg->p.mem_bw, SIM_EV_LOCAL, id, 0);
@@ -393,10 +358,10 @@ static tpudistResult_t onDeliver(simEngine *e, uint32_t fid) {
   uint32_t ss = f->send_slot, rs = f->recv_slot;
   netRelease(&e->net, fid);
   if (e->cfg->functional) TD_CHECK(funcDeliver(e, &e->slots[ss], &e->slots[rs]));
-  unsigned rf = tdStepSemTable[e->slots[rs].step.op].flags;
+  unsigned rf = tdStepSemTable[e->slots[rs].step.t.op].flags;
   TD_CHECK(complete(e, ss));   /* the send end (a fused step's forward) is done */
   simSlot *rv = &e->slots[rs]; /* after complete: slots may have moved */
-  double red = (rf & TD_SEM_REDUCES) ? 3.0 * (double)refBytes(e, rv->rank, rv->step.dst) : 0;
+  double red = (rf & TD_SEM_REDUCES) ? 3.0 * (double)refBytes(e, rv->rank, rv->step.t.dst) : 0;
   if (!(rf & TD_SEM_WIRE_OUT)) {
     if (!(rf & TD_SEM_REDUCES)) return complete(e, rs);
     return netPush(&e->net, e->now + red / e->cfg->p.mem_bw, SIM_EV_LOCAL, rs, 0);
@@ -436,7 +401,7 @@ static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
       e->slots[ev->id].phase = 1;
       return postEnd(e, ev->id, 1);
     case SIM_EV_LOCAL:
-      if (e->cfg->functional && !(tdStepSemTable[e->slots[ev->id].step.op].flags & TD_SEM_WIRE_IN))
+      if (e->cfg->functional && !(tdStepSemTable[e->slots[ev->id].step.t.op].flags & TD_SEM_WIRE_IN))
         TD_CHECK(funcLocal(e, &e->slots[ev->id]));
       return complete(e, ev->id);
   }

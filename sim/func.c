@@ -60,23 +60,14 @@ static double funcLoad(const void *p, uint64_t i, tpudistDataType_t dt) {
   }
 }
 
-/* Where logical buffer buf of rank r lives: space and element shift (in-place aliasing). */
+/* Where logical buffer buf of rank r lives: space and element shift (schedAlias). */
 static void funcAlias(const simEngine *e, int r, int buf, int *space, uint64_t *shift) {
   const tdSched *l = &e->ranks[r].lay;
-  *space = buf;
-  *shift = 0;
-  if (!l->inplace) return;
-  if ((l->coll == TD_COLL_ALLREDUCE || l->coll == TD_COLL_BROADCAST || l->coll == TD_COLL_REDUCE) &&
-      buf == TD_BUF_INPUT)
-    *space = TD_BUF_OUTPUT;
-  if (l->coll == TD_COLL_ALLGATHER && buf == TD_BUF_INPUT) {
-    *space = TD_BUF_OUTPUT;
-    *shift = (uint64_t)r * l->count;
-  }
-  if (l->coll == TD_COLL_REDUCESCATTER && buf == TD_BUF_OUTPUT) {
-    *space = TD_BUF_INPUT;
-    *shift = (uint64_t)r * l->count;
-  }
+  tdBufKind sp;
+  uint32_t block;
+  schedAlias(l, (tdBufKind)buf, &sp, &block);
+  *space = (int)sp;
+  *shift = (uint64_t)block * l->count;
 }
 
 tpudistResult_t funcInit(simEngine *e) {
@@ -117,42 +108,46 @@ void funcFree(simEngine *e) {
 }
 
 static tpudistResult_t funcPtr(simEngine *e, int r, tdBufRef ref, char **p, uint64_t *n) {
-  int sp;
-  uint64_t b, en;
-  TD_CHECK(winSpan(e, r, ref, &sp, &b, &en));
-  *p = (char *)e->ranks[r].buf[sp] + b * e->es;
-  *n = en - b;
+  const tdSched *l = &e->ranks[r].lay;
+  tdSpan sp;
+  TD_CHECK(schedRefSpan(l, ref, l->count, &sp));
+  *p = (char *)e->ranks[r].buf[sp.space] + sp.b * e->es;
+  *n = sp.e - sp.b;
+  return tpudistSuccess;
+}
+
+/* The effect of step st of rank r (tdStepSemTable): dst <- a, or dst <- a (+) b; the message
+ * received (in, nin elements) is the WIRE operand. */
+static tpudistResult_t funcApply(simEngine *e, int r, const tdStep *st, char *in, uint64_t nin) {
+  const tdStepSem *m = &tdStepSemTable[st->op];
+  const uint8_t opnd[2] = {m->a, m->b};
+  char *dst, *x[2] = {NULL, NULL};
+  uint64_t nd, nx;
+  TD_CHECK(funcPtr(e, r, st->dst, &dst, &nd));
+  for (int i = 0; i < (m->effect == TD_EFFECT_REDUCE ? 2 : 1); i++) {
+    if (opnd[i] == TD_OPND_WIRE)
+      x[i] = in, nx = nin;
+    else
+      TD_CHECK(funcPtr(e, r, opnd[i] == TD_OPND_SRC ? st->src : st->dst, &x[i], &nx));
+    if (nx != nd)
+      return tdErr(e->err, tpudistInternalError, "sim: %s operand size mismatch", m->name);
+  }
+  if (m->effect == TD_EFFECT_REDUCE)
+    kernelReduce(dst, x[0], x[1], nd, e->cfg->dtype, e->cfg->op);
+  else if (nd)
+    memmove(dst, x[0], nd * e->es);
   return tpudistSuccess;
 }
 
 tpudistResult_t funcDeliver(simEngine *e, const simSlot *ss, const simSlot *rs) {
-  tdBufRef wire = ss->step.op == TD_STEP_SEND ? ss->step.src : ss->step.dst;
-  char *in, *dst, *src;
-  uint64_t n, nd, ns;
-  TD_CHECK(funcPtr(e, ss->rank, wire, &in, &n));
-  TD_CHECK(funcPtr(e, rs->rank, rs->step.dst, &dst, &nd));
-  if (nd != n) return tdErr(e->err, tpudistInternalError, "sim: message size mismatch");
-  if (tdStepSemTable[rs->step.op].flags & TD_SEM_REDUCES) {
-    TD_CHECK(funcPtr(e, rs->rank, rs->step.src, &src, &ns));
-    if (ns != n) return tdErr(e->err, tpudistInternalError, "sim: reduce operand size mismatch");
-    kernelReduce(dst, src, in, n, e->cfg->dtype, e->cfg->op);
-  } else if (n) {
-    memmove(dst, in, n * e->es);
-  }
-  return tpudistSuccess;
+  char *in;
+  uint64_t n;
+  TD_CHECK(funcPtr(e, ss->rank, schedWireRef(&ss->step.t), &in, &n));
+  return funcApply(e, rs->rank, &rs->step.t, in, n);
 }
 
 tpudistResult_t funcLocal(simEngine *e, const simSlot *s) {
-  char *dst, *src;
-  uint64_t nd, ns;
-  TD_CHECK(funcPtr(e, s->rank, s->step.dst, &dst, &nd));
-  TD_CHECK(funcPtr(e, s->rank, s->step.src, &src, &ns));
-  if (nd != ns) return tdErr(e->err, tpudistInternalError, "sim: local step size mismatch");
-  if (s->step.op == TD_STEP_REDUCE)
-    kernelReduce(dst, dst, src, nd, e->cfg->dtype, e->cfg->op);
-  else if (nd)
-    memmove(dst, src, nd * e->es);
-  return tpudistSuccess;
+  return funcApply(e, s->rank, &s->step.t, NULL, 0);
 }
 
 static double funcRed(double a, double b, tpudistRedOp_t op) {

@@ -94,11 +94,8 @@ tpudistResult_t rateFlush(simNet *n, double now);
 
 /* ---- engine (engine.c) ---- */
 typedef struct {
-  uint8_t op;
-  int32_t peer, peer2;
-  tdBufRef src, dst;
-  tdDep deps[2];
-  uint32_t sord, rord; /* match ordinals of the send and receive ends */
+  tdStep t;
+  uint32_t sord, rord; /* match ordinals of the send and receive ends (schedOrdNext) */
 } simStep;
 
 typedef struct {
@@ -133,17 +130,9 @@ typedef struct {
   double bytes;
 } simPending;
 
-/* Read/write element spans of a step (in-place aliasing applied). */
-typedef struct {
-  int n, dst; /* spans used; index of the dst span (-1 if none) */
-  int space[2];
-  uint64_t b[2], e[2];
-  int write[2];
-} simSpans;
-
 typedef struct {
   simStep step;
-  simSpans sp; /* computed once at issue */
+  tdSpans sp; /* schedStepSpans, computed once at issue */
   int rank;
   uint16_t stream;
   uint32_t idx;
@@ -188,15 +177,13 @@ typedef struct {
 
 /* Loads (or reloads) a window of rank r's schedule (window.c). */
 tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing);
-/* Element span of ref on rank r with in-place aliasing applied: space and [b, e). */
-tpudistResult_t winSpan(const simEngine *e, int r, tdBufRef ref, int *space, uint64_t *b,
-                        uint64_t *end);
 
 /* Functional mode (func.c). */
 tpudistResult_t funcInit(simEngine *e);
 void funcFree(simEngine *e);
 /* Applies the data effect of a completed receive (from sender slot ss into receiver slot rs). */
 tpudistResult_t funcDeliver(simEngine *e, const simSlot *ss, const simSlot *rs);
+/* Applies the data effect of a completed local step. */
 tpudistResult_t funcLocal(simEngine *e, const simSlot *s);
 /* Checks the outputs against an independent reference; writes a message. */
 int funcCheck(simEngine *e, char *msg);

@@ -10,26 +10,19 @@
 #include "algos.h"
 #include "sim_int.h"
 
-/* Ordinals of the message ends of steps [0, end) of stream st: the i-th message on the stream
- * between the same ordered pair has ordinal i. Only [first, end) is stored. */
+/* Ordinals of the message ends of steps [0, end) of stream ts; only [first, end) are stored. */
 static void winOrdinals(simEngine *e, const tdStream *ts, simStep *win, uint32_t first,
                         uint32_t end) {
-  uint32_t *sc = e->ordcnt, *rc = e->ordcnt + e->nranks;
+  tdOrdCount c = {e->ordcnt, e->ordcnt + e->nranks, e->nranks};
   for (uint32_t i = 0; i < end; i++) {
-    const tdStep *s = &ts->steps[i];
-    int sp = schedSendPeer(s), rp = schedRecvPeer(s);
-    uint32_t so = sp >= 0 && sp < e->nranks ? sc[sp]++ : 0;
-    uint32_t ro = rp >= 0 && rp < e->nranks ? rc[rp]++ : 0;
+    uint32_t so, ro;
+    schedOrdNext(&c, &ts->steps[i], &so, &ro);
     if (i >= first) {
       win[i - first].sord = so;
       win[i - first].rord = ro;
     }
   }
-  for (uint32_t i = 0; i < end; i++) { /* reset only what was touched */
-    int sp = schedSendPeer(&ts->steps[i]), rp = schedRecvPeer(&ts->steps[i]);
-    if (sp >= 0 && sp < e->nranks) sc[sp] = 0;
-    if (rp >= 0 && rp < e->nranks) rc[rp] = 0;
-  }
+  schedOrdReset(&c, ts->steps, end);
 }
 
 static tpudistResult_t winFirst(simRankState *rs, tdSched *s) {
@@ -73,17 +66,7 @@ static tpudistResult_t winFill(simEngine *e, simRankState *rs, const tdSched *s)
     if (!ss->win_n) continue;
     ss->win = malloc(sizeof(simStep) * ss->win_n);
     if (!ss->win) return tpudistNoMemory;
-    for (uint32_t k = first; k < end; k++) {
-      const tdStep *t = &s->streams[i].steps[k];
-      simStep *d = &ss->win[k - first];
-      d->op = t->op;
-      d->peer = t->peer;
-      d->peer2 = t->peer2;
-      d->src = t->src;
-      d->dst = t->dst;
-      d->deps[0] = t->deps[0];
-      d->deps[1] = t->deps[1];
-    }
+    for (uint32_t k = first; k < end; k++) ss->win[k - first].t = s->streams[i].steps[k];
     winOrdinals(e, &s->streams[i], ss->win, first, end);
     e->held += ss->win_n;
   }
@@ -115,41 +98,4 @@ tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing) {
   if (res != tpudistSuccess && !e->err[0])
     tdErr(e->err, res, "sim: cannot hold rank %d's steps", r);
   return res;
-}
-
-static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
-  return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
-}
-
-tpudistResult_t winSpan(const simEngine *e, int r, tdBufRef ref, int *space, uint64_t *b,
-                        uint64_t *end) {
-  const simRankState *rs = &e->ranks[r];
-  const tdLayout *l = ref.buf < TD_NUM_BUFS ? &rs->lay.layout[ref.buf] : NULL;
-  uint32_t k = l ? l->chunks_per_block : 0;
-  if (l && !l->offsets && k && ref.nchunks &&
-      ref.chunk + (uint64_t)ref.nchunks <= (uint64_t)l->nblocks * k) {
-    /* uniform: chunks are contiguous, so the span runs from the first's start to the last's end */
-    uint64_t n = rs->lay.count;
-    uint32_t c0 = ref.chunk, c1 = ref.chunk + ref.nchunks - 1;
-    *b = (uint64_t)(c0 / k) * n + subStart(n, k, c0 % k);
-    *end = (uint64_t)(c1 / k) * n + subStart(n, k, c1 % k + 1);
-  } else {
-    TD_CHECK(schedRefRange(&rs->lay, ref, rs->lay.count, b, end));
-  }
-  *space = ref.buf;
-  if (!rs->lay.inplace) return tpudistSuccess;
-  tdColl c = rs->lay.coll;
-  uint64_t shift = 0;
-  if (c == TD_COLL_ALLREDUCE || c == TD_COLL_BROADCAST || c == TD_COLL_REDUCE) {
-    if (ref.buf == TD_BUF_INPUT) *space = TD_BUF_OUTPUT;
-  } else if (c == TD_COLL_ALLGATHER && ref.buf == TD_BUF_INPUT) {
-    *space = TD_BUF_OUTPUT;
-    shift = (uint64_t)r * rs->lay.count;
-  } else if (c == TD_COLL_REDUCESCATTER && ref.buf == TD_BUF_OUTPUT) {
-    *space = TD_BUF_INPUT;
-    shift = (uint64_t)r * rs->lay.count;
-  }
-  *b += shift;
-  *end += shift;
-  return tpudistSuccess;
 }

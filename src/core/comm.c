@@ -151,8 +151,8 @@ static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const 
  * selection, executor. */
 static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
                                  const int *members, char *err) {
-  c->priv->ord_send = calloc(c->nranks, sizeof(int));
-  c->priv->ord_recv = calloc(c->nranks, sizeof(int));
+  c->priv->ord_send = calloc(c->nranks, sizeof(uint32_t));
+  c->priv->ord_recv = calloc(c->nranks, sizeof(uint32_t));
   if (!c->priv->ord_send || !c->priv->ord_recv)
     return tdErr(err, tpudistNoMemory, "out of memory for %d peers", c->nranks);
   TD_CHECK(transportConnect(c, err));

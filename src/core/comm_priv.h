@@ -43,7 +43,7 @@ struct tdCommPriv {
   uint64_t last_progress_ns;
   tpudistResult_t async_error;
   int broken;
-  int *ord_send, *ord_recv; /* nranks counters used while binding */
+  uint32_t *ord_send, *ord_recv; /* nranks counters used while binding (tdOrdCount) */
   /* selection */
   tdSelectTable *select;
   /* all-to-all-v in one phase with this algorithm (selected at every size and TD_ALGO_V_LOCAL),

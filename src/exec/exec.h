@@ -32,8 +32,7 @@ typedef struct {
   uint32_t ord_in, ord_out; /* message ordinals (per stream and ordered pair) */
   char *src, *dst;          /* bound pointers */
   size_t len;               /* bytes the step moves */
-  uintptr_t rb[2], re[2];   /* read ranges (addresses) */
-  uintptr_t wb, we;         /* write range */
+  tdSpans sp;               /* read/write ranges (addresses, schedSpansOf) */
 } tdStepRt;
 
 #define TD_RT_WAIT 0

@@ -3,11 +3,11 @@
  * symbolic buffer references become pointers (schedRefRange with the bound count), its bytes are
  * sliced into pieces (pieceBytes), and each message gets its key (sequence, stream,
  * ordinal per (stream, ordered pair), piece). Issue rule: within a stream, steps issue in order; a
- * step issues when its cross-stream deps are done and no earlier incomplete step of its stream
- * writes what it reads or writes, or reads what it writes (read/write sets from tdStepSemTable,
- * compared as address ranges, so in-place aliasing is handled). Receives that reduce pass
- * reduce_src to the transport; fused steps forward each piece as soon as it has arrived; COPY and
- * REDUCE run locally (kernelReduce).
+ * step issues when its cross-stream deps are done and it conflicts with no earlier incomplete step
+ * of its stream (schedSpansConflict over the spans of step_sem.h, bound as address ranges, so
+ * in-place aliasing is handled). Receives that reduce pass reduce_src to the transport; fused
+ * steps forward each piece as soon as it has arrived; local steps (COPY, REDUCE) apply their
+ * effect (memmove, kernelReduce) when issued.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -65,10 +65,8 @@ static tpudistResult_t bindStep(tdOp *op, const tdStep *st, tdStepRt *rt, char *
   unsigned f = tdStepSemTable[st->op].flags;
   size_t slen = 0, dlen = 0;
   rt->src = rt->dst = NULL;
-  if (f & TD_SEM_READ_SRC || st->op == TD_STEP_SEND)
-    TD_CHECK(bindRef(op, st->src, &rt->src, &slen, err));
-  if (f & (TD_SEM_WRITE_DST | TD_SEM_READ_DST))
-    TD_CHECK(bindRef(op, st->dst, &rt->dst, &dlen, err));
+  if (schedUsesSrc(st->op)) TD_CHECK(bindRef(op, st->src, &rt->src, &slen, err));
+  if (schedUsesDst(st->op)) TD_CHECK(bindRef(op, st->dst, &rt->dst, &dlen, err));
   if ((f & TD_SEM_READ_SRC) && (f & TD_SEM_WRITE_DST) && slen != dlen)
     return tdErr(err, tpudistInternalError,
                  "schedule %s/%s: %s step with %zu source and %zu "
@@ -82,19 +80,9 @@ static tpudistResult_t bindStep(tdOp *op, const tdStep *st, tdStepRt *rt, char *
   rt->npieces = wire ? (rt->len ? (uint32_t)((rt->len + P - 1) / P) : 1) : 1;
   rt->state = TD_RT_WAIT;
   rt->rin = rt->rout = rt->fwd = 0;
-  rt->rb[0] = rt->re[0] = rt->rb[1] = rt->re[1] = rt->wb = rt->we = 0;
-  if (f & TD_SEM_READ_SRC && slen) {
-    rt->rb[0] = (uintptr_t)rt->src;
-    rt->re[0] = rt->rb[0] + slen;
-  }
-  if (f & TD_SEM_READ_DST && dlen) {
-    rt->rb[1] = (uintptr_t)rt->dst;
-    rt->re[1] = rt->rb[1] + dlen;
-  }
-  if (f & TD_SEM_WRITE_DST && dlen) {
-    rt->wb = (uintptr_t)rt->dst;
-    rt->we = rt->wb + dlen;
-  }
+  tdSpan sa = {(uintptr_t)rt->src, (uintptr_t)rt->src + slen, 0, 0};
+  tdSpan da = {(uintptr_t)rt->dst, (uintptr_t)rt->dst + dlen, 0, 0};
+  schedSpansOf(st, sa, da, &rt->sp);
   rt->xin = rt->xout = TD_NONE;
   if (f & TD_SEM_WIRE_IN) {
     rt->xin = (uint32_t)op->nxfers;
@@ -126,23 +114,15 @@ static tpudistResult_t checkStep(const tdOp *op, const tdStep *st, char *err) {
   return tpudistSuccess;
 }
 
-/* Message ordinals: position among messages of the same stream and ordered pair. */
+/* Message ordinals (schedOrdNext): position among messages of the same stream and ordered pair. */
 static void assignOrdinals(tdOp *op, uint32_t s) {
   const tdStream *str = &op->sched->streams[s];
-  int *cs = op->comm->priv->ord_send, *cr = op->comm->priv->ord_recv;
+  tdOrdCount c = {op->comm->priv->ord_send, op->comm->priv->ord_recv, op->comm->nranks};
   for (uint32_t j = 0; j < str->nsteps; j++) {
-    const tdStep *st = &str->steps[j];
     tdStepRt *rt = &op->rt[op->stream_base[s] + j];
-    int rp = schedRecvPeer(st), sp = schedSendPeer(st);
-    if (rp >= 0) rt->ord_in = (uint32_t)cr[rp]++;
-    if (sp >= 0) rt->ord_out = (uint32_t)cs[sp]++;
+    schedOrdNext(&c, &str->steps[j], &rt->ord_out, &rt->ord_in);
   }
-  for (uint32_t j = 0; j < str->nsteps; j++) {
-    const tdStep *st = &str->steps[j];
-    int rp = schedRecvPeer(st), sp = schedSendPeer(st);
-    if (rp >= 0) cr[rp] = 0;
-    if (sp >= 0) cs[sp] = 0;
-  }
+  schedOrdReset(&c, str->steps, str->nsteps);
 }
 
 /* 1 when rt and xfers are bound to exactly this call: cached schedule, count, element size and
@@ -209,23 +189,6 @@ tpudistResult_t execCollStart(tdOp *op, char *err) {
   return tpudistSuccess;
 }
 
-static int overlap(uintptr_t ab, uintptr_t ae, uintptr_t bb, uintptr_t be) {
-  return ab < be && bb < ae;
-}
-
-/* Earlier step a conflicts with later step b. */
-static int conflicts(const tdStepRt *a, const tdStepRt *b) {
-  if (a->we > a->wb) {
-    if (overlap(a->wb, a->we, b->wb, b->we)) return 1;
-    for (int k = 0; k < 2; k++)
-      if (overlap(a->wb, a->we, b->rb[k], b->re[k])) return 1;
-  }
-  if (b->we > b->wb)
-    for (int k = 0; k < 2; k++)
-      if (overlap(a->rb[k], a->re[k], b->wb, b->we)) return 1;
-  return 0;
-}
-
 static int canIssue(const tdOp *op, uint32_t s, uint32_t j) {
   const tdStep *st = &op->sched->streams[s].steps[j];
   for (int k = 0; k < 2; k++) {
@@ -235,25 +198,30 @@ static int canIssue(const tdOp *op, uint32_t s, uint32_t j) {
   }
   const tdStepRt *rt = op->rt + op->stream_base[s];
   for (uint32_t i = op->lo[s]; i < j; i++)
-    if (rt[i].state != TD_RT_DONE && conflicts(&rt[i], &rt[j])) return 0;
+    if (rt[i].state != TD_RT_DONE && schedSpansConflict(&rt[i].sp, &rt[j].sp)) return 0;
   return 1;
+}
+
+/* The bound pointer of operand o (tdOpnd SRC or DST) of a step. */
+static char *opndPtr(const tdStepRt *rt, unsigned o) {
+  return o == TD_OPND_SRC ? rt->src : rt->dst;
 }
 
 static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint32_t s, uint32_t k,
                                  int send, char *err) {
+  const tdStepSem *m = &tdStepSemTable[st->op];
   size_t P = rt->psize, off = (size_t)k * P;
   tdXfer *x = &op->xfers[(send ? rt->xout : rt->xin) + k];
   memset(x, 0, sizeof(*x));
-  x->peer = send ? schedSendPeer(st) : st->peer;
+  x->peer = send ? schedSendPeer(st) : schedRecvPeer(st);
   x->key.seq = op->seq;
   x->key.stream = s;
   x->key.ordinal = send ? rt->ord_out : rt->ord_in;
   x->key.piece = k;
   x->len = rt->len ? TD_MIN(P, rt->len - off) : 0;
-  char *base = send && st->op == TD_STEP_SEND ? rt->src : rt->dst;
+  char *base = send ? opndPtr(rt, m->wire) : rt->dst, *red = opndPtr(rt, m->a);
   x->buf = base ? base + off : NULL;
-  if (!send && (st->op == TD_STEP_RECV_REDUCE || st->op == TD_STEP_RECV_REDUCE_SEND))
-    x->reduce_src = rt->src ? rt->src + off : NULL;
+  if (!send && m->effect == TD_EFFECT_REDUCE) x->reduce_src = red ? red + off : NULL;
   x->dtype = op->dtype;
   x->op = op->redop;
   x->peer_reduces = send && (op->coll == TD_COLL_ALLREDUCE || op->coll == TD_COLL_REDUCE ||
@@ -271,24 +239,20 @@ static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint3
 static tpudistResult_t issueStep(tdOp *op, uint32_t s, uint32_t j, char *err) {
   const tdStep *st = &op->sched->streams[s].steps[j];
   tdStepRt *rt = &op->rt[op->stream_base[s] + j];
+  const tdStepSem *m = &tdStepSemTable[st->op];
   rt->state = TD_RT_ISSUED;
-  switch (st->op) {
-    case TD_STEP_COPY:
-      if (rt->len && rt->dst != rt->src) memmove(rt->dst, rt->src, rt->len);
-      rt->state = TD_RT_DONE;
-      return tpudistSuccess;
-    case TD_STEP_REDUCE:
-      if (rt->len)
-        kernelReduce(rt->dst, rt->dst, rt->src, rt->len / op->esize, op->dtype, op->redop);
-      rt->state = TD_RT_DONE;
-      return tpudistSuccess;
-    case TD_STEP_SEND:
-      for (uint32_t k = 0; k < rt->npieces; k++) TD_CHECK(postPiece(op, st, rt, s, k, 1, err));
-      return tpudistSuccess;
-    default:
-      for (uint32_t k = 0; k < rt->npieces; k++) TD_CHECK(postPiece(op, st, rt, s, k, 0, err));
-      return tpudistSuccess;
+  if (m->flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT)) { /* a fused step posts its receives first */
+    int send = !(m->flags & TD_SEM_WIRE_IN);
+    for (uint32_t k = 0; k < rt->npieces; k++) TD_CHECK(postPiece(op, st, rt, s, k, send, err));
+    return tpudistSuccess;
   }
+  char *a = opndPtr(rt, m->a);
+  if (rt->len && m->effect == TD_EFFECT_REDUCE)
+    kernelReduce(rt->dst, a, opndPtr(rt, m->b), rt->len / op->esize, op->dtype, op->redop);
+  else if (rt->len && m->effect == TD_EFFECT_COPY && rt->dst != a)
+    memmove(rt->dst, a, rt->len);
+  rt->state = TD_RT_DONE;
+  return tpudistSuccess;
 }
 
 /* Single-phase all-to-all-v: a message whose length the two ends disagree on (the receiver's
@@ -330,7 +294,8 @@ static tpudistResult_t pollStep(tdOp *op, uint32_t s, uint32_t j, int *changed, 
       rt->rin++;
       *changed = 1;
     }
-  int fused = st->op == TD_STEP_RECV_REDUCE_SEND || st->op == TD_STEP_RECV_COPY_SEND;
+  unsigned f = tdStepSemTable[st->op].flags;
+  int fused = (f & TD_SEM_WIRE_IN) && (f & TD_SEM_WIRE_OUT);
   while (fused && rt->fwd < rt->rin) {
     TD_CHECK(postPiece(op, st, rt, s, rt->fwd, 1, err));
     rt->fwd++;
@@ -417,7 +382,7 @@ void execCollDescribe(const tdOp *op, char *buf, size_t len) {
       n = snprintf(buf + off, len - off,
                    "%s stream %u step %u (%s) waiting for rank %d (piece %u of %u; %u steps "
                    "issued); ",
-                   s->algo, i, j, name, st->peer, rt->rin, rt->npieces, op->nx[i] - j);
+                   s->algo, i, j, name, schedRecvPeer(st), rt->rin, rt->npieces, op->nx[i] - j);
     else
       n = snprintf(buf + off, len - off,
                    "%s stream %u step %u (%s) waiting for rank %d to take piece %u of %u; ",
