@@ -77,23 +77,30 @@ static tpudistResult_t poolPush(cpConf *c, int32_t step, int32_t next, int32_t *
   return tpudistSuccess;
 }
 
-/* Conflict preds of step i (index in its stream) for one ref it reads or writes. */
-static tpudistResult_t refPreds(tdCostPlan *p, size_t *cap, cpConf *c, uint32_t base, uint32_t i,
-                                tdBufRef r, int write) {
-  if (r.buf >= TD_NUM_BUFS) return tpudistSuccess;
-  uint32_t end = TD_MIN(r.chunk + r.nchunks, c->nchunks[r.buf]);
-  for (uint32_t ch = r.chunk; ch < end; ch++) {
-    TD_CHECK(addPred(p, cap, c, base, c->last_writer[r.buf][ch], i));
-    if (!write) {
-      TD_CHECK(poolPush(c, (int32_t)i, c->reader_head[r.buf][ch], &c->reader_head[r.buf][ch]));
+/* Conflict preds of step i (index in its stream) for one span it reads or writes, in chunks of
+ * one buffer (schedSpansOf over chunk ranges: count-independent, no aliasing). */
+static tpudistResult_t spanPreds(tdCostPlan *p, size_t *cap, cpConf *c, uint32_t base, uint32_t i,
+                                 const tdSpan *r) {
+  if (r->space >= TD_NUM_BUFS) return tpudistSuccess;
+  int32_t *lw = c->last_writer[r->space], *rh = c->reader_head[r->space];
+  uint32_t end = (uint32_t)TD_MIN(r->e, c->nchunks[r->space]);
+  for (uint32_t ch = (uint32_t)r->b; ch < end; ch++) {
+    TD_CHECK(addPred(p, cap, c, base, lw[ch], i));
+    if (!r->write) {
+      TD_CHECK(poolPush(c, (int32_t)i, rh[ch], &rh[ch]));
       continue;
     }
-    for (int32_t n = c->reader_head[r.buf][ch]; n >= 0; n = c->pool_next[n])
+    for (int32_t n = rh[ch]; n >= 0; n = c->pool_next[n])
       TD_CHECK(addPred(p, cap, c, base, c->pool_step[n], i));
-    c->reader_head[r.buf][ch] = -1;
-    c->last_writer[r.buf][ch] = (int32_t)i;
+    rh[ch] = -1;
+    lw[ch] = (int32_t)i;
   }
   return tpudistSuccess;
+}
+
+static tdSpan chunkSpan(tdBufRef r) {
+  tdSpan sp = {r.chunk, (uint64_t)r.chunk + r.nchunks, r.buf, 0};
+  return sp;
 }
 
 static tpudistResult_t confInit(cpConf *c, const tdSched *s, uint32_t nsteps) {
@@ -139,13 +146,11 @@ static tpudistResult_t streamPreds(tdCostPlan *p, size_t *cap, int r, uint32_t s
   tpudistResult_t res = confInit(&c, s, ss->nsteps);
   for (uint32_t i = 0; i < ss->nsteps && res == tpudistSuccess; i++) {
     const tdStep *step = &ss->steps[i];
-    unsigned f = tdStepSemTable[step->op].flags;
+    tdSpans sp;
+    schedSpansOf(step, chunkSpan(step->src), chunkSpan(step->dst), &sp);
     p->steps[base + i].pred_first = (uint32_t)p->npreds;
-    if (f & TD_SEM_READ_SRC) res = refPreds(p, cap, &c, base, i, step->src, 0);
-    if (res == tpudistSuccess && (f & TD_SEM_READ_DST) && !(f & TD_SEM_WRITE_DST))
-      res = refPreds(p, cap, &c, base, i, step->dst, 0);
-    if (res == tpudistSuccess && (f & TD_SEM_WRITE_DST))
-      res = refPreds(p, cap, &c, base, i, step->dst, 1);
+    for (int k = 0; k < sp.n && res == tpudistSuccess; k++)
+      res = spanPreds(p, cap, &c, base, i, &sp.s[k]);
     for (int d = 0; d < 2 && res == tpudistSuccess; d++) {
       if (step->deps[d].stream == TD_NO_DEP) continue;
       int64_t g = globalStep(p, r, step->deps[d].stream, step->deps[d].step);
@@ -181,35 +186,36 @@ static int endCmp(const void *x, const void *y) {
 }
 
 /* Message ends of rank r: key = (src, dst, stream, ordinal among that stream and pair). */
-static void rankEnds(tdCostPlan *p, int r, uint32_t *scnt, uint32_t *rcnt, cpEnd *ends, size_t *n) {
+static void rankEnds(tdCostPlan *p, int r, tdOrdCount *c, cpEnd *ends, size_t *n) {
   const tdSched *s = &p->scheds[r];
   for (uint32_t st = 0; st < s->nstreams; st++) {
-    memset(scnt, 0, sizeof(uint32_t) * (size_t)p->nranks);
-    memset(rcnt, 0, sizeof(uint32_t) * (size_t)p->nranks);
     uint32_t base = p->streams[p->rank_streams[r] + st].first;
+    const tdStep *steps = s->streams[st].steps;
     for (uint32_t i = 0; i < s->streams[st].nsteps; i++) {
-      const tdStep *step = &s->streams[st].steps[i];
-      int sp = schedSendPeer(step), rp = schedRecvPeer(step);
+      uint32_t so, ro;
+      schedOrdNext(c, &steps[i], &so, &ro);
       p->steps[base + i].smatch = p->steps[base + i].rmatch = TD_COST_NONE;
-      if (sp >= 0 && sp < p->nranks)
-        ends[(*n)++] = (cpEnd){makeKey(r, sp, st, scnt[sp]++), base + i, 0};
-      if (rp >= 0 && rp < p->nranks)
-        ends[(*n)++] = (cpEnd){makeKey(rp, r, st, rcnt[rp]++), base + i, 1};
+      if (so != TD_NO_ORD)
+        ends[(*n)++] = (cpEnd){makeKey(r, schedSendPeer(&steps[i]), st, so), base + i, 0};
+      if (ro != TD_NO_ORD)
+        ends[(*n)++] = (cpEnd){makeKey(schedRecvPeer(&steps[i]), r, st, ro), base + i, 1};
     }
+    schedOrdReset(c, steps, s->streams[st].nsteps);
   }
 }
 
 /* Pairs every send end with its receive end (count-independent). */
 static tpudistResult_t planMatch(tdCostPlan *p, char *err) {
   cpEnd *ends = malloc(sizeof(cpEnd) * ((size_t)p->nsteps * 2 + 1));
-  uint32_t *cnt = malloc(sizeof(uint32_t) * (size_t)p->nranks * 2);
+  uint32_t *cnt = calloc((size_t)p->nranks * 2, sizeof(uint32_t));
   if (!ends || !cnt) {
     free(ends);
     free(cnt);
     return tpudistNoMemory;
   }
   size_t n = 0;
-  for (int r = 0; r < p->nranks; r++) rankEnds(p, r, cnt, cnt + p->nranks, ends, &n);
+  tdOrdCount c = {cnt, cnt + p->nranks, p->nranks};
+  for (int r = 0; r < p->nranks; r++) rankEnds(p, r, &c, ends, &n);
   qsort(ends, n, sizeof(cpEnd), endCmp);
   tpudistResult_t res = tpudistSuccess;
   for (size_t i = 0; i < n && res == tpudistSuccess; i += 2) {

@@ -9,21 +9,9 @@
 #include "algos.h"
 #include "cost_int.h"
 
-static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
-  return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
-}
-
 static uint64_t refBytes(const tdCostPlan *p, int rank, tdBufRef r) {
-  const tdSched *s = &p->scheds[rank];
-  const tdLayout *l = r.buf < TD_NUM_BUFS ? &s->layout[r.buf] : NULL;
-  uint32_t k = l ? l->chunks_per_block : 0;
-  if (l && !l->offsets && k && r.nchunks && r.chunk / k == (r.chunk + r.nchunks - 1) / k &&
-      r.chunk / k < l->nblocks) { /* uniform, within one block: closed form */
-    uint32_t s0 = r.chunk % k;
-    return (subStart(p->count, k, s0 + r.nchunks) - subStart(p->count, k, s0)) * p->es;
-  }
   uint64_t b, e;
-  if (schedRefRange(s, r, p->count, &b, &e) != tpudistSuccess) return 0;
+  if (schedRefRange(&p->scheds[rank], r, p->count, &b, &e) != tpudistSuccess) return 0;
   return (e - b) * p->es;
 }
 

@@ -117,18 +117,18 @@ static tpudistResult_t setupRank(vCtx *c, int r) {
   g[VREG_OUT] = (vRegion){out, 0, out, {0}};
   v[TD_BUF_INPUT] = (vView){VREG_IN, 0, in};
   v[TD_BUF_OUTPUT] = (vView){VREG_OUT, 0, out};
-  if (c->inplace && c->coll == TD_COLL_REDUCESCATTER) {
-    g[VREG_IN].wlo = (uint64_t)r * n, g[VREG_IN].whi = (uint64_t)(r + 1) * n;
-    v[TD_BUF_OUTPUT] = (vView){VREG_IN, (uint64_t)r * n, n};
-    g[VREG_OUT].size = g[VREG_OUT].whi = 0;
-  } else if (c->inplace) {
-    uint64_t base = c->coll == TD_COLL_ALLGATHER ? (uint64_t)r * n : 0;
-    v[TD_BUF_INPUT] = (vView){VREG_OUT, base, n};
-    g[VREG_IN].size = 0;
-    if (c->coll == TD_COLL_REDUCE) {
-      g[VREG_OUT].size = n;
-      g[VREG_OUT].whi = r == c->root ? n : 0;
-    }
+  for (int b = TD_BUF_INPUT; b <= TD_BUF_OUTPUT; b++) { /* in place: one buffer in the other */
+    tdBufKind sp;
+    uint32_t blk;
+    schedAlias(c->s[r], (tdBufKind)b, &sp, &blk);
+    if ((int)sp == b) continue;
+    v[b] = (vView){(uint8_t)sp, (uint64_t)blk * n, n};
+    g[b].size = g[b].whi = 0;
+    if (b == TD_BUF_OUTPUT) g[sp].wlo = (uint64_t)blk * n, g[sp].whi = (uint64_t)(blk + 1) * n;
+  }
+  if (c->inplace && c->coll == TD_COLL_REDUCE) {
+    g[VREG_OUT].size = n;
+    g[VREG_OUT].whi = r == c->root ? n : 0;
   }
   uint64_t scr = schedBufElems(c->s[r], TD_BUF_SCRATCH, n);
   g[VREG_SCR] = (vRegion){scr, 0, scr, {0}};
@@ -158,9 +158,9 @@ static tpudistResult_t initContents(vCtx *c, int r) {
 /* The step name, formatted only when a check fails. */
 #define NM (validateStepName(c, v, nm, sizeof(nm)), nm)
 
-/* Binds ref (used as "src"/"dst") of step v to a region range. */
-static tpudistResult_t bindRef(vCtx *c, vStep *v, tdBufRef ref, const char *what, uint8_t *reg,
-                               uint64_t *b, uint64_t *e) {
+/* Binds ref (used as "src"/"dst") of step v to a region range (schedRefSpan: the views are
+ * schedAlias's, so the span's space is the region and its shift the view's base). */
+static tpudistResult_t bindRef(vCtx *c, vStep *v, tdBufRef ref, const char *what, tdSpan *out) {
   char nm[96];
   const tdSched *s = c->s[v->rank];
   if (ref.buf >= TD_NUM_BUFS) return fail(c, "%s: %s buffer %u is not a buffer", NM, what, ref.buf);
@@ -170,18 +170,15 @@ static tpudistResult_t bindRef(vCtx *c, vStep *v, tdBufRef ref, const char *what
   if (ref.nchunks == 0 || ref.chunk + (uint64_t)ref.nchunks > total)
     return fail(c, "%s: %s %s chunks [%u,+%u) out of range (the layout has %llu chunks)", NM, what,
                 bn, ref.chunk, ref.nchunks, (unsigned long long)total);
-  uint64_t x, y;
-  if (schedRefRange(s, ref, c->count, &x, &y) != tpudistSuccess)
+  if (schedRefSpan(s, ref, c->count, out) != tpudistSuccess)
     return fail(c, "%s: %s %s chunks [%u,+%u) are not contiguous in memory", NM, what, bn,
                 ref.chunk, ref.nchunks);
   const vView *vw = &c->view[(size_t)v->rank * TD_NUM_BUFS + ref.buf];
+  uint64_t x = out->b - vw->base, y = out->e - vw->base;
   if (y > x && y > vw->limit)
     return fail(c, "%s: %s %s elements [%llu,%llu) lie outside the caller's %s of %llu elements",
                 NM, what, bn, (unsigned long long)x, (unsigned long long)y, bn,
                 (unsigned long long)vw->limit);
-  *reg = vw->reg;
-  *b = vw->base + x;
-  *e = vw->base + y;
   return tpudistSuccess;
 }
 
@@ -198,22 +195,23 @@ static tpudistResult_t checkStepRefs(vCtx *c, vStep *v) {
   const tdStep *st = v->st;
   unsigned f = tdStepSemTable[st->op].flags;
   char nm[96];
-  if (f & TD_SEM_READ_SRC) TD_CHECK(bindRef(c, v, st->src, "src", &v->sreg, &v->sb, &v->se));
-  if (f & (TD_SEM_WRITE_DST | TD_SEM_READ_DST))
-    TD_CHECK(bindRef(c, v, st->dst, "dst", &v->dreg, &v->db, &v->de));
+  tdSpan a = {0, 0, 0, 0}, d = {0, 0, 0, 0};
+  if (schedUsesSrc(st->op)) TD_CHECK(bindRef(c, v, st->src, "src", &a));
+  if (schedUsesDst(st->op)) TD_CHECK(bindRef(c, v, st->dst, "dst", &d));
+  schedSpansOf(st, a, d, &v->sp);
   if ((f & TD_SEM_READ_SRC) && (f & TD_SEM_WRITE_DST)) {
-    if (v->se - v->sb != v->de - v->db)
+    if (a.e - a.b != d.e - d.b)
       return fail(c, "%s: src has %llu elements but dst has %llu", NM,
-                  (unsigned long long)(v->se - v->sb), (unsigned long long)(v->de - v->db));
-    if (v->sreg == v->dreg && v->sb != v->db && v->sb < v->de && v->db < v->se)
+                  (unsigned long long)(a.e - a.b), (unsigned long long)(d.e - d.b));
+    if (a.space == d.space && a.b != d.b && a.b < d.e && d.b < a.e)
       return fail(c, "%s: src and dst partly overlap", NM);
   }
   if (f & TD_SEM_WRITE_DST) {
-    const vRegion *g = &c->reg[(size_t)v->rank * VNREG + v->dreg];
-    if (v->de > v->db && (v->db < g->wlo || v->de > g->whi))
+    const vRegion *g = &c->reg[(size_t)v->rank * VNREG + d.space];
+    if (d.e > d.b && (d.b < g->wlo || d.e > g->whi))
       return fail(c, "%s: writes %s elements [%llu,%llu) that the collective must leave intact", NM,
-                  schedBufName((tdBufKind)v->dreg), (unsigned long long)v->db,
-                  (unsigned long long)v->de);
+                  schedBufName((tdBufKind)d.space), (unsigned long long)d.b,
+                  (unsigned long long)d.e);
   }
   return tpudistSuccess;
 }
@@ -284,9 +282,10 @@ static int msgCmp(const void *pa, const void *pb) {
   return 0;
 }
 
+/* Elements a sender puts on the wire (out), or a receiver takes off it. */
 static uint64_t wireElems(const vStep *v, int out) {
-  if (out && v->st->op == TD_STEP_SEND) return v->se - v->sb;
-  return v->de - v->db;
+  const tdSpan *w = vSpan(v, out ? tdStepSemTable[v->st->op].wire : TD_OPND_DST);
+  return w->e - w->b;
 }
 
 static tpudistResult_t collectMsgs(vCtx *c, vMsg *snd, vMsg *rcv, uint64_t *ns, uint64_t *nr) {
@@ -297,11 +296,12 @@ static tpudistResult_t collectMsgs(vCtx *c, vMsg *snd, vMsg *rcv, uint64_t *ns, 
     const vStep *v = &c->steps[g];
     if (g == 0 || v->rank != c->steps[g - 1].rank)
       memset(cnt, 0, sizeof(uint32_t) * 2 * TD_MAX_STREAMS * c->nranks);
-    uint32_t *co = cnt + (size_t)v->stream * c->nranks;
-    uint32_t *ci = cnt + ((size_t)TD_MAX_STREAMS + v->stream) * c->nranks;
-    int sp = schedSendPeer(v->st), rp = schedRecvPeer(v->st);
-    if (rp >= 0) rcv[(*nr)++] = (vMsg){v->stream, ci[rp]++, rp, v->rank, g};
-    if (sp >= 0) snd[(*ns)++] = (vMsg){v->stream, co[sp]++, v->rank, sp, g};
+    tdOrdCount oc = {cnt + (size_t)v->stream * c->nranks,
+                     cnt + ((size_t)TD_MAX_STREAMS + v->stream) * c->nranks, c->nranks};
+    uint32_t so, ro;
+    schedOrdNext(&oc, v->st, &so, &ro);
+    if (ro != TD_NO_ORD) rcv[(*nr)++] = (vMsg){v->stream, ro, schedRecvPeer(v->st), v->rank, g};
+    if (so != TD_NO_ORD) snd[(*ns)++] = (vMsg){v->stream, so, v->rank, schedSendPeer(v->st), g};
   }
   free(cnt);
   return tpudistSuccess;

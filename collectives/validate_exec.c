@@ -16,10 +16,6 @@
 
 #include "validate_int.h"
 
-static unsigned semFlags(const vStep *v) {
-  return tdStepSemTable[v->st->op].flags;
-}
-
 void validateStepName(const vCtx *c, const vStep *v, char *buf, size_t len) {
   (void)c;
   const tdStep *st = v->st;
@@ -33,31 +29,6 @@ void validateStepName(const vCtx *c, const vStep *v, char *buf, size_t len) {
     snprintf(peers, sizeof(peers), " to %d", sp);
   snprintf(buf, len, "rank %d stream %u step %u (%s%s)", v->rank, v->stream, v->idx,
            tdStepSemTable[st->op].name, peers);
-}
-
-static int rangesMeet(uint8_t ra, uint64_t ab, uint64_t ae, uint8_t rb, uint64_t bb, uint64_t be) {
-  return ra == rb && ab < ae && bb < be && ab < be && bb < ae;
-}
-
-/* 0 if u and w may be in flight together; else 1 = write/write, 2 = u reads what w writes,
- * 3 = u writes what w reads. */
-static int stepConflict(const vStep *u, const vStep *w) {
-  unsigned fu = semFlags(u), fw = semFlags(w);
-  int uw = (fu & TD_SEM_WRITE_DST) != 0, ww = (fw & TD_SEM_WRITE_DST) != 0;
-  if (uw && ww && rangesMeet(u->dreg, u->db, u->de, w->dreg, w->db, w->de)) return 1;
-  if (ww) {
-    if ((fu & TD_SEM_READ_SRC) && rangesMeet(u->sreg, u->sb, u->se, w->dreg, w->db, w->de))
-      return 2;
-    if ((fu & TD_SEM_READ_DST) && rangesMeet(u->dreg, u->db, u->de, w->dreg, w->db, w->de))
-      return 2;
-  }
-  if (uw) {
-    if ((fw & TD_SEM_READ_SRC) && rangesMeet(u->dreg, u->db, u->de, w->sreg, w->sb, w->se))
-      return 3;
-    if ((fw & TD_SEM_READ_DST) && rangesMeet(u->dreg, u->db, u->de, w->dreg, w->db, w->de))
-      return 3;
-  }
-  return 0;
 }
 
 static vStreamState *streamOf(vCtx *c, int r, unsigned st) {
@@ -85,7 +56,7 @@ static int canIssue(vCtx *c, int r, unsigned st, uint64_t *blocker) {
   vStreamState *ss = streamOf(c, r, st);
   const vStep *v = &c->steps[gidOf(c, r, st, ss->next)];
   for (uint32_t i = 0; i < ss->nfl; i++)
-    if (stepConflict(v, &c->steps[ss->fl[i]])) {
+    if (schedSpansConflict(&v->sp, &c->steps[ss->fl[i]].sp)) {
       *blocker = ss->fl[i];
       return 0;
     }
@@ -107,25 +78,21 @@ static tpudistResult_t raceCheck(vCtx *c, const vStep *v) {
     vStreamState *ss = streamOf(c, v->rank, o);
     for (uint32_t i = 0; i < ss->nfl; i++) {
       const vStep *w = &c->steps[ss->fl[i]];
-      int k = stepConflict(v, w);
+      int iv, iw, k = schedSpansConflictKind(&v->sp, &w->sp, &iv, &iw);
       if (!k) continue;
       char a[96], b[96], msg[512];
       validateStepName(c, v, a, sizeof(a));
       validateStepName(c, w, b, sizeof(b));
-      /* the overlap: u's range (read or written) against w's */
-      uint8_t reg = k == 2 ? w->dreg : v->dreg;
-      uint64_t ub = k == 2 ? v->sb : v->db, ue = k == 2 ? v->se : v->de;
-      uint64_t wb = k == 3 ? w->sb : w->db, we = k == 3 ? w->se : w->de;
-      if (k == 2 && !rangesMeet(v->sreg, ub, ue, reg, wb, we)) ub = v->db, ue = v->de;
-      if (k == 3 && !rangesMeet(reg, ub, ue, w->sreg, wb, we)) wb = w->db, we = w->de;
+      const tdSpan *x = &v->sp.s[iv], *y = &w->sp.s[iw]; /* the spans that meet */
       char rg[64];
-      snprintf(rg, sizeof(rg), "%s elements [%llu,%llu)", schedBufName((tdBufKind)reg),
-               (unsigned long long)TD_MAX(ub, wb), (unsigned long long)TD_MIN(ue, we));
-      if (k == 1)
+      snprintf(rg, sizeof(rg), "%s elements [%llu,%llu)", schedBufName((tdBufKind)x->space),
+               (unsigned long long)TD_MAX(x->b, y->b), (unsigned long long)TD_MIN(x->e, y->e));
+      if (k == TD_CONFLICT_WW)
         snprintf(msg, sizeof(msg), "data race: %s and %s both write %s concurrently", a, b, rg);
       else
         snprintf(msg, sizeof(msg), "data race: %s %s %s that %s %s concurrently", a,
-                 k == 2 ? "reads" : "writes", rg, b, k == 2 ? "writes" : "reads");
+                 k == TD_CONFLICT_RW ? "reads" : "writes", rg, b,
+                 k == TD_CONFLICT_RW ? "writes" : "reads");
       validateEmit(c, msg);
       return tpudistInternalError;
     }
@@ -160,7 +127,7 @@ static tpudistResult_t dataError(vCtx *c, const vStep *v, const char *why, uint6
   validateStepName(c, v, a, sizeof(a));
   const vView *vw = &c->view[(size_t)v->rank * TD_NUM_BUFS + v->st->dst.buf];
   snprintf(msg, sizeof(msg), "%s: at %s element %llu: %s", a, schedBufName(v->st->dst.buf),
-           (unsigned long long)(v->db - vw->base + at), why);
+           (unsigned long long)(vSpan(v, TD_OPND_DST)->b - vw->base + at), why);
   validateEmit(c, msg);
   return tpudistInternalError;
 }
@@ -179,7 +146,8 @@ static tpudistResult_t applyDst(vCtx *c, const vStep *v, const vRuns *a, const v
     for (uint32_t i = 0; i < b->n; i++)
       TD_CHECK(validateRunsPush(res, b->r[i].b, b->r[i].e, b->r[i].idx, b->r[i].set));
   }
-  return validateWrite(regionOf(c, v->rank, v->dreg), v->db, res);
+  const tdSpan *d = vSpan(v, TD_OPND_DST);
+  return validateWrite(regionOf(c, v->rank, d->space), d->b, res);
 }
 
 typedef struct {
@@ -190,15 +158,30 @@ typedef struct {
 
 #define VMSG_BIT (1ull << 63)
 
-static tpudistResult_t completeLocal(vCtx *c, vStep *v, vBufs *t) {
-  if (v->st->op == TD_STEP_COPY) {
-    TD_CHECK(validateRead(regionOf(c, v->rank, v->sreg), v->sb, v->se, &t->b));
-    TD_CHECK(applyDst(c, v, NULL, &t->b, &t->res));
-  } else if (v->st->op == TD_STEP_REDUCE) {
-    TD_CHECK(validateRead(regionOf(c, v->rank, v->dreg), v->db, v->de, &t->a));
-    TD_CHECK(validateRead(regionOf(c, v->rank, v->sreg), v->sb, v->se, &t->b));
-    TD_CHECK(applyDst(c, v, &t->a, &t->b, &t->res));
+/* Reads operand o (tdOpnd) of step v into out; the WIRE operand is what sender s puts on the
+ * wire. */
+static tpudistResult_t readOpnd(vCtx *c, const vStep *v, const vStep *s, unsigned o, vRuns *out) {
+  const vStep *x = o == TD_OPND_WIRE ? s : v;
+  const tdSpan *sp = vSpan(x, o == TD_OPND_WIRE ? tdStepSemTable[s->st->op].wire : o);
+  return validateRead(regionOf(c, x->rank, sp->space), sp->b, sp->e, out);
+}
+
+/* Applies step v's effect (tdStepSemTable): dst <- a, or dst <- a (+) b; s: the sender of the
+ * message v receives (NULL for a local step). */
+static tpudistResult_t applyEffect(vCtx *c, const vStep *v, const vStep *s, vBufs *t) {
+  const tdStepSem *m = &tdStepSemTable[v->st->op];
+  if (m->effect == TD_EFFECT_COPY) {
+    TD_CHECK(readOpnd(c, v, s, m->a, &t->b));
+    return applyDst(c, v, NULL, &t->b, &t->res);
   }
+  if (m->effect != TD_EFFECT_REDUCE) return tpudistSuccess;
+  TD_CHECK(readOpnd(c, v, s, m->a, &t->a));
+  TD_CHECK(readOpnd(c, v, s, m->b, &t->b));
+  return applyDst(c, v, &t->a, &t->b, &t->res);
+}
+
+static tpudistResult_t completeLocal(vCtx *c, vStep *v, vBufs *t) {
+  TD_CHECK(applyEffect(c, v, NULL, t));
   v->done = 1;
   return tpudistSuccess;
 }
@@ -210,16 +193,7 @@ static void markDone(vCtx *c, vStep *v) {
 /* Message m: the sender's wire ref (src of a send, dst of a fused step) into the receiver. */
 static tpudistResult_t completeMsg(vCtx *c, uint64_t m, vBufs *t) {
   vStep *s = &c->steps[c->msg_snd[m]], *v = &c->steps[c->msg_rcv[m]];
-  if (s->st->op == TD_STEP_SEND)
-    TD_CHECK(validateRead(regionOf(c, s->rank, s->sreg), s->sb, s->se, &t->b));
-  else
-    TD_CHECK(validateRead(regionOf(c, s->rank, s->dreg), s->db, s->de, &t->b));
-  if (semFlags(v) & TD_SEM_READ_SRC) {
-    TD_CHECK(validateRead(regionOf(c, v->rank, v->sreg), v->sb, v->se, &t->a));
-    TD_CHECK(applyDst(c, v, &t->a, &t->b, &t->res));
-  } else {
-    TD_CHECK(applyDst(c, v, NULL, &t->b, &t->res));
-  }
+  TD_CHECK(applyEffect(c, v, s, t));
   c->msg_done[m] = 1;
   markDone(c, s);
   markDone(c, v);

@@ -56,10 +56,15 @@ typedef struct {
   int rank;
   uint16_t stream;
   uint32_t idx;
-  uint8_t sreg, dreg, issued, done;
-  uint64_t sb, se, db, de; /* physical ranges of the refs the op uses */
+  uint8_t issued, done;
+  tdSpans sp; /* region ranges of the refs the op uses (schedRefSpan: space = region) */
   int64_t in, out;         /* the message it receives / sends (index), -1 if none */
 } vStep;
+
+/* The span of operand o (TD_OPND_SRC or TD_OPND_DST, one the step uses) of a bound step. */
+static inline const tdSpan *vSpan(const vStep *v, unsigned o) {
+  return &v->sp.s[o == TD_OPND_SRC ? v->sp.src : v->sp.dst];
+}
 
 typedef struct {
   uint32_t next; /* first unissued step */
