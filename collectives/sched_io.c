@@ -12,17 +12,12 @@
 /* ---- which fields an op uses (from the semantics table) ---- */
 
 static int usesPeer(unsigned op) {
-  return op == TD_STEP_SEND || (tdStepSemTable[op].flags & TD_SEM_WIRE_IN);
+  const tdStepSem *m = &tdStepSemTable[op];
+  return m->send_to == TD_PEER_PEER || m->recv_from == TD_PEER_PEER;
 }
 static int usesPeer2(unsigned op) {
-  unsigned f = tdStepSemTable[op].flags;
-  return (f & TD_SEM_WIRE_IN) && (f & TD_SEM_WIRE_OUT);
-}
-static int usesSrc(unsigned op) {
-  return (tdStepSemTable[op].flags & TD_SEM_READ_SRC) != 0;
-}
-static int usesDst(unsigned op) {
-  return (tdStepSemTable[op].flags & (TD_SEM_WRITE_DST | TD_SEM_READ_DST)) != 0;
+  const tdStepSem *m = &tdStepSemTable[op];
+  return m->send_to == TD_PEER_PEER2 || m->recv_from == TD_PEER_PEER2;
 }
 
 /* ---- dump ---- */
@@ -93,8 +88,8 @@ static void dumpStep(const tdStep *st, FILE *f) {
   p = putS(p, tdStepSemTable[st->op].name);
   if (usesPeer(st->op)) p = putI(putS(p, " peer "), st->peer);
   if (usesPeer2(st->op)) p = putI(putS(p, " peer2 "), st->peer2);
-  if (usesSrc(st->op)) p = putRef(p, " src ", st->src);
-  if (usesDst(st->op)) p = putRef(p, " dst ", st->dst);
+  if (schedUsesSrc(st->op)) p = putRef(p, " src ", st->src);
+  if (schedUsesDst(st->op)) p = putRef(p, " dst ", st->dst);
   for (int d = 0; d < 2; d++)
     if (st->deps[d].stream != TD_NO_DEP) {
       p = putU(putS(p, " dep "), st->deps[d].stream);
@@ -114,8 +109,8 @@ static tpudistResult_t dumpCheck(const tdSched *s, char *err) {
   for (uint32_t i = 0; i < s->nstreams; i++)
     for (uint32_t j = 0; j < s->streams[i].nsteps; j++) {
       const tdStep *st = &s->streams[i].steps[j];
-      if (st->op >= TD_NUM_STEP_OPS || (usesSrc(st->op) && st->src.buf >= TD_NUM_BUFS) ||
-          (usesDst(st->op) && st->dst.buf >= TD_NUM_BUFS))
+      if (st->op >= TD_NUM_STEP_OPS || (schedUsesSrc(st->op) && st->src.buf >= TD_NUM_BUFS) ||
+          (schedUsesDst(st->op) && st->dst.buf >= TD_NUM_BUFS))
         return tdErr(err, tpudistInvalidArgument, "dump: stream %u step %u: bad op or buffer", i,
                      j);
     }
@@ -422,7 +417,7 @@ static tpudistResult_t parseDep(ioLine *L, uint32_t stream, tdDep *d) {
 /* Fields after the op, in the order peer, peer2, src, dst, dep, dep; exactly those it uses. */
 static tpudistResult_t parseFields(ioLine *L, const tdSched *s, uint32_t stream, tdStep *st) {
   static const char *const order[] = {"peer", "peer2", "src", "dst", "dep", "dep"};
-  const int need[4] = {usesPeer(st->op), usesPeer2(st->op), usesSrc(st->op), usesDst(st->op)};
+  const int need[4] = {usesPeer(st->op), usesPeer2(st->op), schedUsesSrc(st->op), schedUsesDst(st->op)};
   int have[4] = {0, 0, 0, 0}, f = 0, ndep = 0;
   ioTok t;
   while (tok(L, &t)) {

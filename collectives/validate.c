@@ -222,12 +222,10 @@ static tpudistResult_t checkStep(vCtx *c, vStep *v) {
   if (st->op >= TD_NUM_STEP_OPS)
     return fail(c, "rank %d stream %u step %u: op %u is not a step op", v->rank, v->stream, v->idx,
                 st->op);
-  if (schedRecvPeer(st) >= 0 || st->op == TD_STEP_RECV_REDUCE_SEND ||
-      st->op == TD_STEP_RECV_COPY_SEND)
-    TD_CHECK(checkPeer(c, v, st->peer, "source peer"));
-  if (st->op == TD_STEP_SEND) TD_CHECK(checkPeer(c, v, st->peer, "destination peer"));
-  if (st->op == TD_STEP_RECV_REDUCE_SEND || st->op == TD_STEP_RECV_COPY_SEND)
-    TD_CHECK(checkPeer(c, v, st->peer2, "forwarding peer2"));
+  const tdStepSem *m = &tdStepSemTable[st->op];
+  if (m->recv_from) TD_CHECK(checkPeer(c, v, schedRecvPeer(st), "source peer"));
+  if (m->send_to == TD_PEER_PEER) TD_CHECK(checkPeer(c, v, schedSendPeer(st), "destination peer"));
+  if (m->send_to == TD_PEER_PEER2) TD_CHECK(checkPeer(c, v, schedSendPeer(st), "forwarding peer2"));
   for (int d = 0; d < 2; d++) {
     const tdDep *dep = &st->deps[d];
     if (dep->stream == TD_NO_DEP) continue;

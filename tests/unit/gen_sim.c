@@ -22,13 +22,16 @@ typedef struct {
   uint64_t base[TD_NUM_BUFS], size[TD_NUM_BUFS], region;
   uint8_t *state[TD_MAX_STREAMS]; /* per step: 0 waiting, 1 in flight, 2 done */
   uint32_t next[TD_MAX_STREAMS];
+  uint32_t *ordcnt[TD_MAX_STREAMS]; /* 2 n match-ordinal counters per stream (tdOrdCount) */
   uint64_t *sdispls, *rdispls;
 } Rank;
 
 typedef struct {
-  uint32_t *sends, *recvs; /* step indices, in posting order */
-  uint32_t ns, nr, cap_s, cap_r, matched;
+  uint32_t *end[2]; /* step index of the send (0) and receive (1) end of each ordinal, or NONE */
+  uint32_t cap[2];
 } Chan;
+
+#define NONE UINT32_MAX
 
 typedef struct {
   const tdCollArgs *a;
@@ -63,90 +66,90 @@ static int refAbs(Sim *S, int R, tdBufRef ref, uint64_t *b, uint64_t *e) {
   return 0;
 }
 
-static int overlap(uint64_t b1, uint64_t e1, uint64_t b2, uint64_t e2) {
-  return b1 < e2 && b2 < e1 && b1 < e1 && b2 < e2;
-}
-
-/* Read and write ranges of a step: rw[0..1] = reads (src, dst), rw[2] = write. */
-static int stepSets(Sim *S, int R, const tdStep *st, uint64_t rw[3][2]) {
-  unsigned f = tdStepSemTable[st->op].flags;
-  memset(rw, 0, sizeof(uint64_t) * 6);
-  if ((f & TD_SEM_READ_SRC) && refAbs(S, R, st->src, &rw[0][0], &rw[0][1])) return -1;
-  if ((f & (TD_SEM_READ_DST | TD_SEM_WRITE_DST)) && refAbs(S, R, st->dst, &rw[2][0], &rw[2][1]))
-    return -1;
-  if (f & TD_SEM_READ_DST) rw[1][0] = rw[2][0], rw[1][1] = rw[2][1];
-  if (!(f & TD_SEM_WRITE_DST)) rw[2][0] = rw[2][1] = 0;
+/* The spans of a step in the rank's one memory (schedSpansOf over absolute ranges). */
+static int stepSpans(Sim *S, int R, const tdStep *st, tdSpans *sp) {
+  tdSpan a = {0, 0, 0, 0}, d = {0, 0, 0, 0};
+  if (schedUsesSrc(st->op) && refAbs(S, R, st->src, &a.b, &a.e)) return -1;
+  if (schedUsesDst(st->op) && refAbs(S, R, st->dst, &d.b, &d.e)) return -1;
+  schedSpansOf(st, a, d, sp);
   return 0;
 }
 
-static int conflicts(uint64_t a[3][2], uint64_t b[3][2]) {
-  for (int i = 0; i < 2; i++)
-    if (overlap(a[i][0], a[i][1], b[2][0], b[2][1]) || overlap(b[i][0], b[i][1], a[2][0], a[2][1]))
-      return 1;
-  return overlap(a[2][0], a[2][1], b[2][0], b[2][1]);
+/* Applies the effect of step st of rank R (tdStepSemTable): dst <- a, or dst <- a (+) b, where the
+ * WIRE operand is wire[0, len) (a copy of what the sender put on the wire). */
+static int apply(Sim *S, int R, const tdStep *st, const Val *wire, uint64_t len) {
+  const tdStepSem *m = &tdStepSemTable[st->op];
+  const uint8_t opnd[2] = {m->a, m->b};
+  uint64_t db, de, xb[2] = {0, 0}, xe;
+  if (refAbs(S, R, st->dst, &db, &de)) return -1;
+  Val *mem = S->rk[R].mem, *tmp = malloc(sizeof(Val) * (de - db + 1));
+  const Val *x[2] = {NULL, NULL};
+  if (!tmp) return FAIL("no memory");
+  for (int i = 0; i < (m->effect == TD_EFFECT_REDUCE ? 2 : 1); i++) {
+    if (opnd[i] == TD_OPND_WIRE) {
+      x[i] = wire, xe = len;
+    } else if (refAbs(S, R, opnd[i] == TD_OPND_SRC ? st->src : st->dst, &xb[i], &xe)) {
+      free(tmp);
+      return -1;
+    } else {
+      x[i] = mem + xb[i], xe -= xb[i];
+    }
+    if (xe != de - db) {
+      free(tmp);
+      return FAIL("rank %d: %s operand sizes differ", R, m->name);
+    }
+  }
+  for (uint64_t i = 0; i < de - db; i++)
+    tmp[i] = m->effect == TD_EFFECT_REDUCE ? combine(x[0][i], x[1][i]) : x[0][i];
+  memcpy(mem + db, tmp, sizeof(Val) * (de - db));
+  free(tmp);
+  return 0;
 }
 
 static int transfer(Sim *S, int from, int to, uint32_t stream, uint32_t ss, uint32_t rs) {
   const tdStep *snd = &S->rk[from].s.streams[stream].steps[ss];
   const tdStep *rcv = &S->rk[to].s.streams[stream].steps[rs];
-  uint64_t sb, se, db, de, xb = 0, xe = 0;
+  uint64_t sb, se, db, de;
   if (refAbs(S, from, schedWireRef(snd), &sb, &se) || refAbs(S, to, rcv->dst, &db, &de)) return -1;
   if (se - sb != de - db)
     return FAIL("size mismatch %d->%d stream %u: send step %u has %llu, recv step %u %llu", from,
                 to, stream, ss, (unsigned long long)(se - sb), rs, (unsigned long long)(de - db));
-  if (rcv->op == TD_STEP_RECV_REDUCE && refAbs(S, to, rcv->src, &xb, &xe)) return -1;
-  if (rcv->op == TD_STEP_RECV_REDUCE && xe - xb != de - db)
-    return FAIL("rank %d: recv_reduce src/dst sizes differ", to);
   uint64_t len = se - sb;
   Val *tmp = malloc(sizeof(Val) * (len ? len : 1));
   if (!tmp) return FAIL("no memory");
   memcpy(tmp, S->rk[from].mem + sb, sizeof(Val) * len);
-  Val *m = S->rk[to].mem;
-  for (uint64_t i = 0; i < len; i++)
-    m[db + i] = rcv->op == TD_STEP_RECV_REDUCE ? combine(m[xb + i], tmp[i]) : tmp[i];
+  int rc = apply(S, to, rcv, tmp, len);
   free(tmp);
   S->rk[from].state[stream][ss] = 2;
   S->rk[to].state[stream][rs] = 2;
-  return 0;
+  return rc;
 }
 
-static int push(uint32_t **arr, uint32_t *n, uint32_t *cap, uint32_t v) {
-  if (*n == *cap) {
-    uint32_t c = *cap ? *cap * 2 : 4;
-    uint32_t *p = realloc(*arr, sizeof(uint32_t) * c);
-    if (!p) return -1;
-    *arr = p, *cap = c;
+/* Records step j as end `side` of message ord; 1 once both ends are there. */
+static int chanPut(Sim *S, Chan *c, int side, uint32_t ord, uint32_t j) {
+  if (ord >= c->cap[side]) {
+    uint32_t n = ord * 2 + 4, *p = realloc(c->end[side], sizeof(uint32_t) * n);
+    if (!p) return FAIL("no memory");
+    for (uint32_t i = c->cap[side]; i < n; i++) p[i] = NONE;
+    c->end[side] = p, c->cap[side] = n;
   }
-  (*arr)[(*n)++] = v;
-  return 0;
+  c->end[side][ord] = j;
+  return ord < c->cap[!side] && c->end[!side][ord] != NONE;
 }
 
+/* Posts one message end; the message moves once both ends are posted (match by schedOrdNext). */
 static int post(Sim *S, int R, uint32_t stream, uint32_t j, const tdStep *st) {
-  int send = st->op == TD_STEP_SEND, peer = st->peer;
+  int send = schedSendPeer(st) >= 0, peer = send ? schedSendPeer(st) : schedRecvPeer(st);
   if (peer < 0 || peer >= S->n) return FAIL("rank %d: bad peer %d", R, peer);
+  uint32_t so, ro, *cnt = S->rk[R].ordcnt[stream];
+  tdOrdCount oc = {cnt, cnt + S->n, S->n};
+  schedOrdNext(&oc, st, &so, &ro);
   int from = send ? R : peer, to = send ? peer : R;
+  uint32_t ord = send ? so : ro;
   Chan *c = &S->ch[((size_t)from * S->n + to) * TD_MAX_STREAMS + stream];
-  if (send ? push(&c->sends, &c->ns, &c->cap_s, j) : push(&c->recvs, &c->nr, &c->cap_r, j))
-    return FAIL("no memory");
-  while (c->matched < c->ns && c->matched < c->nr) {
-    if (transfer(S, from, to, stream, c->sends[c->matched], c->recvs[c->matched])) return -1;
-    c->matched++;
-  }
-  return 0;
-}
-
-static int local(Sim *S, int R, const tdStep *st) {
-  uint64_t sb, se, db, de;
-  if (refAbs(S, R, st->src, &sb, &se) || refAbs(S, R, st->dst, &db, &de)) return -1;
-  if (se - sb != de - db) return FAIL("rank %d: copy/reduce sizes differ", R);
-  Val *m = S->rk[R].mem;
-  Val *tmp = malloc(sizeof(Val) * (se - sb + 1));
-  if (!tmp) return FAIL("no memory");
-  memcpy(tmp, m + sb, sizeof(Val) * (se - sb));
-  for (uint64_t i = 0; i < se - sb; i++)
-    m[db + i] = st->op == TD_STEP_COPY ? tmp[i] : combine(m[db + i], tmp[i]);
-  free(tmp);
-  return 0;
+  int both = chanPut(S, c, !send, ord, j);
+  if (both < 0) return -1;
+  return both ? transfer(S, from, to, stream, c->end[0][ord], c->end[1][ord]) : 0;
 }
 
 /* Issues what stream `stream` of rank R can issue; *progress set if anything was. */
@@ -163,20 +166,21 @@ static int issueStream(Sim *S, int R, uint32_t stream, int *progress) {
         return FAIL("rank %d stream %u step %u: bad dep", R, stream, j);
       if (k->state[st->deps[d].stream][st->deps[d].step] != 2) return 0;
     }
-    uint64_t me[3][2], other[3][2];
-    if (stepSets(S, R, st, me)) return -1;
+    tdSpans me, other;
+    if (stepSpans(S, R, st, &me)) return -1;
     for (uint32_t i = 0; i < j; i++) {
       if (k->state[stream][i] != 1) continue;
-      if (stepSets(S, R, &q->steps[i], other)) return -1;
-      if (conflicts(me, other)) return 0;
+      if (stepSpans(S, R, &q->steps[i], &other)) return -1;
+      if (schedSpansConflict(&me, &other)) return 0;
     }
     k->state[stream][j] = 1;
     k->next[stream]++;
     *progress = 1;
-    if (st->op == TD_STEP_COPY || st->op == TD_STEP_REDUCE) {
-      if (local(S, R, st)) return -1;
+    unsigned wire = tdStepSemTable[st->op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT);
+    if (!wire) {
+      if (apply(S, R, st, NULL, 0)) return -1;
       k->state[stream][j] = 2;
-    } else if (st->op == TD_STEP_SEND || st->op == TD_STEP_RECV || st->op == TD_STEP_RECV_REDUCE) {
+    } else if (wire != (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT)) {
       if (post(S, R, stream, j, st)) return -1;
     } else {
       return FAIL("rank %d: op %s not modelled", R, tdStepSemTable[st->op].name);
@@ -240,16 +244,15 @@ static void bufPlace(Sim *S, int R) {
       sz[0] = sz[1] = c;
       break;
   }
-  b[0] = 0, b[1] = sz[0], k->region = sz[0] + sz[1];
-  if (S->a->inplace) {
-    if (S->a->coll == TD_COLL_ALLGATHER) {
-      b[1] = 0, b[0] = (uint64_t)R * c, k->region = sz[1];
-    } else if (S->a->coll == TD_COLL_REDUCESCATTER) {
-      b[1] = (uint64_t)R * c, k->region = sz[0];
-    } else {
-      b[1] = 0, k->region = sz[0];
-    }
+  tdBufKind space[2];
+  uint32_t block[2];
+  k->region = 0;
+  for (int i = 0; i < 2; i++) { /* buffers of their own first, then the aliased ones (schedAlias) */
+    schedAlias(&k->s, (tdBufKind)i, &space[i], &block[i]);
+    if ((int)space[i] == i) b[i] = k->region, k->region += sz[i];
   }
+  for (int i = 0; i < 2; i++)
+    if ((int)space[i] != i) b[i] = b[space[i]] + (uint64_t)block[i] * c;
   sz[TD_BUF_SCRATCH] = schedBufElems(&k->s, TD_BUF_SCRATCH, c);
   b[TD_BUF_SCRATCH] = k->region;
 }
@@ -345,7 +348,8 @@ static int setup(Sim *S, const char *algo) {
       k->mem[k->base[TD_BUF_INPUT] + i] = inputVal(R, i);
     for (uint32_t q = 0; q < k->s.nstreams; q++) {
       k->state[q] = calloc(k->s.streams[q].nsteps + 1, 1);
-      if (!k->state[q]) return FAIL("no memory");
+      k->ordcnt[q] = calloc((size_t)S->n * 2, sizeof(uint32_t));
+      if (!k->state[q] || !k->ordcnt[q]) return FAIL("no memory");
     }
   }
   return 0;
@@ -368,9 +372,9 @@ int simCheck(const tdCollArgs *args, const char *algo, char *msg) {
   rc = 0;
 out:
   for (size_t i = 0; S->ch && i < (size_t)n * n * TD_MAX_STREAMS; i++)
-    free(S->ch[i].sends), free(S->ch[i].recvs);
+    free(S->ch[i].end[0]), free(S->ch[i].end[1]);
   for (int R = 0; S->rk && R < n; R++) {
-    for (int q = 0; q < TD_MAX_STREAMS; q++) free(S->rk[R].state[q]);
+    for (int q = 0; q < TD_MAX_STREAMS; q++) free(S->rk[R].state[q]), free(S->rk[R].ordcnt[q]);
     free(S->rk[R].mem), free(S->rk[R].sdispls), free(S->rk[R].rdispls);
     schedFree(&S->rk[R].s);
   }

@@ -139,39 +139,22 @@ typedef struct {
   char why[TD_ERRLEN];
 } ocRun;
 
-static int ocPhys(const ocRank *x, int buf) {
-  return (buf == TD_BUF_INPUT && x->s.inplace) ? TD_BUF_OUTPUT : buf;
-}
-
-static void ocRange(const ocRun *o, const ocRank *x, tdBufRef ref, uint64_t *b, uint64_t *e) {
-  if (schedRefRange(&x->s, ref, o->n, b, e) != tpudistSuccess) *b = *e = 0;
-}
-
-static int ocOverlap(const ocRun *o, const ocRank *x, tdBufRef a, tdBufRef b) {
-  uint64_t ab, ae, bb, be;
-  if (ocPhys(x, a.buf) != ocPhys(x, b.buf)) return 0;
-  ocRange(o, x, a, &ab, &ae);
-  ocRange(o, x, b, &bb, &be);
-  return ab < be && bb < ae;
-}
-
-/* Read/write conflict between two steps of one rank (tdStepSemTable). */
+/* Read/write conflict between two steps of one rank (the step table's spans and rule). */
 static int ocConflict(const ocRun *o, const ocRank *x, const tdStep *a, const tdStep *b) {
-  unsigned fa = tdStepSemTable[a->op].flags, fb = tdStepSemTable[b->op].flags;
-  for (int k = 0; k < 2; k++) {
-    if ((fa & TD_SEM_WRITE_DST) &&
-        (((fb & TD_SEM_WRITE_DST) || (fb & TD_SEM_READ_DST)) && ocOverlap(o, x, a->dst, b->dst)))
-      return 1;
-    if ((fa & TD_SEM_WRITE_DST) && (fb & TD_SEM_READ_SRC) && ocOverlap(o, x, a->dst, b->src))
-      return 1;
-    const tdStep *t = a;
-    a = b;
-    b = t;
-    unsigned ft = fa;
-    fa = fb;
-    fb = ft;
-  }
-  return 0;
+  tdSpans sa, sb;
+  if (schedStepSpans(&x->s, a, o->n, &sa) != tpudistSuccess ||
+      schedStepSpans(&x->s, b, o->n, &sb) != tpudistSuccess)
+    return 0;
+  return schedSpansConflict(&sa, &sb);
+}
+
+/* Where ref of rank x lies (in-place aliasing applied) and its length; NULL, 0 if unbound. */
+static uint32_t *ocAt(const ocRun *o, const ocRank *x, tdBufRef ref, uint64_t *len) {
+  tdSpan sp;
+  *len = 0;
+  if (schedRefSpan(&x->s, ref, o->n, &sp) != tpudistSuccess) return NULL;
+  *len = sp.e - sp.b;
+  return x->mem[sp.space] + sp.b;
 }
 
 static int ocFail(ocRun *o, const char *msg, int r, uint32_t s, uint32_t i) {
@@ -179,65 +162,82 @@ static int ocFail(ocRun *o, const char *msg, int r, uint32_t s, uint32_t i) {
   return 1;
 }
 
-/* COPY / REDUCE, executed when issued. */
-static void ocLocal(ocRun *o, ocRank *x, const tdStep *st) {
-  uint64_t sb, se, db, de;
-  ocRange(o, x, st->src, &sb, &se);
-  ocRange(o, x, st->dst, &db, &de);
-  uint32_t *S = x->mem[ocPhys(x, st->src.buf)], *D = x->mem[ocPhys(x, st->dst.buf)];
-  for (uint64_t i = 0; i < se - sb && i < de - db; i++)
-    D[db + i] = st->op == TD_STEP_COPY ? S[sb + i] : ocOp(&o->ex, D[db + i], S[sb + i]);
+/* Step st's effect (tdStepSemTable): dst <- a, or dst <- a (+) b; W is the WIRE operand (what the
+ * sender puts on the wire, wlen elements). Local steps run when issued. */
+static void ocApply(ocRun *o, ocRank *x, const tdStep *st, const uint32_t *W, uint64_t wlen) {
+  const tdStepSem *m = &tdStepSemTable[st->op];
+  const uint8_t opnd[2] = {m->a, m->b};
+  int k = m->effect == TD_EFFECT_REDUCE ? 2 : 1;
+  const uint32_t *X[2] = {NULL, NULL};
+  uint64_t n[2] = {0, 0}, dn;
+  uint32_t *D = ocAt(o, x, st->dst, &dn);
+  for (int i = 0; i < k; i++)
+    if (opnd[i] == TD_OPND_WIRE)
+      X[i] = W, n[i] = wlen;
+    else
+      X[i] = ocAt(o, x, opnd[i] == TD_OPND_SRC ? st->src : st->dst, &n[i]);
+  for (uint64_t e = 0; e < dn && e < n[0] && (k == 1 || e < n[1]); e++)
+    D[e] = k == 2 ? ocOp(&o->ex, X[0][e], X[1][e]) : X[0][e];
+}
+
+/* Index of the step of stream T that receives message ord from rank `from` (its ordinal by
+ * schedOrdNext), or T->nsteps; cnt: 2 p zeroed counters, zeroed again on return. */
+static uint32_t ocRecvIndex(const ocRun *o, const tdStream *T, int from, uint32_t ord,
+                            uint32_t *cnt) {
+  tdOrdCount c = {cnt, cnt + o->p, o->p};
+  uint32_t j = 0, so, ro;
+  for (; j < T->nsteps; j++) {
+    schedOrdNext(&c, &T->steps[j], &so, &ro);
+    if (ro == ord && schedRecvPeer(&T->steps[j]) == from) break;
+  }
+  memset(cnt, 0, sizeof(uint32_t) * 2 * (size_t)o->p);
+  return j;
 }
 
 /* Pairs every send with the receive of the same key; 1 on a missing or unequal match. */
 static int ocMatch(ocRun *o) {
+  uint32_t *cnt = calloc((size_t)o->p * 4, sizeof(uint32_t)), *rcnt = cnt + 2 * o->p;
   for (int r = 0; r < o->p; r++) {
     ocRank *x = &o->r[r];
     for (uint32_t s = 0; s < x->s.nstreams; s++) {
       tdStream *S = &x->s.streams[s];
-      uint32_t *ord = calloc((size_t)o->p, sizeof(uint32_t));
+      tdOrdCount c = {cnt, cnt + o->p, o->p};
+      memset(cnt, 0, sizeof(uint32_t) * 2 * (size_t)o->p);
       for (uint32_t i = 0; i < S->nsteps; i++) {
         const tdStep *st = &S->steps[i];
         int to = schedSendPeer(st);
         if (to < 0) continue;
         if (to >= o->p || to == r) {
-          free(ord);
+          free(cnt);
           return ocFail(o, "send to a bad peer", r, s, i);
         }
+        uint32_t want, ro;
+        schedOrdNext(&c, st, &want, &ro);
         ocRank *y = &o->r[to];
-        uint32_t want = ord[to]++, seen = 0, j = 0;
         tdStream *T = s < y->s.nstreams ? &y->s.streams[s] : NULL;
-        for (j = 0; T && j < T->nsteps; j++)
-          if (schedRecvPeer(&T->steps[j]) == r && seen++ == want) break;
-        uint64_t sb, se, db, de;
+        uint32_t j = T ? ocRecvIndex(o, T, r, want, rcnt) : 0;
+        uint64_t sn = 0, dn = 0;
         if (T && j < T->nsteps) {
-          ocRange(o, x, schedWireRef(st), &sb, &se);
-          ocRange(o, y, T->steps[j].dst, &db, &de);
+          ocAt(o, x, schedWireRef(st), &sn);
+          ocAt(o, y, T->steps[j].dst, &dn);
         }
-        if (!T || j == T->nsteps || se - sb != de - db) {
-          free(ord);
+        if (!T || j == T->nsteps || sn != dn) {
+          free(cnt);
           return ocFail(o, "send without an equal receive", r, s, i);
         }
         x->match[s][i] = j;
       }
-      free(ord);
     }
   }
+  free(cnt);
   return 0;
 }
 
 /* Transfers one matched message (both ends ready). */
 static void ocDeliver(ocRun *o, ocRank *x, const tdStep *st, ocRank *y, const tdStep *rs) {
-  uint64_t sb, se, db, de, lb, le;
-  tdBufRef w = schedWireRef(st);
-  int reduces = tdStepSemTable[rs->op].flags & TD_SEM_REDUCES;
-  ocRange(o, x, w, &sb, &se);
-  ocRange(o, y, rs->dst, &db, &de);
-  ocRange(o, y, rs->src, &lb, &le);
-  uint32_t *S = x->mem[ocPhys(x, w.buf)], *D = y->mem[ocPhys(y, rs->dst.buf)];
-  uint32_t *L = y->mem[ocPhys(y, rs->src.buf)];
-  for (uint64_t i = 0; i < se - sb; i++)
-    D[db + i] = reduces ? ocOp(&o->ex, L[lb + i], S[sb + i]) : S[sb + i];
+  uint64_t n;
+  const uint32_t *W = ocAt(o, x, schedWireRef(st), &n);
+  ocApply(o, y, rs, W, n);
 }
 
 static int ocBusy(uint8_t state) {
@@ -266,8 +266,8 @@ static int ocIssue(ocRun *o, int r) {
           if (ocBusy(x->state[s2][j]) && ocConflict(o, x, &x->s.streams[s2].steps[j], st))
             return -1 - ocFail(o, "cross-stream race", r, s, i);
       x->state[s][i] = OC_FLIGHT;
-      if (st->op == TD_STEP_COPY || st->op == TD_STEP_REDUCE) {
-        ocLocal(o, x, st);
+      if (!(tdStepSemTable[st->op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT))) {
+        ocApply(o, x, st, NULL, 0);
         x->state[s][i] = OC_DONE;
       }
     }
@@ -284,7 +284,8 @@ static int ocComplete(ocRun *o) {
       for (uint32_t i = 0; i < x->s.streams[s].nsteps; i++) {
         const tdStep *st = &x->s.streams[s].steps[i];
         int to = schedSendPeer(st);
-        if (to < 0 || x->state[s][i] != (st->op == TD_STEP_SEND ? OC_FLIGHT : OC_FORWARD)) continue;
+        int fused = schedRecvPeer(st) >= 0;
+        if (to < 0 || x->state[s][i] != (fused ? OC_FORWARD : OC_FLIGHT)) continue;
         ocRank *y = &o->r[to];
         uint32_t j = x->match[s][i];
         const tdStep *rs = &y->s.streams[s].steps[j];
@@ -312,8 +313,11 @@ static int ocSetup(ocRun *o, tdGenFn gen, int fuse) {
       x->mem[b] = malloc((len + 1) * sizeof(uint32_t));
       for (uint64_t e = 0; e < len; e++) x->mem[b][e] = OC_UNSET;
     }
+    tdBufKind in;
+    uint32_t blk;
+    schedAlias(&x->s, TD_BUF_INPUT, &in, &blk);
     for (uint64_t e = 0; e < o->n; e++)
-      x->mem[ocPhys(x, TD_BUF_INPUT)][e] = ocNew(&o->ex, OC_LEAF, (uint32_t)(r * o->n + e));
+      x->mem[in][blk * o->n + e] = ocNew(&o->ex, OC_LEAF, (uint32_t)(r * o->n + e));
     for (uint32_t s = 0; s < x->s.nstreams; s++) {
       x->state[s] = calloc(x->s.streams[s].nsteps + 1, 1);
       x->match[s] = calloc(x->s.streams[s].nsteps + 1, sizeof(uint32_t));
