@@ -417,7 +417,8 @@ static tpudistResult_t parseDep(ioLine *L, uint32_t stream, tdDep *d) {
 /* Fields after the op, in the order peer, peer2, src, dst, dep, dep; exactly those it uses. */
 static tpudistResult_t parseFields(ioLine *L, const tdSched *s, uint32_t stream, tdStep *st) {
   static const char *const order[] = {"peer", "peer2", "src", "dst", "dep", "dep"};
-  const int need[4] = {usesPeer(st->op), usesPeer2(st->op), schedUsesSrc(st->op), schedUsesDst(st->op)};
+  const int need[4] = {usesPeer(st->op), usesPeer2(st->op), schedUsesSrc(st->op),
+                       schedUsesDst(st->op)};
   int have[4] = {0, 0, 0, 0}, f = 0, ndep = 0;
   ioTok t;
   while (tok(L, &t)) {

@@ -27,10 +27,10 @@ typedef enum { TD_PEER_NONE = 0, TD_PEER_PEER, TD_PEER_PEER2 } tdPeerField;
 typedef enum { TD_EFFECT_NONE = 0, TD_EFFECT_COPY, TD_EFFECT_REDUCE } tdEffect;
 
 typedef struct {
-  const char *name; /* text form: "send", "recv", "recv_reduce", ... */
-  unsigned flags;   /* TD_SEM_* */
-  uint8_t wire;     /* tdOpnd: the ref it puts on the wire (SRC, DST), NONE if it sends nothing */
-  uint8_t send_to;  /* tdPeerField: where it sends */
+  const char *name;  /* text form: "send", "recv", "recv_reduce", ... */
+  unsigned flags;    /* TD_SEM_* */
+  uint8_t wire;      /* tdOpnd: the ref it puts on the wire (SRC, DST), NONE if it sends nothing */
+  uint8_t send_to;   /* tdPeerField: where it sends */
   uint8_t recv_from; /* tdPeerField: where it receives from */
   uint8_t effect;    /* tdEffect */
   uint8_t a, b;      /* tdOpnd: the effect's operands (b only for REDUCE) */

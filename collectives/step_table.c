@@ -34,8 +34,9 @@ const tdStepSem tdStepSemTable[TD_NUM_STEP_OPS] = {
                                       TD_SEM_WIRE_OUT | TD_SEM_REDUCES,
                                   D, TD_PEER_PEER2, TD_PEER_PEER, TD_EFFECT_REDUCE, S, W},
     /* dst <- wire(peer); wire(peer2) <- dst */
-    [TD_STEP_RECV_COPY_SEND] = {"recv_copy_send", TD_SEM_WRITE_DST | TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT,
-                                D, TD_PEER_PEER2, TD_PEER_PEER, TD_EFFECT_COPY, W, NO},
+    [TD_STEP_RECV_COPY_SEND] = {"recv_copy_send",
+                                TD_SEM_WRITE_DST | TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT, D,
+                                TD_PEER_PEER2, TD_PEER_PEER, TD_EFFECT_COPY, W, NO},
 };
 
 #undef S

@@ -57,8 +57,8 @@ typedef struct {
   uint16_t stream;
   uint32_t idx;
   uint8_t issued, done;
-  tdSpans sp; /* region ranges of the refs the op uses (schedRefSpan: space = region) */
-  int64_t in, out;         /* the message it receives / sends (index), -1 if none */
+  tdSpans sp;      /* region ranges of the refs the op uses (schedRefSpan: space = region) */
+  int64_t in, out; /* the message it receives / sends (index), -1 if none */
 } vStep;
 
 /* The span of operand o (TD_OPND_SRC or TD_OPND_DST, one the step uses) of a bound step. */

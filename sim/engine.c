@@ -5,9 +5,9 @@
  * flows are delivered or their local work ends.
  *
  * Issue rules: a stream's steps issue in order; a step waits while it conflicts with an earlier
- * incomplete step of its stream (schedStepSpans and schedSpansConflict), while a cross-stream dep is incomplete, and while max_inflight steps of its
- * stream are incomplete (the executor's depth). A fused receive-and-send forwards after its
- * receive (and reduction) completes.
+ * incomplete step of its stream (schedStepSpans and schedSpansConflict), while a cross-stream dep
+ * is incomplete, and while max_inflight steps of its stream are incomplete (the executor's depth).
+ * A fused receive-and-send forwards after its receive (and reduction) completes.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -401,7 +401,8 @@ static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
       e->slots[ev->id].phase = 1;
       return postEnd(e, ev->id, 1);
     case SIM_EV_LOCAL:
-      if (e->cfg->functional && !(tdStepSemTable[e->slots[ev->id].step.t.op].flags & TD_SEM_WIRE_IN))
+      if (e->cfg->functional &&
+          !(tdStepSemTable[e->slots[ev->id].step.t.op].flags & TD_SEM_WIRE_IN))
         TD_CHECK(funcLocal(e, &e->slots[ev->id]));
       return complete(e, ev->id);
   }

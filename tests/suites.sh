@@ -10,6 +10,7 @@ suite unit-torus-algos 400 tests/unit/test_torus_algos
 suite unit-cost 120 tests/unit/test_cost
 suite unit-select 120 tests/unit/test_select
 suite unit-fuse 60 tests/unit/test_fuse
+suite unit-step-table 120 tests/unit/test_step_table
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
