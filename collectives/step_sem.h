@@ -52,6 +52,11 @@ static inline int schedRecvPeer(const tdStep *st) {
 static inline tdBufRef schedWireRef(const tdStep *st) {
   return tdStepSemTable[st->op].wire == TD_OPND_SRC ? st->src : st->dst;
 }
+/* A fused op: receives, then forwards what it received (dst) to peer2. */
+static inline int schedFused(unsigned op) {
+  unsigned f = tdStepSemTable[op].flags;
+  return (f & TD_SEM_WIRE_IN) && (f & TD_SEM_WIRE_OUT);
+}
 /* Which refs an op uses (binds): src when it reads it; dst when it reads or writes it. */
 static inline int schedUsesSrc(unsigned op) {
   return (tdStepSemTable[op].flags & TD_SEM_READ_SRC) != 0;

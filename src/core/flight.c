@@ -98,7 +98,7 @@ static void dumpRunning(tdComm *comm, const tdOp *op) {
       const tdStep *st = &str->steps[j];
       const tdStepRt *rt = &op->rt[op->stream_base[i] + j];
       int rp = schedRecvPeer(st), sp = schedSendPeer(st);
-      uint32_t sent = st->peer2 >= 0 ? rt->fwd : rt->rout;
+      uint32_t sent = schedFused(st->op) ? rt->fwd : rt->rout;
       if (rx && rp >= 0 && rp < n && rt->xin != UINT32_MAX) rx[rp] += rt->npieces - rt->rin;
       if (tx && sp >= 0 && sp < n && rt->xout != UINT32_MAX) tx[sp] += rt->npieces - sent;
       if (j == op->lo[i])

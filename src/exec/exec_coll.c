@@ -294,8 +294,7 @@ static tpudistResult_t pollStep(tdOp *op, uint32_t s, uint32_t j, int *changed, 
       rt->rin++;
       *changed = 1;
     }
-  unsigned f = tdStepSemTable[st->op].flags;
-  int fused = (f & TD_SEM_WIRE_IN) && (f & TD_SEM_WIRE_OUT);
+  int fused = schedFused(st->op);
   while (fused && rt->fwd < rt->rin) {
     TD_CHECK(postPiece(op, st, rt, s, rt->fwd, 1, err));
     rt->fwd++;

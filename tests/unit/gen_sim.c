@@ -176,11 +176,10 @@ static int issueStream(Sim *S, int R, uint32_t stream, int *progress) {
     k->state[stream][j] = 1;
     k->next[stream]++;
     *progress = 1;
-    unsigned wire = tdStepSemTable[st->op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT);
-    if (!wire) {
+    if (!(tdStepSemTable[st->op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT))) {
       if (apply(S, R, st, NULL, 0)) return -1;
       k->state[stream][j] = 2;
-    } else if (wire != (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT)) {
+    } else if (!schedFused(st->op)) {
       if (post(S, R, stream, j, st)) return -1;
     } else {
       return FAIL("rank %d: op %s not modelled", R, tdStepSemTable[st->op].name);

@@ -284,7 +284,7 @@ static int ocComplete(ocRun *o) {
       for (uint32_t i = 0; i < x->s.streams[s].nsteps; i++) {
         const tdStep *st = &x->s.streams[s].steps[i];
         int to = schedSendPeer(st);
-        int fused = schedRecvPeer(st) >= 0;
+        int fused = schedFused(st->op);
         if (to < 0 || x->state[s][i] != (fused ? OC_FORWARD : OC_FLIGHT)) continue;
         ocRank *y = &o->r[to];
         uint32_t j = x->match[s][i];

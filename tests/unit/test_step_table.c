@@ -50,7 +50,8 @@ static const rowCase kRows[TD_NUM_STEP_OPS] = {
     {TD_STEP_REDUCE, "reduce", RS | RDS | WD | RED, 0, 0, 0, RD, D, S, -1, -1, 2, 0, 1, 1},
     {TD_STEP_RECV_REDUCE_SEND, "recv_reduce_send", RS | WD | WI | WO | RED, D, P2, P1, RD, S, W, 5,
      3, 2, 0, 1, 1},
-    {TD_STEP_RECV_COPY_SEND, "recv_copy_send", WD | WI | WO, D, P2, P1, CP, W, 0, 5, 3, 1, -1, 0, 1},
+    {TD_STEP_RECV_COPY_SEND, "recv_copy_send", WD | WI | WO, D, P2, P1, CP, W, 0, 5, 3, 1, -1, 0,
+     1},
 };
 
 static int among(int o, const tdStepSem *m) {
@@ -83,8 +84,7 @@ static void testRows(void) {
     tdStep st = {(uint8_t)k->op, 3, 5, in, out, {{TD_NO_DEP, 0}, {TD_NO_DEP, 0}}};
     CU_ASSERT_EQUAL(schedSendPeer(&st), k->send_peer);
     CU_ASSERT_EQUAL(schedRecvPeer(&st), k->recv_peer);
-    if (k->send_peer >= 0)
-      CU_ASSERT(schedSameRef(schedWireRef(&st), k->wire == S ? in : out));
+    if (k->send_peer >= 0) CU_ASSERT(schedSameRef(schedWireRef(&st), k->wire == S ? in : out));
     CU_ASSERT_EQUAL(schedUsesSrc(k->op), k->src >= 0);
     CU_ASSERT_EQUAL(schedUsesDst(k->op), k->dst >= 0);
     tdSpan a = {10, 20, TD_BUF_INPUT, 1}, d = {30, 40, TD_BUF_OUTPUT, 0};
@@ -134,7 +134,8 @@ static void testConflict(void) {
 }
 
 /* A schedule of rank 2 of 4 for coll with the given INPUT / OUTPUT blocks (one chunk each). */
-static void handSched(tdSched *s, tdColl coll, int inplace, uint32_t in_blocks, uint32_t out_blocks) {
+static void handSched(tdSched *s, tdColl coll, int inplace, uint32_t in_blocks,
+                      uint32_t out_blocks) {
   tdCollArgs a = {.coll = coll, .nranks = 4, .rank = 2, .inplace = inplace, .count = 10};
   schedInit(s, &a, "hand");
   schedSetLayout(s, TD_BUF_INPUT, in_blocks, 1);
@@ -184,9 +185,9 @@ static void testChunks(void) {
     uint32_t chunk, nchunks;
     uint64_t n, b, e;
   } k[] = {
-      {0, 1, 7, 0, 3},  {1, 1, 7, 3, 5},  {2, 1, 7, 5, 7},  {3, 1, 7, 7, 10}, {5, 1, 7, 12, 14},
-      {1, 4, 7, 3, 12}, {0, 6, 7, 0, 14}, {2, 1, 2, 2, 2},  {2, 2, 2, 2, 3},  {0, 3, 0, 0, 0},
-      {4, 2, 1, 2, 2},  {3, 3, 1, 1, 2},
+      {0, 1, 7, 0, 3},   {1, 1, 7, 3, 5},  {2, 1, 7, 5, 7},  {3, 1, 7, 7, 10},
+      {5, 1, 7, 12, 14}, {1, 4, 7, 3, 12}, {0, 6, 7, 0, 14}, {2, 1, 2, 2, 2},
+      {2, 2, 2, 2, 3},   {0, 3, 0, 0, 0},  {4, 2, 1, 2, 2},  {3, 3, 1, 1, 2},
   };
   for (size_t i = 0; i < sizeof(k) / sizeof(k[0]); i++) {
     tdSpan sp;
@@ -214,9 +215,8 @@ static void testChunks(void) {
 
 static void testOrdinals(void) {
   tdBufRef r = schedRef(TD_BUF_INPUT, 0, 1);
-  tdStep st[7] = {schedSend(1, r),          schedSend(2, r),  schedRecv(1, r),
-                  schedRecvReduce(2, r, r), schedSend(1, r),  schedCopy(r, r),
-                  schedRecv(1, r)};
+  tdStep st[7] = {schedSend(1, r), schedSend(2, r), schedRecv(1, r), schedRecvReduce(2, r, r),
+                  schedSend(1, r), schedCopy(r, r), schedRecv(1, r)};
   st[3].op = TD_STEP_RECV_REDUCE_SEND, st[3].peer2 = 1; /* receives from 2, forwards to 1 */
   static const uint32_t want_s[7] = {0, 0, TD_NO_ORD, 1, 2, TD_NO_ORD, TD_NO_ORD};
   static const uint32_t want_r[7] = {TD_NO_ORD, TD_NO_ORD, 0, 0, TD_NO_ORD, TD_NO_ORD, 1};
