@@ -238,18 +238,19 @@ static void testOrdinals(void) {
 
 /* ---- every engine agrees with the table ---- */
 
+/* A message end: its match key (from, to, stream, ordinal) packed, and its size. */
 typedef struct {
-  int from, to;
-  uint32_t stream, ord;
-  uint64_t elems;
+  uint64_t key, elems;
 } msgEnd;
 
+static msgEnd endOf(int from, int to, uint32_t stream, uint32_t ord, uint64_t elems) {
+  msgEnd m = {(uint64_t)from << 48 | (uint64_t)to << 32 | (uint64_t)stream << 24 | ord, elems};
+  return m;
+}
+
 static int endCmp(const void *x, const void *y) {
-  const msgEnd *a = x, *b = y;
-  if (a->from != b->from) return a->from - b->from;
-  if (a->to != b->to) return a->to - b->to;
-  if (a->stream != b->stream) return a->stream < b->stream ? -1 : 1;
-  return a->ord < b->ord ? -1 : a->ord > b->ord;
+  uint64_t a = ((const msgEnd *)x)->key, b = ((const msgEnd *)y)->key;
+  return a < b ? -1 : a > b;
 }
 
 /* The table's view of a schedule set: message ends by ordinal and size by span; every send must
@@ -279,11 +280,11 @@ static int64_t tableMessages(tdSched *s, int n, uint64_t count, uint64_t *elems)
         }
         if (res >= 0 && so != TD_NO_ORD) {
           if (schedRefSpan(&s[r], schedWireRef(st), count, &w) != tpudistSuccess) res = -1;
-          snd[ns++] = (msgEnd){r, schedSendPeer(st), q, so, w.e - w.b};
+          snd[ns++] = endOf(r, schedSendPeer(st), q, so, w.e - w.b);
           *elems += w.e - w.b;
         }
         if (res >= 0 && ro != TD_NO_ORD)
-          rcv[nr++] = (msgEnd){schedRecvPeer(st), r, q, ro, sp.s[sp.dst].e - sp.s[sp.dst].b};
+          rcv[nr++] = endOf(schedRecvPeer(st), r, q, ro, sp.s[sp.dst].e - sp.s[sp.dst].b);
       }
       schedOrdReset(&c, t->steps, t->nsteps);
     }
