@@ -48,9 +48,13 @@ static inline int schedSendPeer(const tdStep *st) {
 static inline int schedRecvPeer(const tdStep *st) {
   return schedPeerOf(st, tdStepSemTable[st->op].recv_from);
 }
+/* The ref operand o (TD_OPND_SRC or TD_OPND_DST) names. */
+static inline tdBufRef schedOpndRef(const tdStep *st, unsigned o) {
+  return o == TD_OPND_SRC ? st->src : st->dst;
+}
 /* The ref a sending step puts on the wire (src for SEND, dst for fused). */
 static inline tdBufRef schedWireRef(const tdStep *st) {
-  return tdStepSemTable[st->op].wire == TD_OPND_SRC ? st->src : st->dst;
+  return schedOpndRef(st, tdStepSemTable[st->op].wire);
 }
 /* A fused op: receives, then forwards what it received (dst) to peer2. */
 static inline int schedFused(unsigned op) {

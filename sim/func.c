@@ -128,7 +128,7 @@ static tpudistResult_t funcApply(simEngine *e, int r, const tdStep *st, char *in
     if (opnd[i] == TD_OPND_WIRE)
       x[i] = in, nx = nin;
     else
-      TD_CHECK(funcPtr(e, r, opnd[i] == TD_OPND_SRC ? st->src : st->dst, &x[i], &nx));
+      TD_CHECK(funcPtr(e, r, schedOpndRef(st, opnd[i]), &x[i], &nx));
     if (nx != nd)
       return tdErr(e->err, tpudistInternalError, "sim: %s operand size mismatch", m->name);
   }

@@ -88,7 +88,7 @@ static int apply(Sim *S, int R, const tdStep *st, const Val *wire, uint64_t len)
   for (int i = 0; i < (m->effect == TD_EFFECT_REDUCE ? 2 : 1); i++) {
     if (opnd[i] == TD_OPND_WIRE) {
       x[i] = wire, xe = len;
-    } else if (refAbs(S, R, opnd[i] == TD_OPND_SRC ? st->src : st->dst, &xb[i], &xe)) {
+    } else if (refAbs(S, R, schedOpndRef(st, opnd[i]), &xb[i], &xe)) {
       free(tmp);
       return -1;
     } else {

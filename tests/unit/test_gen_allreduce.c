@@ -175,7 +175,7 @@ static void ocApply(ocRun *o, ocRank *x, const tdStep *st, const uint32_t *W, ui
     if (opnd[i] == TD_OPND_WIRE)
       X[i] = W, n[i] = wlen;
     else
-      X[i] = ocAt(o, x, opnd[i] == TD_OPND_SRC ? st->src : st->dst, &n[i]);
+      X[i] = ocAt(o, x, schedOpndRef(st, opnd[i]), &n[i]);
   for (uint64_t e = 0; e < dn && e < n[0] && (k == 1 || e < n[1]); e++)
     D[e] = k == 2 ? ocOp(&o->ex, X[0][e], X[1][e]) : X[0][e];
 }
