@@ -96,7 +96,7 @@ typedef struct {
   uint8_t write; /* the step writes it (else only reads) */
 } tdSpan;
 /* What a step touches: s[src] read (when it reads src), s[dst] read or written (when it uses
- * dst); src/dst = -1 where unused. */
+ * dst); src/dst = -1 where unused. Entries from n on are empty spans. */
 typedef struct {
   tdSpan s[2];
   int8_t n, src, dst;
@@ -111,8 +111,10 @@ tpudistResult_t schedRefSpan(const tdSched *s, tdBufRef ref, uint64_t n, tdSpan 
 /* A step's spans from its bound src and dst spans (either ignored when unused). */
 static inline void schedSpansOf(const tdStep *st, tdSpan src, tdSpan dst, tdSpans *out) {
   unsigned f = tdStepSemTable[st->op].flags;
+  tdSpan none = {0, 0, 0, 0};
   out->n = 0;
   out->src = out->dst = -1;
+  out->s[0] = out->s[1] = none;
   if (f & TD_SEM_READ_SRC) {
     src.write = 0;
     out->s[out->src = out->n++] = src;
@@ -127,8 +129,10 @@ tpudistResult_t schedStepSpans(const tdSched *s, const tdStep *st, uint64_t n, t
 /* What a fused step still touches once its receive is done: it only reads dst (to forward it). */
 static inline void schedSpansAfterRecv(tdSpans *sp) {
   if (sp->dst < 0) return;
+  tdSpan none = {0, 0, 0, 0};
   sp->s[0] = sp->s[sp->dst];
   sp->s[0].write = 0;
+  sp->s[1] = none;
   sp->n = 1;
   sp->src = -1;
   sp->dst = 0;
@@ -137,14 +141,18 @@ static inline void schedSpansAfterRecv(tdSpans *sp) {
 /* The conflict rule (docs/schedule-ir.md, "Ordering"): two spans conflict when one of them is
  * written and they share an element of one space. */
 static inline int schedSpanConflict(const tdSpan *x, const tdSpan *y) {
-  return (x->write || y->write) && x->space == y->space && x->b < x->e && y->b < y->e &&
-         x->b < y->e && y->b < x->e;
+  return x->b < y->e && y->b < x->e && x->b < x->e && y->b < y->e && x->space == y->space &&
+         (x->write || y->write);
 }
-/* 1 if steps with spans a and b may not be in flight together. */
+/* 1 if steps with spans a and b may not be in flight together: schedSpanConflict on the pairs
+ * with a written span (only dst is ever written). */
 static inline int schedSpansConflict(const tdSpans *a, const tdSpans *b) {
-  for (int i = 0; i < a->n; i++)
+  if (a->dst >= 0 && a->s[a->dst].write)
     for (int j = 0; j < b->n; j++)
-      if (schedSpanConflict(&a->s[i], &b->s[j])) return 1;
+      if (schedSpanConflict(&a->s[a->dst], &b->s[j])) return 1;
+  if (b->dst >= 0 && b->s[b->dst].write)
+    for (int i = 0; i < a->n; i++)
+      if (schedSpanConflict(&a->s[i], &b->s[b->dst])) return 1;
   return 0;
 }
 #define TD_CONFLICT_WW 1 /* both write */

@@ -219,9 +219,12 @@ static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint3
   x->key.ordinal = send ? rt->ord_out : rt->ord_in;
   x->key.piece = k;
   x->len = rt->len ? TD_MIN(P, rt->len - off) : 0;
-  char *base = send ? opndPtr(rt, m->wire) : rt->dst, *red = opndPtr(rt, m->a);
+  char *base = send ? opndPtr(rt, m->wire) : rt->dst;
   x->buf = base ? base + off : NULL;
-  if (!send && m->effect == TD_EFFECT_REDUCE) x->reduce_src = red ? red + off : NULL;
+  if (!send && m->effect == TD_EFFECT_REDUCE) {
+    char *red = opndPtr(rt, m->a);
+    x->reduce_src = red ? red + off : NULL;
+  }
   x->dtype = op->dtype;
   x->op = op->redop;
   x->peer_reduces = send && (op->coll == TD_COLL_ALLREDUCE || op->coll == TD_COLL_REDUCE ||
