@@ -16,7 +16,7 @@
 #include <string.h>
 
 #include "algos.h"
-#include "core/config.h"
+#include "rt_config.h"
 #include "sched_io.h"
 #include "select.h"
 

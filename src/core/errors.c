@@ -1,15 +1,11 @@
 /*
- * errors.c - result strings and the last detailed error: per communicator, plus a thread-local
- * one for errors without a communicator (init) or with an invalid one. An error is logged once,
- * here, where the runtime first records it.
+ * errors.c - result strings and the last detailed error (tpudistGetLastError): per communicator
+ * (its tdNet's recorder), else the calling thread's, for errors without a communicator (init) or
+ * with an invalid one. Recording and logging once is rt_error.c's.
  */
 #include <stdarg.h>
-#include <string.h>
 
-#include "comm_priv.h"
-#include "log.h"
-
-static __thread char tlsLastError[TD_ERRLEN];
+#include "comm.h"
 
 TPUDIST_API const char *tpudistGetErrorString(tpudistResult_t result) {
   switch (result) {
@@ -42,25 +38,16 @@ TPUDIST_API const char *tpudistGetErrorString(tpudistResult_t result) {
 
 TPUDIST_API const char *tpudistGetLastError(tpudistComm_t comm) {
   if (comm && commEnter(&comm->c, NULL) == tpudistSuccess) {
-    const char *m = comm->c.last_error;
+    const char *m = comm->c.net.err.msg;
     commLeave(&comm->c);
     return m;
   }
-  return tlsLastError;
+  return errThreadLast();
 }
 
 tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, const char *msg) {
-  if (res == tpudistSuccess || res == tpudistInProgress) return res;
-  snprintf(tlsLastError, sizeof(tlsLastError), "%s", msg);
-  if (comm) {
-    if (strcmp(comm->last_error, msg) == 0) return res; /* already recorded and logged */
-    snprintf(comm->last_error, sizeof(comm->last_error), "%s", msg);
-    TD_ERROR(TD_SUBSYS_COLL, "%s rank %d: %s (%s)", comm->name, comm->rank, msg,
-             tpudistGetErrorString(res));
-  } else {
-    TD_ERROR(TD_SUBSYS_INIT, "%s (%s)", msg, tpudistGetErrorString(res));
-  }
-  return res;
+  return comm ? errRecord(&comm->net.err, TD_SUBSYS_COLL, res, msg)
+              : errRecord(NULL, TD_SUBSYS_INIT, res, msg);
 }
 
 tpudistResult_t commError(tdComm *comm, tpudistResult_t res, const char *fmt, ...) {

@@ -423,7 +423,7 @@ static int modeHostile(int rank, int n) {
   if (rank == 0) {
     for (int p = 1; p < n; p++) {
       tdNetAddr a;
-      memcpy(&a, c->c.peers[p].sock_addr, sizeof(a));
+      memcpy(&a, c->c.net.peers[p].sock_addr, sizeof(a));
       if (attack(&a, 0x6b636f73647470ull /* the socket transport magic */, 32))
         FAIL("could not reach rank %d's listener", p);
     }
