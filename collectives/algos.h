@@ -28,8 +28,15 @@ extern const tdAlgo tdAlgoTable[];
 
 /* The entry for (coll, name), or NULL. */
 const tdAlgo *algoFind(tdColl coll, const char *name);
+/* The entry whose generator is gen, or NULL (tests name generators by function). */
+const tdAlgo *algoOfGen(tdGenFn gen);
 /* Generates rank args->rank's schedule with the named algorithm into s (schedInit'ed here). */
 tpudistResult_t algoGenerate(const tdCollArgs *args, const char *name, tdSched *s, char *err);
+/* The same with an entry of the table: the shared prologue (the collective is the entry's, rank
+ * and root in range; one rank of a collective with an in-place form is a copy) and then the entry's
+ * generator, which may therefore assume valid arguments and at least two ranks where that applies.
+ * Generators are called only through here. */
+tpudistResult_t algoRun(const tdAlgo *algo, const tdCollArgs *args, tdSched *s, char *err);
 
 /* Generators (one file per algorithm, <coll>_<algo>.c). */
 tpudistResult_t genAllreduceRing(const tdCollArgs *a, tdSched *s, char *err);

@@ -72,8 +72,7 @@ static tpudistResult_t genBruck(const tdCollArgs *a, tdSched *s) {
 
 tpudistResult_t genAllgatherRecdbl(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
-  if (n < 1 || r < 0 || r >= n)
-    return tdErr(err, tpudistInvalidArgument, "allgather recdbl: rank %d of %d", r, n);
+  (void)err;
   schedSetLayout(s, TD_BUF_INPUT, 1, 1);
   schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);

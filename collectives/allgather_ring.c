@@ -22,8 +22,7 @@ static tpudistResult_t add(tdSched *s, tdStep st) {
 
 tpudistResult_t genAllgatherRing(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
-  if (n < 1 || r < 0 || r >= n)
-    return tdErr(err, tpudistInvalidArgument, "allgather ring: rank %d of %d", r, n);
+  (void)err;
   schedSetLayout(s, TD_BUF_INPUT, 1, 1);
   schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);

@@ -26,8 +26,7 @@ static tpudistResult_t add(tdSched *s, tdStep st) {
 
 tpudistResult_t genBroadcastChain(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
-  if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
-    return tdErr(err, tpudistInvalidArgument, "broadcast chain: rank %d root %d of %d", r, root, n);
+  (void)err;
   uint32_t k = n >= 3 ? (uint32_t)TD_MIN(TD_MAX(2 * (n - 1), TD_BCAST_CHAIN_CHUNKS_MIN),
                                          TD_BCAST_CHAIN_CHUNKS_MAX)
                       : 1;

@@ -27,8 +27,7 @@ static tpudistResult_t add(tdSched *s, tdStep st) {
 
 tpudistResult_t genBroadcastTree(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
-  if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
-    return tdErr(err, tpudistInvalidArgument, "broadcast tree: rank %d root %d of %d", r, root, n);
+  (void)err;
   uint32_t k = n >= 4 ? TD_BCAST_TREE_CHUNKS : 1;
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);

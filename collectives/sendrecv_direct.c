@@ -30,8 +30,7 @@ static tpudistResult_t addFinalCopy(tdSched *s) {
 
 tpudistResult_t genSendrecvDirect(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
-  if (n < 1 || r < 0 || r >= n)
-    return tdErr(err, tpudistInvalidArgument, "sendrecv direct: rank %d of %d", r, n);
+  (void)err;
   int shift = ((a->root % n) + n) % n;
   tdBufRef in = schedRef(TD_BUF_INPUT, 0, 1), out = schedRef(TD_BUF_OUTPUT, 0, 1);
   schedSetLayout(s, TD_BUF_INPUT, 1, 1);
