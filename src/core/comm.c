@@ -19,7 +19,8 @@
 
 static pthread_mutex_t gLiveLock = PTHREAD_MUTEX_INITIALIZER;
 static tdComm **gLive;
-static int gNLive, gLiveCap;
+static int gNLive;
+static size_t gLiveCap;
 
 static int liveIndex(const tdComm *c) {
   for (int i = 0; i < gNLive; i++)
@@ -29,15 +30,9 @@ static int liveIndex(const tdComm *c) {
 
 static tpudistResult_t liveAdd(tdComm *c) {
   pthread_mutex_lock(&gLiveLock);
-  if (gNLive == gLiveCap) {
-    int cap = gLiveCap ? gLiveCap * 2 : 16;
-    tdComm **n = realloc(gLive, sizeof(*n) * cap);
-    if (!n) {
-      pthread_mutex_unlock(&gLiveLock);
-      return tpudistNoMemory;
-    }
-    gLive = n;
-    gLiveCap = cap;
+  if (tdGrow(&gLive, &gLiveCap, (size_t)gNLive + 1, sizeof(*gLive), 16)) {
+    pthread_mutex_unlock(&gLiveLock);
+    return tpudistNoMemory;
   }
   gLive[gNLive++] = c;
   pthread_mutex_unlock(&gLiveLock);

@@ -48,7 +48,8 @@ typedef struct tdComm {
   int a2av_plan_ok;
   /* schedule cache */
   tdSchedEntry **cache;
-  int ncache, cache_cap;
+  int ncache;
+  size_t cache_cap;
   tdSchedMemo last_sched[TD_NUM_COLLS]; /* per collective: the last lookup and its answer */
   tdSched *file_scheds;                 /* TPU_DIST_SCHED_FILE */
   int nfile_scheds;
@@ -74,12 +75,17 @@ static inline tdComm *commOfOp(const tdOp *op) {
 tpudistResult_t commEnter(tdComm *comm, const char *fn);
 void commLeave(tdComm *comm);
 
-/* ---- errors (errors.c) ---- */
-/* Records (and logs, once) an error for comm (NULL: the thread's), returns res. */
-tpudistResult_t commError(tdComm *comm, tpudistResult_t res, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* ---- errors (rt_error.h) ---- */
+/* comm's error recorder, or NULL (the thread's) without a communicator. */
+static inline tdErrRec *commErrors(tdComm *comm) {
+  return comm ? &comm->net.err : NULL;
+}
+/* Records (and logs, once) an error for comm (NULL: the thread's); evaluates to res. */
+#define commError(comm, res, ...) errRecordf(commErrors(comm), TD_SUBSYS_COLL, (res), __VA_ARGS__)
 /* As commError with an already formatted message. */
-tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, const char *msg);
+static inline tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, const char *msg) {
+  return errRecord(commErrors(comm), TD_SUBSYS_COLL, res, msg);
+}
 
 /* ---- selection (comm_select.c) ---- */
 tpudistResult_t commSelectInit(tdComm *comm, char *err);

@@ -54,13 +54,7 @@ static tdSchedEntry *cacheFind(tdComm *p, tdColl coll, int root, int inplace, co
 static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
                                    uint32_t esize, const char *algo, char *err) {
   tdComm *p = comm;
-  if (p->ncache == p->cache_cap) {
-    int cap = p->cache_cap ? 2 * p->cache_cap : 16;
-    tdSchedEntry **n = realloc(p->cache, sizeof(*n) * cap);
-    if (!n) return NULL;
-    p->cache = n;
-    p->cache_cap = cap;
-  }
+  if (tdGrow(&p->cache, &p->cache_cap, (size_t)p->ncache + 1, sizeof(*p->cache), 16)) return NULL;
   tdSchedEntry *e = calloc(1, sizeof(*e));
   if (!e) return NULL;
   e->coll = coll;
@@ -87,17 +81,17 @@ static tpudistResult_t loadFile(const char *path, tdSched **all, int *n, char *e
   if (!f) return tdErr(err, tpudistInvalidArgument, "TPU_DIST_SCHED_FILE %s: cannot open", path);
   char *text = NULL;
   size_t len = 0, cap = 0, got;
+  int oom = 0;
   do {
-    if (len + 4096 > cap) {
-      char *t = realloc(text, cap = 2 * cap + 4096);
-      if (!t) break;
-      text = t;
-    }
+    if ((oom = tdGrow(&text, &cap, len + 4096, 1, 8192)) != 0) break;
     got = fread(text + len, 1, cap - len, f);
     len += got;
   } while (got > 0);
   fclose(f);
-  if (!text) return tdErr(err, tpudistNoMemory, "TPU_DIST_SCHED_FILE: out of memory");
+  if (oom) {
+    free(text);
+    return tdErr(err, tpudistNoMemory, "TPU_DIST_SCHED_FILE: out of memory");
+  }
   tpudistResult_t r = schedLoadAll(text, len, all, n, err);
   free(text);
   return r;

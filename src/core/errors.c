@@ -3,8 +3,6 @@
  * (its tdNet's recorder), else the calling thread's, for errors without a communicator (init) or
  * with an invalid one. Recording and logging once is rt_error.c's.
  */
-#include <stdarg.h>
-
 #include "comm.h"
 
 TPUDIST_API const char *tpudistGetErrorString(tpudistResult_t result) {
@@ -43,18 +41,4 @@ TPUDIST_API const char *tpudistGetLastError(tpudistComm_t comm) {
     return m;
   }
   return errThreadLast();
-}
-
-tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, const char *msg) {
-  return comm ? errRecord(&comm->net.err, TD_SUBSYS_COLL, res, msg)
-              : errRecord(NULL, TD_SUBSYS_INIT, res, msg);
-}
-
-tpudistResult_t commError(tdComm *comm, tpudistResult_t res, const char *fmt, ...) {
-  char msg[TD_ERRLEN];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  return commErrorMsg(comm, res, msg);
 }

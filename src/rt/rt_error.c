@@ -16,7 +16,7 @@ tpudistResult_t errRecord(tdErrRec *e, tdSubsys subsys, tpudistResult_t res, con
   if (res == tpudistSuccess || res == tpudistInProgress) return res;
   if (msg != tlsLastError) snprintf(tlsLastError, sizeof(tlsLastError), "%s", msg);
   if (!e) {
-    TD_ERROR(subsys, "%s (%s)", msg, tpudistGetErrorString(res));
+    TD_ERROR(TD_SUBSYS_INIT, "%s (%s)", msg, tpudistGetErrorString(res));
     return res;
   }
   if (msg == e->msg || strcmp(e->msg, msg) == 0) return res; /* already recorded and logged */

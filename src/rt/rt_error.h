@@ -17,8 +17,9 @@ typedef struct {
   int rank;
 } tdErrRec;
 
-/* Records msg for e (NULL: only the calling thread's record) and logs it under subsys unless it
- * equals the message e already holds. Success and InProgress record nothing. Returns res. */
+/* Records msg for e and logs it under subsys unless it equals the message e already holds; e NULL
+ * (no communicator yet): only the calling thread's record, logged under INIT. Success and
+ * InProgress record nothing. Returns res. */
 tpudistResult_t errRecord(tdErrRec *e, tdSubsys subsys, tpudistResult_t res, const char *msg);
 /* errRecord with a formatted message. */
 tpudistResult_t errRecordf(tdErrRec *e, tdSubsys subsys, tpudistResult_t res, const char *fmt, ...)

@@ -260,15 +260,6 @@ void transportComplete(tdXfer *x, tpudistResult_t result, int source) {
   __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
 }
 
-tpudistResult_t transportError(tdNet *comm, tpudistResult_t res, const char *fmt, ...) {
-  char msg[TD_ERRLEN];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  return errRecord(&comm->err, TD_SUBSYS_INIT, res, msg);
-}
-
 tpudistResult_t transportCheckRecv(tdNet *comm, const tdXfer *x) {
   if (!x->reduce_src) return tpudistSuccess;
   size_t es = kernelDtypeValid(x->dtype) ? kernelDtypeSize((tpudistDataType_t)x->dtype) : 0;

@@ -80,9 +80,8 @@ void transportTestCommFree(tdNet *comm);
 tdXfer *transportTakeAnySource(tdNet *comm, const tdMsgKey *k);
 /* Completes x (result, source) and publishes done with release order. */
 void transportComplete(tdXfer *x, tpudistResult_t result, int source);
-/* Records an error in comm->err (logged once, rt_error.h); returns res. */
-tpudistResult_t transportError(tdNet *comm, tpudistResult_t res, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Records an error in comm->err (logged once, rt_error.h); evaluates to res. */
+#define transportError(comm, res, ...) errRecordf(&(comm)->err, TD_SUBSYS_INIT, (res), __VA_ARGS__)
 
 /* Checks a receive before it is queued (reducing receives: valid dtype/op, len a multiple of the
  * element size). */
