@@ -15,6 +15,7 @@ suite unit-fuse 60 tests/unit/test_fuse
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
+suite unit-exec 180 tests/unit/test_exec
 suite sim 600 tests/sim/test_sim
 suite sim-scale 900 tests/sim/scale.sh
 suite sched 600 tests/sched/test_sched

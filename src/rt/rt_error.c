@@ -1,5 +1,6 @@
 /*
- * rt_error.c - the error recorder: per communicator (tdErrRec) and per thread.
+ * rt_error.c - the error recorder: per communicator (tdErrRec) and per thread; the result strings
+ * (tpudistGetErrorString).
  */
 #include "rt_error.h"
 
@@ -7,6 +8,35 @@
 #include <string.h>
 
 static __thread char tlsLastError[TD_ERRLEN];
+
+TPUDIST_API const char *tpudistGetErrorString(tpudistResult_t result) {
+  switch (result) {
+    case tpudistSuccess:
+      return "no error";
+    case tpudistSystemError:
+      return "system error (a system call failed)";
+    case tpudistInternalError:
+      return "internal error (a bug in tpu_dist)";
+    case tpudistInvalidArgument:
+      return "invalid argument";
+    case tpudistInvalidUsage:
+      return "invalid usage (call not allowed now)";
+    case tpudistRemoteError:
+      return "remote error (a peer failed or disconnected)";
+    case tpudistInProgress:
+      return "operation in progress";
+    case tpudistNotSupported:
+      return "not supported";
+    case tpudistTimeout:
+      return "timeout";
+    case tpudistAborted:
+      return "communicator aborted";
+    case tpudistNoMemory:
+      return "out of memory";
+    default:
+      return "unknown result code";
+  }
+}
 
 const char *errThreadLast(void) {
   return tlsLastError;
