@@ -2,6 +2,7 @@
 # Each area registers its suites here. Binaries are built by `make check TESTS=`.
 # architecture: includes run one way (core -> exec -> transport -> bootstrap -> rt -> pure -> base)
 suite layers 60 tests/arch/layers.sh
+suite unit-config 60 tests/unit/test_config
 suite unit-topology 60 tests/unit/test_topology
 suite unit-kernels 120 tests/unit/test_kernels
 suite unit-gen-colls 300 tests/unit/test_gen_colls

@@ -16,6 +16,7 @@
 #include "bootstrap.h"
 #include "registry.h"
 #include "rt_log.h"
+#include "rt_topo.h"
 
 static pthread_mutex_t gLiveLock = PTHREAD_MUTEX_INITIALIZER;
 static tdComm **gLive;
@@ -117,15 +118,8 @@ static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const 
     topoSubBlock(&parent->topo, members, c->net.nranks, &c->topo);
     return tpudistSuccess;
   }
-  if (cfg->topology) return topoParse(cfg->topology, c->net.nranks, &c->topo, err);
-  tdTpuEnv env = {cfg->tpu_accelerator_type, cfg->tpu_topology, cfg->tpu_topology_wrap,
-                  cfg->tpu_topology_alt, cfg->tpu_chips_per_host_bounds};
-  tpudistResult_t r = topoFromTpuEnv(&env, c->net.nranks, &c->topo, err);
-  if (r == tpudistNotSupported) {
-    topoInitFlat(&c->topo, c->net.nranks);
-    return tpudistSuccess;
-  }
-  return r;
+  const char *source;
+  return configTopology(cfg, c->net.nranks, &c->topo, &source, err);
 }
 
 /* Everything after the bootstrap channel exists: transports, peer exchange, topology,

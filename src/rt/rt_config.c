@@ -25,7 +25,7 @@ static int cfgSubsys(const tdConfigVar *v, const char *text, void *dst, char *er
 const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_TIMEOUT_MS", cfgInt, "300000", TD_OFF(timeout_ms), 1, INT_MAX,
      "Bound on every wait (ms); a timeout names op, sequence number and peer."},
-    {"TPU_DIST_DEBUG", cfgLevel, "", TD_OFF(debug_level), 0, 3,
+    {"TPU_DIST_DEBUG", cfgLevel, "", TD_OFF(debug_level), 0, 0,
      "Log level: WARN, INFO or TRACE (default: errors only)."},
     {"TPU_DIST_DEBUG_SUBSYS", cfgSubsys, "", TD_OFF(debug_subsys), 0, 0,
      "Comma list of INIT,BOOT,COLL,EXEC,SHM,SOCK,IB,TOPO,TUNE (default all)."},
@@ -173,7 +173,7 @@ static void configLoadOnce(void) {
     char err[TD_ERRLEN];
     if (val && *val && v->parse(v, val, field, err) == 0) continue;
     if (val && *val && !gError[0]) snprintf(gError, sizeof(gError), "%s", err);
-    v->parse(v, v->dflt, field, err); /* the defaults parse (tests/unit/test_config) */
+    v->parse(v, v->dflt, field, err); /* every default parses (unit-config) */
   }
 }
 

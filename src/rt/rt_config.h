@@ -55,7 +55,7 @@ typedef struct tdConfigVar {
   tdConfigParser parse;
   const char *dflt;   /* default as text ("" = unset) */
   size_t offset;      /* in tdConfig */
-  long long min, max; /* integer rows: accepted range */
+  long long min, max; /* integer rows: accepted range (0, 0 for the other rows) */
   const char *doc;    /* one line */
 } tdConfigVar;
 
