@@ -41,7 +41,7 @@ const tdAlgo *algoFind(tdColl coll, const char *name) {
 }
 
 /* The prologue every generator shares: the collective is the algorithm's, the rank and root are
- * in range. */
+ * in range, all-to-all(v) is not in place and all-to-all-v has its counts and displacements. */
 static tpudistResult_t checkArgs(const tdAlgo *g, const tdCollArgs *a, char *err) {
   const char *algo = g->name;
   if (a->coll != g->coll)
@@ -54,6 +54,14 @@ static tpudistResult_t checkArgs(const tdAlgo *g, const tdCollArgs *a, char *err
   if (rooted && (a->root < 0 || a->root >= a->nranks))
     return tdErr(err, tpudistInvalidArgument, "%s %s: root %d of %d ranks", schedCollName(a->coll),
                  algo, a->root, a->nranks);
+  int a2a = a->coll == TD_COLL_ALLTOALL || a->coll == TD_COLL_ALLTOALLV;
+  if (a2a && a->inplace)
+    return tdErr(err, tpudistNotSupported, "%s has no in-place form", schedCollName(a->coll));
+  if (a->coll == TD_COLL_ALLTOALLV &&
+      ((a->v_local ? !a->v_sendcounts || !a->v_recvcounts : !a->v_counts) || !a->v_sdispls ||
+       !a->v_rdispls))
+    return tdErr(err, tpudistInvalidArgument, "alltoallv %s: counts or displacements missing",
+                 algo);
   return tpudistSuccess;
 }
 

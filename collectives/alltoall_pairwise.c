@@ -66,13 +66,9 @@ static tpudistResult_t pairwise(tdSched *s, int n, int r, const tdCollArgs *v) {
 }
 
 tpudistResult_t genAlltoallPairwise(const tdCollArgs *a, tdSched *s, char *err) {
-  int n = a->nranks, r = a->rank;
   (void)err;
-  if (a->inplace) return tdErr(err, tpudistNotSupported, "alltoall has no in-place form");
-  schedSetLayout(s, TD_BUF_INPUT, (uint32_t)n, 1);
-  schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
-  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
-  return pairwise(s, n, r, NULL);
+  alltoallLayouts(s, a->nranks);
+  return pairwise(s, a->nranks, a->rank, NULL);
 }
 
 tpudistResult_t genAlltoallvPairwise(const tdCollArgs *a, tdSched *s, char *err) {

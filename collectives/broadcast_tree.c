@@ -32,9 +32,8 @@ tpudistResult_t genBroadcastTree(const tdCollArgs *a, tdSched *s, char *err) {
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
-  int v = (r - root + n) % n, nkids = 0, kids[2];
-  for (int c = 2 * v + 1; c <= 2 * v + 2 && c < n; c++) kids[nkids++] = (c + root) % n;
-  int parent = v > 0 ? ((v - 1) / 2 + root) % n : -1;
+  int v = (r - root + n) % n, nkids, kids[2], parent;
+  algoBinaryTree(n, root, r, &parent, kids, &nkids);
   tdBufKind from = TD_BUF_OUTPUT;
   if (v == 0) {
     from = TD_BUF_INPUT;

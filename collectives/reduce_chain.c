@@ -16,9 +16,6 @@
  */
 #include "algos.h"
 
-#define TD_REDUCE_CHAIN_CHUNKS_MIN 8
-#define TD_REDUCE_CHAIN_CHUNKS_MAX 256
-
 static tpudistResult_t add(tdSched *s, tdStep st) {
   return schedAppend(s, 0, &st, NULL);
 }
@@ -26,9 +23,7 @@ static tpudistResult_t add(tdSched *s, tdStep st) {
 tpudistResult_t genReduceChain(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
   (void)err;
-  uint32_t k = n >= 3 ? (uint32_t)TD_MIN(TD_MAX(2 * (n - 1), TD_REDUCE_CHAIN_CHUNKS_MIN),
-                                         TD_REDUCE_CHAIN_CHUNKS_MAX)
-                      : 1;
+  uint32_t k = algoChainChunks(n);
   int q = (r - root + n) % n, up = (r - 1 + n) % n, down = (r + 1) % n;
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);

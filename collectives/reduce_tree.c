@@ -29,9 +29,8 @@ tpudistResult_t genReduceTree(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
   (void)err;
   uint32_t k = n >= 4 ? TD_REDUCE_TREE_CHUNKS : 1;
-  int v = (r - root + n) % n, nkids = 0, kids[2];
-  for (int c = 2 * v + 1; c <= 2 * v + 2 && c < n; c++) kids[nkids++] = (c + root) % n;
-  int parent = v > 0 ? ((v - 1) / 2 + root) % n : -1;
+  int v = (r - root + n) % n, nkids, kids[2], parent;
+  algoBinaryTree(n, root, r, &parent, kids, &nkids);
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
   schedSetLayout(s, TD_BUF_SCRATCH, v > 0 && nkids > 0 ? 1 : 0, k);
