@@ -17,10 +17,6 @@
  */
 #include "algos.h"
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genBroadcastChain(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
   (void)err;
@@ -31,14 +27,15 @@ tpudistResult_t genBroadcastChain(const tdCollArgs *a, tdSched *s, char *err) {
   int pos = (r - root + n) % n, next = (r + 1) % n, prev = (r - 1 + n) % n;
   if (pos == 0) {
     if (!a->inplace)
-      TD_CHECK(add(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
+      TD_CHECK(
+          schedPush(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
     for (uint32_t c = 0; n > 1 && c < k; c++)
-      TD_CHECK(add(s, schedSend(next, schedRef(TD_BUF_INPUT, c, 1))));
+      TD_CHECK(schedPush(s, schedSend(next, schedRef(TD_BUF_INPUT, c, 1))));
     return tpudistSuccess;
   }
   for (uint32_t c = 0; c < k; c++) {
-    TD_CHECK(add(s, schedRecv(prev, schedRef(TD_BUF_OUTPUT, c, 1))));
-    if (pos < n - 1) TD_CHECK(add(s, schedSend(next, schedRef(TD_BUF_OUTPUT, c, 1))));
+    TD_CHECK(schedPush(s, schedRecv(prev, schedRef(TD_BUF_OUTPUT, c, 1))));
+    if (pos < n - 1) TD_CHECK(schedPush(s, schedSend(next, schedRef(TD_BUF_OUTPUT, c, 1))));
   }
   return tpudistSuccess;
 }

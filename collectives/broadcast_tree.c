@@ -21,10 +21,6 @@
 
 #define TD_BCAST_TREE_CHUNKS 4u
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genBroadcastTree(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
   (void)err;
@@ -38,11 +34,13 @@ tpudistResult_t genBroadcastTree(const tdCollArgs *a, tdSched *s, char *err) {
   if (v == 0) {
     from = TD_BUF_INPUT;
     if (!a->inplace)
-      TD_CHECK(add(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
+      TD_CHECK(
+          schedPush(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
   }
   for (uint32_t c = 0; c < k; c++) {
-    if (parent >= 0) TD_CHECK(add(s, schedRecv(parent, schedRef(TD_BUF_OUTPUT, c, 1))));
-    for (int i = 0; i < nkids; i++) TD_CHECK(add(s, schedSend(kids[i], schedRef(from, c, 1))));
+    if (parent >= 0) TD_CHECK(schedPush(s, schedRecv(parent, schedRef(TD_BUF_OUTPUT, c, 1))));
+    for (int i = 0; i < nkids; i++)
+      TD_CHECK(schedPush(s, schedSend(kids[i], schedRef(from, c, 1))));
   }
   return tpudistSuccess;
 }

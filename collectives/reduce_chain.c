@@ -16,10 +16,6 @@
  */
 #include "algos.h"
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genReduceChain(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
   (void)err;
@@ -32,11 +28,11 @@ tpudistResult_t genReduceChain(const tdCollArgs *a, tdSched *s, char *err) {
   for (uint32_t c = 0; c < k; c++) {
     tdBufRef in = schedRef(TD_BUF_INPUT, c, 1), part = schedRef(acc, c, 1);
     if (q == n - 1) {
-      TD_CHECK(add(s, schedSend(up, in)));
+      TD_CHECK(schedPush(s, schedSend(up, in)));
       continue;
     }
-    TD_CHECK(add(s, schedRecvReduce(down, in, part)));
-    if (q > 0) TD_CHECK(add(s, schedSend(up, part)));
+    TD_CHECK(schedPush(s, schedRecvReduce(down, in, part)));
+    if (q > 0) TD_CHECK(schedPush(s, schedSend(up, part)));
   }
   return tpudistSuccess;
 }

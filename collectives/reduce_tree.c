@@ -21,10 +21,6 @@
 
 #define TD_REDUCE_TREE_CHUNKS 4u
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genReduceTree(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
   (void)err;
@@ -39,10 +35,10 @@ tpudistResult_t genReduceTree(const tdCollArgs *a, tdSched *s, char *err) {
     tdBufRef part = schedRef(TD_BUF_INPUT, c, 1);
     for (int i = 0; i < nkids; i++) {
       tdBufRef dst = schedRef(acc, c, 1);
-      TD_CHECK(add(s, schedRecvReduce(kids[i], part, dst)));
+      TD_CHECK(schedPush(s, schedRecvReduce(kids[i], part, dst)));
       part = dst;
     }
-    if (parent >= 0) TD_CHECK(add(s, schedSend(parent, part)));
+    if (parent >= 0) TD_CHECK(schedPush(s, schedSend(parent, part)));
   }
   return tpudistSuccess;
 }

@@ -17,10 +17,6 @@
  */
 #include "algos.h"
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genReducescatterRing(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
   (void)err;
@@ -34,8 +30,8 @@ tpudistResult_t genReducescatterRing(const tdCollArgs *a, tdSched *s, char *err)
     uint32_t rb = (uint32_t)((r - i - 2 + 2 * n) % n);
     tdBufRef dst = i == n - 2 ? schedRef(TD_BUF_OUTPUT, 0, 1)
                               : schedRef(TD_BUF_SCRATCH, (uint32_t)i % nslots, 1);
-    TD_CHECK(add(s, schedSend(right, partial)));
-    TD_CHECK(add(s, schedRecvReduce(left, schedRef(TD_BUF_INPUT, rb, 1), dst)));
+    TD_CHECK(schedPush(s, schedSend(right, partial)));
+    TD_CHECK(schedPush(s, schedRecvReduce(left, schedRef(TD_BUF_INPUT, rb, 1), dst)));
     partial = dst;
   }
   return tpudistSuccess;
