@@ -48,6 +48,8 @@ suite fault-kill 300 tests/fault/kill.sh
 suite fault-abort 60 tests/fault/jobs.sh abort
 suite fault-badargs 90 tests/fault/jobs.sh badargs
 suite fault-mismatch 90 tests/fault/jobs.sh mismatch
+suite fault-debug 90 tests/fault/jobs.sh debug
+suite mpi-debug 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debug mpirun -np 3 tests/mpi/test_mpi
 suite fault-hostile 90 tests/fault/jobs.sh hostile
 suite tools-info 60 tests/mpi/tools_info.sh
 suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi

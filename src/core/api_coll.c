@@ -104,6 +104,16 @@ static tpudistResult_t callCheck(tdComm *c, const tdCall *a, size_t *esize) {
   return tpudistSuccess;
 }
 
+/* Debug mode: the failure at the call that caused it, with the call's arguments. */
+static tpudistResult_t debugFailure(tdComm *c, const tdCall *a, uint64_t seq, tpudistResult_t r) {
+  char cause[TD_ERRLEN];
+  snprintf(cause, sizeof(cause), "%s", c->net.err.msg);
+  const char *dt = kernelDtypeValid(a->dtype) ? kernelDtypeName((tpudistDataType_t)a->dtype) : "?";
+  const char *op = reduces(a->coll) ? kernelOpName((tpudistRedOp_t)a->op) : "-";
+  return commError(c, r, "%s(count %zu, %s, %s, root %d) seq %llu failed: %s", a->fn, a->count, dt,
+                   op, a->root, (unsigned long long)seq, cause);
+}
+
 static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequest_t *req) {
   TD_CHECK(commEnter(comm ? &comm->c : NULL, a->fn));
   tdComm *c = &comm->c;
@@ -116,7 +126,8 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
   if (r != tpudistSuccess) goto out;
   int rooted = a->coll == TD_COLL_BROADCAST || a->coll == TD_COLL_REDUCE;
   uint64_t bytes = (uint64_t)a->count * esize * callBlocks(a, c->net.nranks);
-  int small = !selectOverride(c->select, a->coll) && execSmallEligible(&c->exec, a->coll, bytes);
+  int small = !c->check && !c->net.cfg->sched_file && !selectOverride(c->select, a->coll) &&
+              execSmallEligible(&c->exec, a->coll, bytes);
   if (!small)
     r = commGetSched(c, a->coll, rooted ? a->root : 0, inplace, a->count, bytes, (uint32_t)esize,
                      &sched, err);
@@ -159,7 +170,9 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
     r = commError(c, r, "%s: %s", a->fn, err);
     goto out;
   }
+  uint64_t seq = op->seq;
   r = commIssue(op, req);
+  if (r != tpudistSuccess && c->mode == TPUDIST_MODE_DEBUG) r = debugFailure(c, a, seq, r);
 out:
   commLeave(c);
   return r;

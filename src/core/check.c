@@ -1,9 +1,10 @@
 /*
- * check.c - TPU_DIST_CHECK=1 (debug mode): before each collective the ranks all-gather its
- * signature (collective, datatype, op, count, root, sequence) with the communicator's all-gather
- * plan, as a first phase of the same operation. A difference fails the collective on every rank
- * with tpudistInvalidUsage and the same message on each, naming the distinct calls and which ranks
- * made them ("ranks 0-2 called allreduce(count 1000, ...); rank 3 called allreduce(count 1001,
+ * check.c - TPU_DIST_CHECK=1 (and TPU_DIST_MODE=debug): before each collective the ranks all-gather
+ * its signature (collective, datatype, op, count, root, sequence) with the communicator's
+ * all-gather plan, as a first phase of the same operation. A difference fails the collective on
+ * every rank with tpudistInvalidUsage and the same message on each, naming the distinct calls and
+ * which ranks made them ("ranks 0-2 called allreduce(count 1000, ...); rank 3 called
+ * allreduce(count 1001,
  * ...)"), instead of a deadlock or silently wrong data. Costs one small all-gather per call; every
  * rank must set the same TPU_DIST_CHECK.
  */
@@ -19,7 +20,7 @@
 static tpudistResult_t checkVerify(tdOp *op, char *err);
 
 tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err) {
-  if (!c->net.cfg->check) return tpudistSuccess;
+  if (!c->check) return tpudistSuccess;
   size_t n = (size_t)c->net.nranks, need = TD_CHK_WORDS * (n + 1);
   if (need > op->chk_cap) {
     free(op->chk_buf);

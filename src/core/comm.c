@@ -95,6 +95,16 @@ static void commFree(tdComm *c) {
   free(c);
 }
 
+/* 1 if the caller's config struct (of uc->size bytes: older callers' are shorter) has field. */
+#define TD_CONFIG_HAS(uc, field) \
+  ((uc) && (uc)->size >= offsetof(tpudistConfig_t, field) + sizeof((uc)->field))
+
+/* The execution mode: config.mode, else the parent's (split), else TPU_DIST_MODE. */
+static int configMode(const tpudistConfig_t *uc, const tdComm *parent, const tdConfig *cfg) {
+  if (TD_CONFIG_HAS(uc, mode) && uc->mode != TPUDIST_CONFIG_UNDEF_INT) return uc->mode;
+  return parent ? parent->mode : cfg->mode;
+}
+
 static int configTimeout(const tpudistConfig_t *uc) {
   return (uc && uc->timeoutMs != TPUDIST_CONFIG_UNDEF_INT && uc->timeoutMs > 0) ? uc->timeoutMs : 0;
 }
@@ -104,6 +114,10 @@ static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
   if (uc->magic != TPUDIST_CONFIG_MAGIC || uc->size < sizeof(size_t) + 2 * sizeof(unsigned))
     return tdErr(err, tpudistInvalidArgument,
                  "config not initialised with TPUDIST_CONFIG_INITIALIZER (magic 0x%x)", uc->magic);
+  if (TD_CONFIG_HAS(uc, mode) && uc->mode != TPUDIST_CONFIG_UNDEF_INT &&
+      uc->mode != TPUDIST_MODE_STRICT && uc->mode != TPUDIST_MODE_DEBUG)
+    return tdErr(err, tpudistInvalidArgument,
+                 "config.mode %d is not TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG", uc->mode);
   return tpudistSuccess;
 }
 
@@ -112,7 +126,7 @@ static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
 static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
                                     const int *members, char *err) {
   const tdConfig *cfg = c->net.cfg;
-  if (uc && uc->size >= sizeof(tpudistConfig_t) && uc->topology)
+  if (TD_CONFIG_HAS(uc, topology) && uc->topology)
     return topoParse(uc->topology, c->net.nranks, &c->topo, err);
   if (parent) {
     topoSubBlock(&parent->topo, members, c->net.nranks, &c->topo);
@@ -129,11 +143,13 @@ static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdC
   TD_CHECK(transportConnect(&c->net, err));
   TD_CHECK(commTopoInit(c, uc, parent, members, err));
   TD_CHECK(commSelectInit(c, err));
+  c->mode = configMode(uc, parent, c->net.cfg);
+  c->check = c->net.cfg->check || c->mode == TPUDIST_MODE_DEBUG;
   TD_CHECK(execInit(&c->exec, &c->net, err));
   char topo[64];
   topoFormat(&c->topo, topo, sizeof(topo));
-  TD_INFO(TD_SUBSYS_INIT, "%s: rank %d of %d, topology %s, %d transport(s)", c->net.name,
-          c->net.rank, c->net.nranks, topo, c->net.ntransports);
+  TD_INFO(TD_SUBSYS_INIT, "%s: rank %d of %d, topology %s, %d transport(s), mode %s", c->net.name,
+          c->net.rank, c->net.nranks, topo, c->net.ntransports, configModeName(c->mode));
   return liveAdd(c);
 }
 

@@ -38,6 +38,8 @@ typedef struct tdComm {
   tdExec exec; /* the executor */
   tdTopo topo;
   const char *last_algo; /* tpudistLastAlgorithm */
+  int mode;              /* TPUDIST_MODE_STRICT / TPUDIST_MODE_DEBUG (config.mode, TPU_DIST_MODE) */
+  int check;             /* signature check before each collective (TPU_DIST_CHECK or debug mode) */
   uint64_t split_seq;
   /* selection */
   tdSelectTable *select;
@@ -124,6 +126,8 @@ tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err);
 tpudistResult_t collAlltoallvData(tdOp *op, char *err);
 
 /* ---- issuing (api_coll.c / request.c) ---- */
+/* 1 if op completes before its call returns (debug mode, collectives). */
+int commCompletesAtCall(const tdOp *op);
 /* Issues op: in a group it is deferred; otherwise queued; with req NULL waits and releases it. */
 tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req);
 

@@ -1,7 +1,8 @@
 /*
  * group.c - tpudistGroupStart/End. Calls inside a group are collected per thread; GroupEnd issues
  * each communicator's calls together as one batch (they run concurrently, so dependent sends and
- * receives cannot deadlock), then blocks until those issued with a NULL request are done.
+ * receives cannot deadlock), then blocks until those issued with a NULL request are done (in debug
+ * mode, every collective of the group).
  * Groups nest; only the outermost GroupEnd issues.
  */
 #include <stdlib.h>
@@ -80,16 +81,18 @@ TPUDIST_API tpudistResult_t tpudistGroupEnd(void) {
   tlsN = 0;
   tpudistResult_t res = tpudistSuccess;
   for (int i = 0; i < n; i++) {
-    if (!tlsItems[i].wait) continue;
     tdOp *op = tlsItems[i].op;
+    int wait = tlsItems[i].wait; /* NULL request: waited for and released here */
+    if (!wait && !commCompletesAtCall(op)) continue;
     if (commEnter(commOfOp(op), "GroupEnd") != tpudistSuccess) {
       if (res == tpudistSuccess) res = tpudistAborted;
       continue;
     }
+    tdComm *comm = commOfOp(op);
     tpudistResult_t r = execWait(op);
     if (r != tpudistSuccess && res == tpudistSuccess) res = r;
-    execOpRelease(op);
-    commLeave(commOfOp(op));
+    if (wait) execOpRelease(op);
+    commLeave(comm);
   }
   return res;
 }

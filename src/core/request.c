@@ -1,12 +1,20 @@
 /*
  * request.c - requests (a request is the operation object itself): issuing an operation (deferred
- * in a group; with a NULL request outside a group the call blocks), tpudistWait, tpudistTest,
+ * in a group; with a NULL request outside a group the call blocks; in debug mode a collective
+ * completes before its call returns, its request already done), tpudistWait, tpudistTest,
  * tpudistRequestSource and tpudistLastAlgorithm.
  */
 #include "comm.h"
 
+/* Debug mode completes collectives at their call (point-to-point keeps its semantics). */
+int commCompletesAtCall(const tdOp *op) {
+  return commOfOp(op)->mode == TPUDIST_MODE_DEBUG && op->kind != TD_OP_SEND &&
+         op->kind != TD_OP_RECV;
+}
+
 tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
   tdComm *comm = commOfOp(op);
+  int at_call = commCompletesAtCall(op);
   if (groupActive()) {
     tpudistResult_t r = groupAdd(op, req == NULL);
     if (r != tpudistSuccess) {
@@ -17,12 +25,16 @@ tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
     if (req) *req = (tpudistRequest_t)op;
     return tpudistSuccess;
   }
-  execEnqueue(&comm->exec, &op, 1, req == NULL);
-  if (req) {
+  execEnqueue(&comm->exec, &op, 1, req == NULL || at_call);
+  if (req && !at_call) {
     *req = (tpudistRequest_t)op;
     return tpudistSuccess;
   }
   tpudistResult_t r = execWait(op);
+  if (req && r == tpudistSuccess) { /* debug mode: the request is handed back done */
+    *req = (tpudistRequest_t)op;
+    return r;
+  }
   execOpRelease(op);
   return r;
 }

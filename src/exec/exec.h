@@ -190,10 +190,10 @@ tpudistResult_t execCollStart(tdOp *op, char *err);
 /* Advances a started collective; sets *progressed; marks op done when finished. */
 tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err);
 /* exec_small.c: 1 if a collective of bytes can take the slot path on ex: a payload per peer of
- * 1..TPU_DIST_SMALL_BYTES, 2..8 ranks all reached through shm, no TPU_DIST_CHECK or
- * TPU_DIST_SCHED_FILE (the same answer on every rank: it depends on the call, the configuration
- * and where the ranks are, never on timing). Whether an algorithm override excludes it is the
- * caller's (selection's) decision. */
+ * 1..TPU_DIST_SMALL_BYTES, 2..8 ranks all reached through shm (the same answer on every rank: it
+ * depends on the call, the configuration and where the ranks are, never on timing). Whether a
+ * signature check, a schedule file or an algorithm override excludes it is the caller's
+ * (selection's) decision. */
 int execSmallEligible(tdExec *ex, tdColl coll, uint64_t bytes);
 /* Prepares op (coll, n, esize, dtype, redop, avg_count, bufs set) as a slot operation; op->algo
  * becomes "slots". */

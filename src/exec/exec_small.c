@@ -17,9 +17,10 @@
  * (docs/performance.md).
  *
  * When (execSmallEligible, identical on every rank): a payload per peer of 1..TPU_DIST_SMALL_BYTES
- * bytes (at most a slot, 2104 bytes), 2..8 ranks all reached through shm, no TPU_DIST_CHECK or
- * TPU_DIST_SCHED_FILE; src/core also skips it where TPU_DIST_ALGO overrides that collective. Slot
- * sequence numbers count these operations per communicator in issue order, the same on every rank.
+ * bytes (at most a slot, 2104 bytes), 2..8 ranks all reached through shm; src/core also skips it
+ * under the signature check, TPU_DIST_SCHED_FILE or a TPU_DIST_ALGO override of that collective.
+ * Slot sequence numbers count these operations per communicator in issue order, the same on every
+ * rank.
  */
 #include <string.h>
 
@@ -38,7 +39,7 @@ int execSmallEligible(tdExec *ex, tdColl coll, uint64_t bytes) {
     return 0;
   if (p->small_reach < 0) /* the configuration and the peers' transports never change */
     p->small_reach = TD_SMALL_MAX_BYTES <= shmSlotMax() && comm->nranks <= TD_SMALL_MAX_RANKS &&
-                     !cfg->check && !cfg->sched_file && shmSlotsReachAll(comm);
+                     shmSlotsReachAll(comm);
   return p->small_reach;
 }
 

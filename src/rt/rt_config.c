@@ -21,6 +21,7 @@ static int cfgLong(const tdConfigVar *v, const char *text, void *dst, char *err)
 static int cfgStr(const tdConfigVar *v, const char *text, void *dst, char *err);
 static int cfgLevel(const tdConfigVar *v, const char *text, void *dst, char *err);
 static int cfgSubsys(const tdConfigVar *v, const char *text, void *dst, char *err);
+static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err);
 
 const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_TIMEOUT_MS", cfgInt, "300000", TD_OFF(timeout_ms), 1, INT_MAX,
@@ -31,6 +32,10 @@ const tdConfigVar tdConfigTable[] = {
      "Comma list of INIT,BOOT,COLL,EXEC,SHM,SOCK,IB,TOPO,TUNE (default all)."},
     {"TPU_DIST_CHECK", cfgInt, "0", TD_OFF(check), 0, 1,
      "1: ranks compare op, dtype, count, root and sequence before each collective."},
+    {"TPU_DIST_MODE", cfgMode, "strict", TD_OFF(mode), 0, 0,
+     "Execution mode: strict (each operation starts when issued) or debug (every collective "
+     "completes before its call returns and runs the TPU_DIST_CHECK signature check; errors name "
+     "the call's arguments). Per communicator: tpudistConfig_t.mode."},
     {"TPU_DIST_FAULT", cfgStr, "", TD_OFF(fault), 0, 0,
      "Fault injection for tests: delay=MS,drop=N,corrupt=N[,rank=R] (see src/transport/fault)."},
     {"TPU_DIST_FLIGHT_RECORDS", cfgInt, "16", TD_OFF(flight_records), 0, 4096,
@@ -164,6 +169,24 @@ static int cfgSubsys(const tdConfigVar *v, const char *text, void *dst, char *er
   }
   *(unsigned *)dst = mask;
   return 0;
+}
+
+/* TPU_DIST_MODE: the names of include/tpu_dist.h's TPUDIST_MODE_* values. */
+static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err) {
+  int m = configModeParse(text);
+  if (m < 0) return snprintf(err, TD_ERRLEN, "%s=%s: not strict or debug", v->name, text), -1;
+  *(int *)dst = m;
+  return 0;
+}
+
+int configModeParse(const char *name) {
+  if (!strcasecmp(name, "strict")) return TPUDIST_MODE_STRICT;
+  if (!strcasecmp(name, "debug")) return TPUDIST_MODE_DEBUG;
+  return -1;
+}
+
+const char *configModeName(int mode) {
+  return mode == TPUDIST_MODE_DEBUG ? "debug" : "strict";
 }
 
 static void configLoadOnce(void) {

@@ -17,6 +17,7 @@ typedef struct {
   int debug_level;       /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
   unsigned debug_subsys; /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
   int check;             /* TPU_DIST_CHECK */
+  int mode;              /* TPU_DIST_MODE: TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG */
   int flight_records;    /* TPU_DIST_FLIGHT_RECORDS */
   /* topology and algorithms */
   const char *topology;       /* TPU_DIST_TOPOLOGY */
@@ -64,6 +65,9 @@ extern const tdConfigVar tdConfigTable[];
 /* Parsed once (thread-safe, idempotent); later calls return the same object. A variable whose
  * value is not valid keeps its default there, and configError() says which and why. */
 const tdConfig *configGet(void);
+/* TPUDIST_MODE_* for "strict" / "debug" (any case), -1 for anything else; and back. */
+int configModeParse(const char *name);
+const char *configModeName(int mode);
 /* NULL, or the first invalid variable ("TPU_DIST_TIMEOUT_MS=abc: not an integer"). */
 const char *configError(void);
 /* Writes the table (name, default, current value, doc) as text or markdown. */
