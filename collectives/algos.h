@@ -28,8 +28,31 @@ extern const tdAlgo tdAlgoTable[];
 
 /* The entry for (coll, name), or NULL. */
 const tdAlgo *algoFind(tdColl coll, const char *name);
+/* The entry whose generator is gen, or NULL (tests name generators by function). */
+const tdAlgo *algoOfGen(tdGenFn gen);
 /* Generates rank args->rank's schedule with the named algorithm into s (schedInit'ed here). */
 tpudistResult_t algoGenerate(const tdCollArgs *args, const char *name, tdSched *s, char *err);
+/* The same with an entry of the table: the shared prologue (the collective is the entry's, rank
+ * and root in range, no in-place all-to-all(v), all-to-all-v counts given; one rank of a
+ * collective with an in-place form is a copy) and then the entry's
+ * generator, which may therefore assume valid arguments and at least two ranks where that applies.
+ * Generators are called only through here. */
+tpudistResult_t algoRun(const tdAlgo *algo, const tdCollArgs *args, tdSched *s, char *err);
+
+/* Chunks of a pipelined chain (broadcast and reduce): 2(n-1) clamped to [8, 256] from three ranks
+ * on (filling the chain then costs little next to streaming the message), else 1. */
+static inline uint32_t algoChainChunks(int n) {
+  return n >= 3 ? (uint32_t)TD_MIN(TD_MAX(2 * (n - 1), 8), 256) : 1;
+}
+
+/* The binary tree of n ranks rooted at root (node v = (rank - root) mod n has children 2v+1 and
+ * 2v+2): rank r's parent (-1 at the root) and children (*nkids of them). */
+static inline void algoBinaryTree(int n, int root, int r, int *parent, int kids[2], int *nkids) {
+  int v = (r - root + n) % n;
+  *nkids = 0;
+  for (int c = 2 * v + 1; c <= 2 * v + 2 && c < n; c++) kids[(*nkids)++] = (c + root) % n;
+  *parent = v > 0 ? ((v - 1) / 2 + root) % n : -1;
+}
 
 /* Generators (one file per algorithm, <coll>_<algo>.c). */
 tpudistResult_t genAllreduceRing(const tdCollArgs *a, tdSched *s, char *err);

@@ -20,10 +20,6 @@
  */
 #include "algos.h"
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 /* nb blocks of OUTPUT from block b. */
 static tdBufRef outRef(uint32_t b, uint32_t nb) {
   return schedRef(TD_BUF_OUTPUT, b, nb);
@@ -35,8 +31,8 @@ static tpudistResult_t genPow2(const tdCollArgs *a, tdSched *s) {
     int p = r ^ d;
     uint32_t mine = (uint32_t)(r & ~(d - 1)), theirs = (uint32_t)(p & ~(d - 1));
     tdBufRef src = d == 1 ? schedRef(TD_BUF_INPUT, 0, 1) : outRef(mine, (uint32_t)d);
-    TD_CHECK(add(s, schedSend(p, src)));
-    TD_CHECK(add(s, schedRecv(p, outRef(theirs, (uint32_t)d))));
+    TD_CHECK(schedPush(s, schedSend(p, src)));
+    TD_CHECK(schedPush(s, schedRecv(p, outRef(theirs, (uint32_t)d))));
   }
   return tpudistSuccess;
 }
@@ -54,7 +50,7 @@ static tpudistResult_t moveWrapped(tdSched *s, int send, int peer, int n, int fi
   for (int i = 0; i < nr; i++) {
     tdBufRef ref = outRef((uint32_t)runs[i][0], (uint32_t)runs[i][1]);
     if (from_input) ref = schedRef(TD_BUF_INPUT, 0, 1); /* the one own block, cnt == 1 */
-    TD_CHECK(add(s, send ? schedSend(peer, ref) : schedRecv(peer, ref)));
+    TD_CHECK(schedPush(s, send ? schedSend(peer, ref) : schedRecv(peer, ref)));
   }
   return tpudistSuccess;
 }
@@ -72,13 +68,12 @@ static tpudistResult_t genBruck(const tdCollArgs *a, tdSched *s) {
 
 tpudistResult_t genAllgatherRecdbl(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
-  if (n < 1 || r < 0 || r >= n)
-    return tdErr(err, tpudistInvalidArgument, "allgather recdbl: rank %d of %d", r, n);
+  (void)err;
   schedSetLayout(s, TD_BUF_INPUT, 1, 1);
   schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
   if (!a->inplace)
-    TD_CHECK(
-        add(s, schedCopy(schedRef(TD_BUF_INPUT, 0, 1), schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1))));
+    TD_CHECK(schedPush(
+        s, schedCopy(schedRef(TD_BUF_INPUT, 0, 1), schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1))));
   return (n & (n - 1)) == 0 ? genPow2(a, s) : genBruck(a, s);
 }

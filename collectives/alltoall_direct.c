@@ -46,14 +46,9 @@ static tpudistResult_t direct(tdSched *s, int n, int r, const tdCollArgs *v) {
 }
 
 tpudistResult_t genAlltoallDirect(const tdCollArgs *a, tdSched *s, char *err) {
-  int n = a->nranks, r = a->rank;
-  if (n < 1 || r < 0 || r >= n)
-    return tdErr(err, tpudistInvalidArgument, "alltoall direct: rank %d of %d", r, n);
-  if (a->inplace) return tdErr(err, tpudistNotSupported, "alltoall has no in-place form");
-  schedSetLayout(s, TD_BUF_INPUT, (uint32_t)n, 1);
-  schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
-  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
-  return direct(s, n, r, NULL);
+  (void)err;
+  alltoallLayouts(s, a->nranks);
+  return direct(s, a->nranks, a->rank, NULL);
 }
 
 tpudistResult_t genAlltoallvDirect(const tdCollArgs *a, tdSched *s, char *err) {

@@ -30,15 +30,18 @@ static inline int alltoallvKeep(const tdCollArgs *a, uint64_t count) {
   return a->v_local || count != 0;
 }
 
+/* The uniform all-to-all layouts: block j of INPUT goes to rank j, block j of OUTPUT comes from j.
+ */
+static inline void alltoallLayouts(tdSched *s, int n) {
+  schedSetLayout(s, TD_BUF_INPUT, (uint32_t)n, 1);
+  schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
+  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
+}
+
+/* The explicit all-to-all-v layouts (the counts and displacements are there: algoRun checked). */
 static inline tpudistResult_t alltoallvLayouts(const tdCollArgs *a, tdSched *s, char *err) {
-  int n = a->nranks, r = a->rank;
-  if (n < 1 || r < 0 || r >= n)
-    return tdErr(err, tpudistInvalidArgument, "alltoallv: rank %d of %d", r, n);
-  if (a->inplace) return tdErr(err, tpudistNotSupported, "alltoallv has no in-place form");
-  if ((a->v_local ? !a->v_sendcounts || !a->v_recvcounts : !a->v_counts) || !a->v_sdispls ||
-      !a->v_rdispls)
-    return tdErr(err, tpudistInvalidArgument, "alltoallv: counts or displacements missing");
-  uint64_t *c = malloc(sizeof(uint64_t) * (size_t)n);
+  int n = a->nranks;
+  uint64_t *c = calloc((size_t)n, sizeof(uint64_t));
   if (!c) return tdErr(err, tpudistNoMemory, "alltoallv: out of memory");
   for (int j = 0; j < n; j++) c[j] = alltoallvSendCount(a, j);
   tpudistResult_t res = schedSetLayoutExplicit(s, TD_BUF_INPUT, (uint32_t)n, 1, a->v_sdispls, c);

@@ -17,34 +17,25 @@
  */
 #include "algos.h"
 
-#define TD_BCAST_CHAIN_CHUNKS_MIN 8
-#define TD_BCAST_CHAIN_CHUNKS_MAX 256
-
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genBroadcastChain(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
-  if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
-    return tdErr(err, tpudistInvalidArgument, "broadcast chain: rank %d root %d of %d", r, root, n);
-  uint32_t k = n >= 3 ? (uint32_t)TD_MIN(TD_MAX(2 * (n - 1), TD_BCAST_CHAIN_CHUNKS_MIN),
-                                         TD_BCAST_CHAIN_CHUNKS_MAX)
-                      : 1;
+  (void)err;
+  uint32_t k = algoChainChunks(n);
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
   int pos = (r - root + n) % n, next = (r + 1) % n, prev = (r - 1 + n) % n;
   if (pos == 0) {
     if (!a->inplace)
-      TD_CHECK(add(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
+      TD_CHECK(
+          schedPush(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
     for (uint32_t c = 0; n > 1 && c < k; c++)
-      TD_CHECK(add(s, schedSend(next, schedRef(TD_BUF_INPUT, c, 1))));
+      TD_CHECK(schedPush(s, schedSend(next, schedRef(TD_BUF_INPUT, c, 1))));
     return tpudistSuccess;
   }
   for (uint32_t c = 0; c < k; c++) {
-    TD_CHECK(add(s, schedRecv(prev, schedRef(TD_BUF_OUTPUT, c, 1))));
-    if (pos < n - 1) TD_CHECK(add(s, schedSend(next, schedRef(TD_BUF_OUTPUT, c, 1))));
+    TD_CHECK(schedPush(s, schedRecv(prev, schedRef(TD_BUF_OUTPUT, c, 1))));
+    if (pos < n - 1) TD_CHECK(schedPush(s, schedSend(next, schedRef(TD_BUF_OUTPUT, c, 1))));
   }
   return tpudistSuccess;
 }

@@ -21,30 +21,26 @@
 
 #define TD_BCAST_TREE_CHUNKS 4u
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genBroadcastTree(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
-  if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
-    return tdErr(err, tpudistInvalidArgument, "broadcast tree: rank %d root %d of %d", r, root, n);
+  (void)err;
   uint32_t k = n >= 4 ? TD_BCAST_TREE_CHUNKS : 1;
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
   schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
-  int v = (r - root + n) % n, nkids = 0, kids[2];
-  for (int c = 2 * v + 1; c <= 2 * v + 2 && c < n; c++) kids[nkids++] = (c + root) % n;
-  int parent = v > 0 ? ((v - 1) / 2 + root) % n : -1;
+  int v = (r - root + n) % n, nkids, kids[2], parent;
+  algoBinaryTree(n, root, r, &parent, kids, &nkids);
   tdBufKind from = TD_BUF_OUTPUT;
   if (v == 0) {
     from = TD_BUF_INPUT;
     if (!a->inplace)
-      TD_CHECK(add(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
+      TD_CHECK(
+          schedPush(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k))));
   }
   for (uint32_t c = 0; c < k; c++) {
-    if (parent >= 0) TD_CHECK(add(s, schedRecv(parent, schedRef(TD_BUF_OUTPUT, c, 1))));
-    for (int i = 0; i < nkids; i++) TD_CHECK(add(s, schedSend(kids[i], schedRef(from, c, 1))));
+    if (parent >= 0) TD_CHECK(schedPush(s, schedRecv(parent, schedRef(TD_BUF_OUTPUT, c, 1))));
+    for (int i = 0; i < nkids; i++)
+      TD_CHECK(schedPush(s, schedSend(kids[i], schedRef(from, c, 1))));
   }
   return tpudistSuccess;
 }

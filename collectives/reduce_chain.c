@@ -16,37 +16,23 @@
  */
 #include "algos.h"
 
-#define TD_REDUCE_CHAIN_CHUNKS_MIN 8
-#define TD_REDUCE_CHAIN_CHUNKS_MAX 256
-
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genReduceChain(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
-  if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
-    return tdErr(err, tpudistInvalidArgument, "reduce chain: rank %d root %d of %d", r, root, n);
-  uint32_t k = n >= 3 ? (uint32_t)TD_MIN(TD_MAX(2 * (n - 1), TD_REDUCE_CHAIN_CHUNKS_MIN),
-                                         TD_REDUCE_CHAIN_CHUNKS_MAX)
-                      : 1;
+  (void)err;
+  uint32_t k = algoChainChunks(n);
   int q = (r - root + n) % n, up = (r - 1 + n) % n, down = (r + 1) % n;
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
   schedSetLayout(s, TD_BUF_SCRATCH, q > 0 && q < n - 1 ? 1 : 0, k);
-  if (n == 1) {
-    if (a->inplace) return tpudistSuccess;
-    return add(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k)));
-  }
   tdBufKind acc = q == 0 ? TD_BUF_OUTPUT : TD_BUF_SCRATCH;
   for (uint32_t c = 0; c < k; c++) {
     tdBufRef in = schedRef(TD_BUF_INPUT, c, 1), part = schedRef(acc, c, 1);
     if (q == n - 1) {
-      TD_CHECK(add(s, schedSend(up, in)));
+      TD_CHECK(schedPush(s, schedSend(up, in)));
       continue;
     }
-    TD_CHECK(add(s, schedRecvReduce(down, in, part)));
-    if (q > 0) TD_CHECK(add(s, schedSend(up, part)));
+    TD_CHECK(schedPush(s, schedRecvReduce(down, in, part)));
+    if (q > 0) TD_CHECK(schedPush(s, schedSend(up, part)));
   }
   return tpudistSuccess;
 }

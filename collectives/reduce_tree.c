@@ -21,34 +21,24 @@
 
 #define TD_REDUCE_TREE_CHUNKS 4u
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 tpudistResult_t genReduceTree(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank, root = a->root;
-  if (n < 1 || r < 0 || r >= n || root < 0 || root >= n)
-    return tdErr(err, tpudistInvalidArgument, "reduce tree: rank %d root %d of %d", r, root, n);
+  (void)err;
   uint32_t k = n >= 4 ? TD_REDUCE_TREE_CHUNKS : 1;
-  int v = (r - root + n) % n, nkids = 0, kids[2];
-  for (int c = 2 * v + 1; c <= 2 * v + 2 && c < n; c++) kids[nkids++] = (c + root) % n;
-  int parent = v > 0 ? ((v - 1) / 2 + root) % n : -1;
+  int v = (r - root + n) % n, nkids, kids[2], parent;
+  algoBinaryTree(n, root, r, &parent, kids, &nkids);
   schedSetLayout(s, TD_BUF_INPUT, 1, k);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
   schedSetLayout(s, TD_BUF_SCRATCH, v > 0 && nkids > 0 ? 1 : 0, k);
-  if (n == 1) {
-    if (a->inplace) return tpudistSuccess;
-    return add(s, schedCopy(schedRef(TD_BUF_INPUT, 0, k), schedRef(TD_BUF_OUTPUT, 0, k)));
-  }
   tdBufKind acc = v == 0 ? TD_BUF_OUTPUT : TD_BUF_SCRATCH;
   for (uint32_t c = 0; c < k; c++) {
     tdBufRef part = schedRef(TD_BUF_INPUT, c, 1);
     for (int i = 0; i < nkids; i++) {
       tdBufRef dst = schedRef(acc, c, 1);
-      TD_CHECK(add(s, schedRecvReduce(kids[i], part, dst)));
+      TD_CHECK(schedPush(s, schedRecvReduce(kids[i], part, dst)));
       part = dst;
     }
-    if (parent >= 0) TD_CHECK(add(s, schedSend(parent, part)));
+    if (parent >= 0) TD_CHECK(schedPush(s, schedSend(parent, part)));
   }
   return tpudistSuccess;
 }

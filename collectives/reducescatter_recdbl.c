@@ -29,10 +29,6 @@ typedef struct {
   uint32_t sbase; /* first block held in SCRATCH (SCRATCH block i = block sbase + i) */
 } rsPlan;
 
-static tpudistResult_t add(tdSched *s, tdStep st) {
-  return schedAppend(s, 0, &st, NULL);
-}
-
 static int vStart(const rsPlan *P, int v) {
   return v < P->rem ? 2 * v : v + P->rem;
 }
@@ -56,8 +52,8 @@ static tpudistResult_t halve(const rsPlan *P, tdSched *s, int vr, tdBufKind at) 
     int keep = (vr & d) ? lo + d : lo, give = (vr & d) ? lo : lo + d;
     tdBufRef dst = vRange(P, TD_BUF_SCRATCH, keep, d);
     if (d == 1 && vr >= P->rem) dst = schedRef(TD_BUF_OUTPUT, 0, 1);
-    TD_CHECK(add(s, schedSend(vReal(P, vp), vRange(P, at, give, d))));
-    TD_CHECK(add(s, schedRecvReduce(vReal(P, vp), vRange(P, at, keep, d), dst)));
+    TD_CHECK(schedPush(s, schedSend(vReal(P, vp), vRange(P, at, give, d))));
+    TD_CHECK(schedPush(s, schedRecvReduce(vReal(P, vp), vRange(P, at, keep, d), dst)));
     at = TD_BUF_SCRATCH;
     lo = keep;
   }
@@ -66,30 +62,26 @@ static tpudistResult_t halve(const rsPlan *P, tdSched *s, int vr, tdBufKind at) 
 
 tpudistResult_t genReducescatterRecdbl(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
-  if (n < 1 || r < 0 || r >= n)
-    return tdErr(err, tpudistInvalidArgument, "reducescatter recdbl: rank %d of %d", r, n);
+  (void)err;
   rsPlan P = {n, r, 1, 0, 0};
   while (P.p * 2 <= n) P.p *= 2;
   P.rem = n - P.p;
   schedSetLayout(s, TD_BUF_INPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, 1);
   tdBufRef in_all = schedRef(TD_BUF_INPUT, 0, (uint32_t)n), out = schedRef(TD_BUF_OUTPUT, 0, 1);
-  if (n == 1) {
-    schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
-    return a->inplace ? tpudistSuccess : add(s, schedCopy(in_all, out));
-  }
   if (r < 2 * P.rem && r % 2 == 0) { /* folded out: hand everything over, get the block back */
     schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
-    TD_CHECK(add(s, schedSend(r + 1, in_all)));
-    return add(s, schedRecv(r + 1, out));
+    TD_CHECK(schedPush(s, schedSend(r + 1, in_all)));
+    return schedPush(s, schedRecv(r + 1, out));
   }
   int vr = r < 2 * P.rem ? r / 2 : r - P.rem;
   if (r < 2 * P.rem) { /* odd folded: partial of all blocks in SCRATCH [0, n) */
     schedSetLayout(s, TD_BUF_SCRATCH, (uint32_t)n, 1);
-    TD_CHECK(add(s, schedRecvReduce(r - 1, in_all, schedRef(TD_BUF_SCRATCH, 0, (uint32_t)n))));
+    TD_CHECK(
+        schedPush(s, schedRecvReduce(r - 1, in_all, schedRef(TD_BUF_SCRATCH, 0, (uint32_t)n))));
     TD_CHECK(halve(&P, s, vr, TD_BUF_SCRATCH));
-    TD_CHECK(add(s, schedSend(r - 1, schedRef(TD_BUF_SCRATCH, (uint32_t)(r - 1), 1))));
-    return add(s, schedCopy(schedRef(TD_BUF_SCRATCH, (uint32_t)r, 1), out));
+    TD_CHECK(schedPush(s, schedSend(r - 1, schedRef(TD_BUF_SCRATCH, (uint32_t)(r - 1), 1))));
+    return schedPush(s, schedCopy(schedRef(TD_BUF_SCRATCH, (uint32_t)r, 1), out));
   }
   int h = P.p / 2, kv = (vr & h) ? h : 0; /* the first kept half */
   P.sbase = (uint32_t)vStart(&P, kv);

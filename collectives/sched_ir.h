@@ -145,6 +145,10 @@ tpudistResult_t schedSetLayoutExplicit(tdSched *s, tdBufKind buf, uint32_t nbloc
                                        const uint64_t *counts);
 /* Appends a step to stream (streams are created on first use); returns its index via idx. */
 tpudistResult_t schedAppend(tdSched *s, uint32_t stream, const tdStep *step, uint32_t *idx);
+/* Appends st to stream 0 (the one stream of most generators). */
+static inline tpudistResult_t schedPush(tdSched *s, tdStep st) {
+  return schedAppend(s, 0, &st, NULL);
+}
 /* Step builders (no deps). */
 tdStep schedSend(int peer, tdBufRef src);
 tdStep schedRecv(int peer, tdBufRef dst);

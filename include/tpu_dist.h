@@ -128,12 +128,23 @@ typedef struct {
   int timeoutMs;        /* bound on every wait in ms; default TPU_DIST_TIMEOUT_MS */
   const char *commName; /* name in logs and errors; may be NULL */
   const char *topology; /* torus for this communicator, TPU_DIST_TOPOLOGY syntax; NULL: env */
+  int mode;             /* TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG; default TPU_DIST_MODE */
 } tpudistConfig_t;
+
+/* Execution modes (config.mode, TPU_DIST_MODE). strict: every operation starts when issued, in
+ * issue order. debug: every collective, blocking or not, has completed when its call returns
+ * (a non-blocking call's request is then already done), the cross-rank signature check of
+ * TPU_DIST_CHECK runs before every collective, and a failure is reported at the call that caused
+ * it, naming the call's arguments: for hunting bugs, not speed (docs/performance.md). Point-to-
+ * point calls keep their own semantics in debug mode (completing a send before the matching
+ * receive is posted would deadlock correct programs). */
+#define TPUDIST_MODE_STRICT 0
+#define TPUDIST_MODE_DEBUG 1
 
 #define TPUDIST_CONFIG_INITIALIZER                                                                 \
   {                                                                                                \
     sizeof(tpudistConfig_t), TPUDIST_CONFIG_MAGIC, TPUDIST_VERSION_CODE, TPUDIST_CONFIG_UNDEF_INT, \
-        TPUDIST_CONFIG_UNDEF_INT, NULL, NULL                                                       \
+        TPUDIST_CONFIG_UNDEF_INT, NULL, NULL, TPUDIST_CONFIG_UNDEF_INT                             \
   }
 
 /* ---- Communicators ------------------------------------------------------------------------ */

@@ -1,5 +1,8 @@
 # tests/suites.sh - the suites tests/run runs, in order: suite NAME BUDGET_SECONDS COMMAND...
 # Each area registers its suites here. Binaries are built by `make check TESTS=`.
+# architecture: includes run one way (core -> exec -> transport -> bootstrap -> rt -> pure -> base)
+suite layers 60 tests/arch/layers.sh
+suite unit-config 60 tests/unit/test_config
 suite unit-topology 60 tests/unit/test_topology
 suite unit-kernels 120 tests/unit/test_kernels
 suite unit-gen-colls 300 tests/unit/test_gen_colls
@@ -14,6 +17,7 @@ suite unit-step-table 120 tests/unit/test_step_table
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
+suite unit-exec 180 tests/unit/test_exec
 suite sim 600 tests/sim/test_sim
 suite sim-scale 900 tests/sim/scale.sh
 suite sched 600 tests/sched/test_sched
@@ -45,6 +49,8 @@ suite fault-kill 300 tests/fault/kill.sh
 suite fault-abort 60 tests/fault/jobs.sh abort
 suite fault-badargs 90 tests/fault/jobs.sh badargs
 suite fault-mismatch 90 tests/fault/jobs.sh mismatch
+suite fault-debug 90 tests/fault/jobs.sh debug
+suite mpi-debug 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debug mpirun -np 3 tests/mpi/test_mpi
 suite fault-hostile 90 tests/fault/jobs.sh hostile
 suite tools-info 60 tests/mpi/tools_info.sh
 suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi

@@ -36,8 +36,8 @@
 #include <sys/stat.h>
 #include <unistd.h>
 
-#include "core/config.h"
-#include "log.h"
+#include "rt_config.h"
+#include "rt_log.h"
 #include "net.h"
 
 #define TD_BOOT_MAGIC 0x31306f6f62647470ull /* "ptdboo01" */

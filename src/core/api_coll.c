@@ -8,7 +8,7 @@
  */
 #include <string.h>
 
-#include "comm_priv.h"
+#include "comm.h"
 #include "kernels.h"
 
 typedef struct {
@@ -39,10 +39,10 @@ static int overlaps(const void *a, size_t alen, const void *b, size_t blen) {
 
 /* In-place form of the call (docs/schedule-ir.md), or an error for other overlaps. */
 static tpudistResult_t callInplace(tdComm *c, const tdCall *a, size_t esize, int *inplace) {
-  size_t one = a->count * esize, all = one * (size_t)c->nranks;
+  size_t one = a->count * esize, all = one * (size_t)c->net.nranks;
   const char *s = a->send;
   char *r = a->recv;
-  int root = a->root == c->rank;
+  int root = a->root == c->net.rank;
   *inplace = 0;
   switch (a->coll) {
     case TD_COLL_ALLREDUCE:
@@ -58,11 +58,11 @@ static tpudistResult_t callInplace(tdComm *c, const tdCall *a, size_t esize, int
       if (root && !*inplace && overlaps(s, one, r, one)) goto bad;
       return tpudistSuccess;
     case TD_COLL_ALLGATHER:
-      *inplace = r && s == r + (size_t)c->rank * one;
+      *inplace = r && s == r + (size_t)c->net.rank * one;
       if (!*inplace && overlaps(s, one, r, all)) goto bad;
       return tpudistSuccess;
     case TD_COLL_REDUCESCATTER:
-      *inplace = s && r == s + (size_t)c->rank * one;
+      *inplace = s && r == s + (size_t)c->net.rank * one;
       if (!*inplace && overlaps(s, all, r, one)) goto bad;
       return tpudistSuccess;
     default:
@@ -86,21 +86,32 @@ static tpudistResult_t callCheck(tdComm *c, const tdCall *a, size_t *esize) {
   *esize = kernelDtypeSize((tpudistDataType_t)a->dtype);
   uint64_t bytes;
   if (__builtin_mul_overflow((uint64_t)a->count, (uint64_t)*esize, &bytes) ||
-      __builtin_mul_overflow(bytes, callBlocks(a, c->nranks), &bytes) || bytes > (SIZE_MAX >> 1))
+      __builtin_mul_overflow(bytes, callBlocks(a, c->net.nranks), &bytes) ||
+      bytes > (SIZE_MAX >> 1))
     return commError(c, tpudistInvalidArgument, "%s: count %zu of %s overflows the address space",
                      a->fn, a->count, kernelDtypeName((tpudistDataType_t)a->dtype));
   int rooted = a->coll == TD_COLL_BROADCAST || a->coll == TD_COLL_REDUCE;
-  if (rooted && (a->root < 0 || a->root >= c->nranks))
+  if (rooted && (a->root < 0 || a->root >= c->net.nranks))
     return commError(c, tpudistInvalidArgument, "%s: root %d out of range [0, %d)", a->fn, a->root,
-                     c->nranks);
+                     c->net.nranks);
   if (a->count) {
-    int need_send = a->coll != TD_COLL_BROADCAST || a->root == c->rank;
-    int need_recv = a->coll != TD_COLL_REDUCE || a->root == c->rank;
+    int need_send = a->coll != TD_COLL_BROADCAST || a->root == c->net.rank;
+    int need_recv = a->coll != TD_COLL_REDUCE || a->root == c->net.rank;
     if ((need_send && !a->send) || (need_recv && !a->recv))
       return commError(c, tpudistInvalidArgument, "%s: %s is NULL", a->fn,
                        need_send && !a->send ? "sendbuff" : "recvbuff");
   }
   return tpudistSuccess;
+}
+
+/* Debug mode: the failure at the call that caused it, with the call's arguments. */
+static tpudistResult_t debugFailure(tdComm *c, const tdCall *a, uint64_t seq, tpudistResult_t r) {
+  char cause[TD_ERRLEN];
+  snprintf(cause, sizeof(cause), "%s", c->net.err.msg);
+  const char *dt = kernelDtypeValid(a->dtype) ? kernelDtypeName((tpudistDataType_t)a->dtype) : "?";
+  const char *op = reduces(a->coll) ? kernelOpName((tpudistRedOp_t)a->op) : "-";
+  return commError(c, r, "%s(count %zu, %s, %s, root %d) seq %llu failed: %s", a->fn, a->count, dt,
+                   op, a->root, (unsigned long long)seq, cause);
 }
 
 static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequest_t *req) {
@@ -114,8 +125,9 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
   if (r == tpudistSuccess) r = callInplace(c, a, esize, &inplace);
   if (r != tpudistSuccess) goto out;
   int rooted = a->coll == TD_COLL_BROADCAST || a->coll == TD_COLL_REDUCE;
-  uint64_t bytes = (uint64_t)a->count * esize * callBlocks(a, c->nranks);
-  int small = execSmallEligible(c, a->coll, bytes);
+  uint64_t bytes = (uint64_t)a->count * esize * callBlocks(a, c->net.nranks);
+  int small = !c->check && !c->net.cfg->sched_file && !selectOverride(c->select, a->coll) &&
+              execSmallEligible(&c->exec, a->coll, bytes);
   if (!small)
     r = commGetSched(c, a->coll, rooted ? a->root : 0, inplace, a->count, bytes, (uint32_t)esize,
                      &sched, err);
@@ -123,7 +135,7 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
     r = commError(c, r, "%s: %s", a->fn, err);
     goto out;
   }
-  tdOp *op = execOpAlloc(c);
+  tdOp *op = execOpAlloc(&c->exec);
   if (!op) {
     r = commError(c, tpudistNoMemory, "%s: out of memory", a->fn);
     goto out;
@@ -132,7 +144,7 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
   op->coll = a->coll;
   op->sched = sched;
   op->algo = c->last_algo;
-  op->seq = c->priv->coll_seq++;
+  op->seq = c->exec.coll_seq++;
   op->n = a->count;
   op->esize = esize;
   op->dtype = a->dtype;
@@ -140,10 +152,12 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
   op->root = a->root;
   op->bufs[TD_BUF_INPUT] = (char *)(a->send ? a->send : a->recv);
   op->bufs[TD_BUF_OUTPUT] = a->recv;
-  if (a->op == tpudistAvg && reduces(a->coll) && (a->coll != TD_COLL_REDUCE || a->root == c->rank))
+  if (a->op == tpudistAvg && reduces(a->coll) &&
+      (a->coll != TD_COLL_REDUCE || a->root == c->net.rank))
     op->avg_count = a->count;
   if (small) {
     execSmallInit(op);
+    c->last_algo = op->algo; /* tpudistLastAlgorithm */
     if (!req && !groupActive() && execSmallRun(op, &r))
       execOpRelease(op);
     else
@@ -156,7 +170,9 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
     r = commError(c, r, "%s: %s", a->fn, err);
     goto out;
   }
+  uint64_t seq = op->seq;
   r = commIssue(op, req);
+  if (r != tpudistSuccess && c->mode == TPUDIST_MODE_DEBUG) r = debugFailure(c, a, seq, r);
 out:
   commLeave(c);
   return r;

@@ -19,7 +19,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_priv.h"
+#include "comm.h"
 #include "kernels.h"
 
 static tpudistResult_t p2pCall(const char *fn, tdOpKind kind, void *buf, size_t count,
@@ -33,14 +33,15 @@ static tpudistResult_t p2pCall(const char *fn, tdOpKind kind, void *buf, size_t 
     r = commError(c, tpudistInvalidArgument, "%s: unknown datatype %d", fn, (int)dtype);
   } else if (__builtin_mul_overflow(count, esize, &bytes) || bytes > (SIZE_MAX >> 1)) {
     r = commError(c, tpudistInvalidArgument, "%s: count %zu overflows", fn, count);
-  } else if ((peer < 0 || peer >= c->nranks) && !(kind == TD_OP_RECV && peer == tpudistAnySource)) {
+  } else if ((peer < 0 || peer >= c->net.nranks) &&
+             !(kind == TD_OP_RECV && peer == tpudistAnySource)) {
     r = commError(c, tpudistInvalidArgument, "%s: peer %d out of range [0, %d)", fn, peer,
-                  c->nranks);
+                  c->net.nranks);
   } else if (count && !buf) {
     r = commError(c, tpudistInvalidArgument, "%s: buffer is NULL", fn);
   }
   if (r != tpudistSuccess) goto out;
-  tdOp *op = execOpAlloc(c);
+  tdOp *op = execOpAlloc(&c->exec);
   if (!op) {
     r = commError(c, tpudistNoMemory, "%s: out of memory", fn);
     goto out;
@@ -81,7 +82,7 @@ static tpudistResult_t vCheck(tdComm *c, const size_t *sc, const size_t *sd, con
   if (!sc || !sd || !rc || !rd)
     return commError(c, tpudistInvalidArgument,
                      "AllToAllv: a counts or displacements array is NULL");
-  for (int p = 0; p < c->nranks; p++) {
+  for (int p = 0; p < c->net.nranks; p++) {
     size_t end;
     if (__builtin_add_overflow(sd[p], sc[p], &end) || __builtin_mul_overflow(end, esize, &end) ||
         __builtin_add_overflow(rd[p], rc[p], &end) || __builtin_mul_overflow(end, esize, &end))
@@ -103,14 +104,14 @@ static tpudistResult_t vBuf(tdComm *c, tdOp *op, size_t words) {
   return commError(c, tpudistNoMemory, "AllToAllv: out of memory for the counts");
 }
 
-/* Single phase (priv->a2av_local): the plan comes from this rank's row and column alone and
+/* Single phase (comm->a2av_local): the plan comes from this rank's row and column alone and
  * carries every message, empty ones included; op->vbuf (sendcounts | recvcounts | sdispls |
  * rdispls) is its INPUT/OUTPUT layouts. Counts to and from self that differ cannot be checked by a
  * peer: the block is left out and the operation, which still exchanges with every peer, ends with
  * tpudistInvalidUsage. */
 static tpudistResult_t vLocalPlan(tdComm *c, tdOp *op, const size_t *sc, const size_t *sd,
                                   const size_t *rc, const size_t *rd, size_t esize) {
-  int n = c->nranks, me = c->rank;
+  int n = c->net.nranks, me = c->net.rank;
   char err[TD_ERRLEN] = "";
   TD_CHECK(vBuf(c, op, 4 * (size_t)n));
   uint64_t *vs = op->vbuf, *vr = vs + n, *vsd = vr + n, *vrd = vsd + n;
@@ -133,7 +134,7 @@ static tpudistResult_t vLocalPlan(tdComm *c, tdOp *op, const size_t *sc, const s
   op->algo = c->last_algo;
   op->vlocal = 1;
   op->vphase = 1;
-  op->seq = c->priv->coll_seq++;
+  op->seq = c->exec.coll_seq++;
   op->n = 0;
   op->esize = esize;
   op->bufs[TD_BUF_INPUT] = op->vsend;
@@ -145,7 +146,7 @@ static tpudistResult_t vLocalPlan(tdComm *c, tdOp *op, const size_t *sc, const s
  * the counts exchange (an all-gather of the send counts) runs first. */
 static tpudistResult_t vExchangePlan(tdComm *c, tdOp *op, const size_t *sc, const size_t *sd,
                                      const size_t *rc, const size_t *rd) {
-  int n = c->nranks;
+  int n = c->net.nranks;
   char err[TD_ERRLEN] = "";
   const tdSched *sched = NULL;
   tpudistResult_t r =
@@ -160,9 +161,10 @@ static tpudistResult_t vExchangePlan(tdComm *c, tdOp *op, const size_t *sc, cons
     vrc[p] = rc[p];
   }
   op->vphase = 0;
+  op->phase = collAlltoallvData;
   op->sched = sched;
-  op->seq = c->priv->coll_seq;
-  c->priv->coll_seq += 2;
+  op->seq = c->exec.coll_seq;
+  c->exec.coll_seq += 2;
   op->n = (uint64_t)n;
   op->esize = 8;
   op->bufs[TD_BUF_INPUT] = (char *)v;
@@ -187,7 +189,7 @@ TPUDIST_API tpudistResult_t tpudistAllToAllv(const void *sendbuff, const size_t 
   size_t esize = kernelDtypeSize(datatype);
   if ((r = vCheck(c, sendcounts, sdispls, recvcounts, rdispls, sendbuff, recvbuff, esize)))
     goto out;
-  if (!(op = execOpAlloc(c))) {
+  if (!(op = execOpAlloc(&c->exec))) {
     r = commError(c, tpudistNoMemory, "AllToAllv: out of memory");
     goto out;
   }
@@ -197,7 +199,7 @@ TPUDIST_API tpudistResult_t tpudistAllToAllv(const void *sendbuff, const size_t 
   op->redop = tpudistSum;
   op->vsend = (void *)sendbuff;
   op->vrecv = recvbuff;
-  if (c->priv->a2av_local)
+  if (c->a2av_local)
     r = vLocalPlan(c, op, sendcounts, sdispls, recvcounts, rdispls, esize);
   else
     r = vExchangePlan(c, op, sendcounts, sdispls, recvcounts, rdispls);
@@ -216,14 +218,14 @@ out:
 
 /* Phase two, called by the executor (lock held) when the counts exchange is done. */
 tpudistResult_t collAlltoallvData(tdOp *op, char *err) {
-  tdComm *c = op->comm;
-  int n = c->nranks;
+  tdComm *c = commOfOp(op);
+  int n = c->net.nranks;
   uint64_t *v = op->vbuf, *m = v + n, *sd = m + (size_t)n * n, *rd = sd + n, *rc = rd + n;
   for (int p = 0; p < n; p++)
-    if (m[(size_t)p * n + c->rank] != rc[p])
+    if (m[(size_t)p * n + c->net.rank] != rc[p])
       return tdErr(err, tpudistInvalidArgument,
                    "AllToAllv: rank %d sends %llu elements to rank %d, which expects %llu", p,
-                   (unsigned long long)m[(size_t)p * n + c->rank], c->rank,
+                   (unsigned long long)m[(size_t)p * n + c->net.rank], c->net.rank,
                    (unsigned long long)rc[p]);
   size_t esize = kernelDtypeSize((tpudistDataType_t)op->dtype);
   if (op->owns_sched) schedFree(&op->own_sched);

@@ -1,24 +1,27 @@
 /*
- * check.c - TPU_DIST_CHECK=1 (debug mode): before each collective the ranks all-gather its
- * signature (collective, datatype, op, count, root, sequence) with the communicator's all-gather
- * plan, as a first phase of the same operation. A difference fails the collective on every rank
- * with tpudistInvalidUsage and the same message on each, naming the distinct calls and which ranks
- * made them ("ranks 0-2 called allreduce(count 1000, ...); rank 3 called allreduce(count 1001,
+ * check.c - TPU_DIST_CHECK=1 (and TPU_DIST_MODE=debug): before each collective the ranks all-gather
+ * its signature (collective, datatype, op, count, root, sequence) with the communicator's
+ * all-gather plan, as a first phase of the same operation. A difference fails the collective on
+ * every rank with tpudistInvalidUsage and the same message on each, naming the distinct calls and
+ * which ranks made them ("ranks 0-2 called allreduce(count 1000, ...); rank 3 called
+ * allreduce(count 1001,
  * ...)"), instead of a deadlock or silently wrong data. Costs one small all-gather per call; every
  * rank must set the same TPU_DIST_CHECK.
  */
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_priv.h"
+#include "comm.h"
 #include "kernels.h"
 
 #define TD_CHK_WORDS 8
 #define TD_CHK_MAGIC 0x7d5c4ec4ull
 
+static tpudistResult_t checkVerify(tdOp *op, char *err);
+
 tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err) {
-  if (!c->cfg->check) return tpudistSuccess;
-  size_t n = (size_t)c->nranks, need = TD_CHK_WORDS * (n + 1);
+  if (!c->check) return tpudistSuccess;
+  size_t n = (size_t)c->net.nranks, need = TD_CHK_WORDS * (n + 1);
   if (need > op->chk_cap) {
     free(op->chk_buf);
     op->chk_buf = calloc(need, sizeof(uint64_t));
@@ -46,14 +49,16 @@ tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err) {
   op->chk_bufs[1] = op->bufs[TD_BUF_OUTPUT];
   op->chk_n = op->n;
   op->chk_esize = op->esize;
-  op->chk_seq = c->priv->coll_seq; /* the real plan's sequence (two for a two-phase all-to-all-v) */
-  c->priv->coll_seq += op->coll == TD_COLL_ALLTOALLV && op->vphase == 0 ? 2 : 1;
+  op->chk_seq = c->exec.coll_seq; /* the real plan's sequence (two for a two-phase all-to-all-v) */
+  c->exec.coll_seq += op->coll == TD_COLL_ALLTOALLV && op->vphase == 0 ? 2 : 1;
   op->sched = ag;
   op->bufs[TD_BUF_INPUT] = (char *)sig;
   op->bufs[TD_BUF_OUTPUT] = (char *)(sig + TD_CHK_WORDS);
   op->n = TD_CHK_WORDS;
   op->esize = 8;
   op->chk_phase = 1;
+  op->chk_phase_next = op->phase; /* the real plan's own next phase */
+  op->phase = checkVerify;
   return tpudistSuccess;
 }
 
@@ -86,7 +91,7 @@ static tpudistResult_t mismatch(const tdComm *c, const uint64_t *all, char *err)
   char msg[TD_ERRLEN] = "collective mismatch:";
   size_t u = strlen(msg);
   int groups = 0, shown = 0;
-  for (int r = 0; r < c->nranks; r++) {
+  for (int r = 0; r < c->net.nranks; r++) {
     const uint64_t *s = all + (size_t)r * TD_CHK_WORDS;
     int seen = 0;
     for (int q = 0; q < r && !seen; q++) seen = !memcmp(all + (size_t)q * TD_CHK_WORDS, s, 64);
@@ -94,7 +99,7 @@ static tpudistResult_t mismatch(const tdComm *c, const uint64_t *all, char *err)
     groups++;
     if (shown == 2) continue;
     char who[64], what[112];
-    rankList(all, c->nranks, s, who, sizeof(who));
+    rankList(all, c->net.nranks, s, who, sizeof(who));
     if (s[0] == TD_CHK_MAGIC)
       describe(s, what, sizeof(what));
     else
@@ -108,10 +113,11 @@ static tpudistResult_t mismatch(const tdComm *c, const uint64_t *all, char *err)
   return tdErr(err, tpudistInvalidUsage, "%s", msg);
 }
 
-tpudistResult_t checkVerify(tdOp *op, char *err) {
-  tdComm *c = op->comm;
+/* Phase callback: every rank's signature agrees with ours, then the real plan. */
+static tpudistResult_t checkVerify(tdOp *op, char *err) {
+  tdComm *c = commOfOp(op);
   const uint64_t *mine = op->chk_buf, *all = op->chk_buf + TD_CHK_WORDS;
-  for (int r = 0; r < c->nranks; r++)
+  for (int r = 0; r < c->net.nranks; r++)
     if (memcmp(all + (size_t)r * TD_CHK_WORDS, mine, TD_CHK_WORDS * sizeof(uint64_t)))
       return mismatch(c, all, err);
   op->sched = op->chk_sched;
@@ -121,5 +127,6 @@ tpudistResult_t checkVerify(tdOp *op, char *err) {
   op->esize = op->chk_esize;
   op->seq = op->chk_seq;
   op->chk_phase = 2;
+  op->phase = op->chk_phase_next;
   return tpudistSuccess;
 }

@@ -5,6 +5,8 @@
  * Also the registry of live communicators that every API call checks (use after destroy is an
  * error, not a crash).
  */
+#include "comm.h"
+
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
@@ -12,13 +14,14 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "comm_priv.h"
-#include "log.h"
 #include "registry.h"
+#include "rt_log.h"
+#include "rt_topo.h"
 
 static pthread_mutex_t gLiveLock = PTHREAD_MUTEX_INITIALIZER;
 static tdComm **gLive;
-static int gNLive, gLiveCap;
+static int gNLive;
+static size_t gLiveCap;
 
 static int liveIndex(const tdComm *c) {
   for (int i = 0; i < gNLive; i++)
@@ -28,15 +31,9 @@ static int liveIndex(const tdComm *c) {
 
 static tpudistResult_t liveAdd(tdComm *c) {
   pthread_mutex_lock(&gLiveLock);
-  if (gNLive == gLiveCap) {
-    int cap = gLiveCap ? gLiveCap * 2 : 16;
-    tdComm **n = realloc(gLive, sizeof(*n) * cap);
-    if (!n) {
-      pthread_mutex_unlock(&gLiveLock);
-      return tpudistNoMemory;
-    }
-    gLive = n;
-    gLiveCap = cap;
+  if (tdGrow(&gLive, &gLiveCap, (size_t)gNLive + 1, sizeof(*gLive), 16)) {
+    pthread_mutex_unlock(&gLiveLock);
+    return tpudistNoMemory;
   }
   gLive[gNLive++] = c;
   pthread_mutex_unlock(&gLiveLock);
@@ -58,59 +55,54 @@ tpudistResult_t commEnter(tdComm *comm, const char *fn) {
               : tpudistInvalidArgument;
   pthread_mutex_lock(&gLiveLock);
   int found = liveIndex(comm) >= 0;
-  if (found) __atomic_add_fetch(&comm->priv->in_calls, 1, __ATOMIC_SEQ_CST);
+  if (found) __atomic_add_fetch(&comm->in_calls, 1, __ATOMIC_SEQ_CST);
   pthread_mutex_unlock(&gLiveLock);
   if (!found)
     return fn ? commError(NULL, tpudistInvalidUsage,
                           "%s: communicator %p was destroyed or is not valid", fn, (void *)comm)
               : tpudistInvalidUsage;
-  if (fn && comm->aborted) {
+  if (fn && comm->net.aborted) {
     commLeave(comm);
-    return commError(NULL, tpudistAborted, "%s: communicator %s was aborted", fn, comm->name);
+    return commError(NULL, tpudistAborted, "%s: communicator %s was aborted", fn, comm->net.name);
   }
   return tpudistSuccess;
 }
 
 void commLeave(tdComm *comm) {
-  __atomic_sub_fetch(&comm->priv->in_calls, 1, __ATOMIC_SEQ_CST);
+  __atomic_sub_fetch(&comm->in_calls, 1, __ATOMIC_SEQ_CST);
 }
 
 /* ---- creation ---------------------------------------------------------------------------- */
 
 static tdComm *commAlloc(int nranks, int rank) {
   tdComm *c = calloc(1, sizeof(struct tpudistComm));
-  struct tdCommPriv *p = calloc(1, sizeof(*p));
-  if (!c || !p) {
-    free(c);
-    free(p);
-    return NULL;
-  }
-  c->priv = p;
-  p->small_reach = -1;
-  c->nranks = nranks;
-  c->rank = rank;
-  c->cfg = configGet();
-  c->timeout_ms = c->cfg->timeout_ms > 0 ? c->cfg->timeout_ms : 300000;
+  if (!c) return NULL;
+  c->net.nranks = nranks;
+  c->net.rank = rank;
+  c->net.cfg = configGet();
+  c->net.timeout_ms = c->net.cfg->timeout_ms;
+  netNameErrors(&c->net);
   c->last_algo = "none";
-  pthread_mutex_init(&p->lock, NULL);
-  pthread_cond_init(&p->cond, NULL);
   return c;
 }
 
 static void commFree(tdComm *c) {
   if (!c) return;
-  struct tdCommPriv *p = c->priv;
-  execCommFree(c);
+  execFree(&c->exec);
   commSchedFree(c);
   commSelectFree(c);
-  flightFree(c);
-  if (c->bootstrap) bootstrapFree(c->bootstrap);
-  free(p->ord_send);
-  free(p->ord_recv);
-  pthread_mutex_destroy(&p->lock);
-  pthread_cond_destroy(&p->cond);
-  free(p);
+  if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
   free(c);
+}
+
+/* 1 if the caller's config struct (of uc->size bytes: older callers' are shorter) has field. */
+#define TD_CONFIG_HAS(uc, field) \
+  ((uc) && (uc)->size >= offsetof(tpudistConfig_t, field) + sizeof((uc)->field))
+
+/* The execution mode: config.mode, else the parent's (split), else TPU_DIST_MODE. */
+static int configMode(const tpudistConfig_t *uc, const tdComm *parent, const tdConfig *cfg) {
+  if (TD_CONFIG_HAS(uc, mode) && uc->mode != TPUDIST_CONFIG_UNDEF_INT) return uc->mode;
+  return parent ? parent->mode : cfg->mode;
 }
 
 static int configTimeout(const tpudistConfig_t *uc) {
@@ -122,6 +114,10 @@ static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
   if (uc->magic != TPUDIST_CONFIG_MAGIC || uc->size < sizeof(size_t) + 2 * sizeof(unsigned))
     return tdErr(err, tpudistInvalidArgument,
                  "config not initialised with TPUDIST_CONFIG_INITIALIZER (magic 0x%x)", uc->magic);
+  if (TD_CONFIG_HAS(uc, mode) && uc->mode != TPUDIST_CONFIG_UNDEF_INT &&
+      uc->mode != TPUDIST_MODE_STRICT && uc->mode != TPUDIST_MODE_DEBUG)
+    return tdErr(err, tpudistInvalidArgument,
+                 "config.mode %d is not TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG", uc->mode);
   return tpudistSuccess;
 }
 
@@ -129,57 +125,47 @@ static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
  * runtime variables, else flat. */
 static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
                                     const int *members, char *err) {
-  const tdConfig *cfg = c->cfg;
-  if (uc && uc->size >= sizeof(tpudistConfig_t) && uc->topology)
-    return topoParse(uc->topology, c->nranks, &c->topo, err);
+  const tdConfig *cfg = c->net.cfg;
+  if (TD_CONFIG_HAS(uc, topology) && uc->topology)
+    return topoParse(uc->topology, c->net.nranks, &c->topo, err);
   if (parent) {
-    topoSubBlock(&parent->topo, members, c->nranks, &c->topo);
+    topoSubBlock(&parent->topo, members, c->net.nranks, &c->topo);
     return tpudistSuccess;
   }
-  if (cfg->topology) return topoParse(cfg->topology, c->nranks, &c->topo, err);
-  tdTpuEnv env = {cfg->tpu_accelerator_type, cfg->tpu_topology, cfg->tpu_topology_wrap,
-                  cfg->tpu_topology_alt, cfg->tpu_chips_per_host_bounds};
-  tpudistResult_t r = topoFromTpuEnv(&env, c->nranks, &c->topo, err);
-  if (r == tpudistNotSupported) {
-    topoInitFlat(&c->topo, c->nranks);
-    return tpudistSuccess;
-  }
-  return r;
+  const char *source;
+  return configTopology(cfg, c->net.nranks, &c->topo, &source, err);
 }
 
 /* Everything after the bootstrap channel exists: transports, peer exchange, topology,
  * selection, executor. */
 static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
                                  const int *members, char *err) {
-  c->priv->ord_send = calloc(c->nranks, sizeof(uint32_t));
-  c->priv->ord_recv = calloc(c->nranks, sizeof(uint32_t));
-  if (!c->priv->ord_send || !c->priv->ord_recv)
-    return tdErr(err, tpudistNoMemory, "out of memory for %d peers", c->nranks);
-  TD_CHECK(transportConnect(c, err));
+  TD_CHECK(transportConnect(&c->net, err));
   TD_CHECK(commTopoInit(c, uc, parent, members, err));
   TD_CHECK(commSelectInit(c, err));
-  TD_CHECK(execCommInit(c, err));
-  if (flightInit(c) != tpudistSuccess)
-    return tdErr(err, tpudistNoMemory, "flight recorder: out of memory");
+  c->mode = configMode(uc, parent, c->net.cfg);
+  c->check = c->net.cfg->check || c->mode == TPUDIST_MODE_DEBUG;
+  TD_CHECK(execInit(&c->exec, &c->net, err));
   char topo[64];
   topoFormat(&c->topo, topo, sizeof(topo));
-  TD_INFO(TD_SUBSYS_INIT, "%s: rank %d of %d, topology %s, %d transport(s)", c->name, c->rank,
-          c->nranks, topo, c->ntransports);
+  TD_INFO(TD_SUBSYS_INIT, "%s: rank %d of %d, topology %s, %d transport(s), mode %s", c->net.name,
+          c->net.rank, c->net.nranks, topo, c->net.ntransports, configModeName(c->mode));
   return liveAdd(c);
 }
 
 static void commSetName(tdComm *c, const tpudistConfig_t *uc, const char *dflt_prefix) {
   if (uc && uc->commName)
-    snprintf(c->name, sizeof(c->name), "%s", uc->commName);
+    snprintf(c->net.name, sizeof(c->net.name), "%s", uc->commName);
   else
-    snprintf(c->name, sizeof(c->name), "%s%08llx", dflt_prefix,
-             (unsigned long long)(c->comm_hash & 0xffffffffull));
+    snprintf(c->net.name, sizeof(c->net.name), "%s%08llx", dflt_prefix,
+             (unsigned long long)(c->net.comm_hash & 0xffffffffull));
+  netNameErrors(&c->net);
 }
 
 /* Tears down a communicator that never became live. */
 static void commDiscard(tdComm *c) {
-  execCommStop(c);
-  transportFiniAll(c);
+  execStop(&c->exec);
+  transportFiniAll(&c->net);
   commFree(c);
 }
 
@@ -193,18 +179,19 @@ static tpudistResult_t initCommon(tpudistComm_t *out, int nranks, const tpudistU
     return commError(NULL, tpudistInvalidArgument, "init: rank %d out of range for %d ranks", rank,
                      nranks);
   if ((r = checkUserConfig(uc, err)) != tpudistSuccess) return commErrorMsg(NULL, r, err);
+  if (configError()) return commErrorMsg(NULL, tpudistInvalidArgument, configError());
   tdComm *c = commAlloc(nranks, rank);
   if (!c) return commError(NULL, tpudistNoMemory, "init: out of memory");
-  if (configTimeout(uc)) c->timeout_ms = configTimeout(uc);
+  if (configTimeout(uc)) c->net.timeout_ms = configTimeout(uc);
   if (store)
-    r = bootstrapInitStore(store, prefix, rank, nranks, c->timeout_ms, &c->bootstrap, err);
+    r = bootstrapInitStore(store, prefix, rank, nranks, c->net.timeout_ms, &c->net.bootstrap, err);
   else
-    r = bootstrapInit(id, rank, nranks, c->timeout_ms, &c->bootstrap, err);
+    r = bootstrapInit(id, rank, nranks, c->net.timeout_ms, &c->net.bootstrap, err);
   if (r != tpudistSuccess) {
     commFree(c);
     return commErrorMsg(NULL, r, err);
   }
-  c->comm_hash = bootstrapCommHash(c->bootstrap);
+  c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   commSetName(c, uc, "comm-");
   if ((r = commSetup(c, uc, NULL, NULL, err)) != tpudistSuccess) {
     commDiscard(c);
@@ -267,14 +254,14 @@ tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *m
   TD_CHECK(checkUserConfig(uc, err));
   tdComm *c = commAlloc(n, newrank);
   if (!c) return tdErr(err, tpudistNoMemory, "split: out of memory");
-  c->timeout_ms = configTimeout(uc) ? configTimeout(uc) : parent->timeout_ms;
+  c->net.timeout_ms = configTimeout(uc) ? configTimeout(uc) : parent->net.timeout_ms;
   tpudistResult_t r =
-      bootstrapSplit(parent->bootstrap, members, n, newrank, tag, &c->bootstrap, err);
+      bootstrapSplit(parent->net.bootstrap, members, n, newrank, tag, &c->net.bootstrap, err);
   if (r != tpudistSuccess) {
     commFree(c);
     return r;
   }
-  c->comm_hash = bootstrapCommHash(c->bootstrap);
+  c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   (void)hash;
   commSetName(c, uc, "comm-");
   if ((r = commSetup(c, uc, parent, members, err)) != tpudistSuccess) {
@@ -290,7 +277,7 @@ int commLiveRemove(tdComm *c) {
 }
 
 void commDestroyNow(tdComm *c) {
-  execCommStop(c);
-  transportFiniAll(c);
+  execStop(&c->exec);
+  transportFiniAll(&c->net);
   commFree(c);
 }

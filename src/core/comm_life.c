@@ -9,8 +9,8 @@
 #include <time.h>
 
 #include "bootstrap.h"
-#include "comm_priv.h"
-#include "log.h"
+#include "comm.h"
+#include "rt_log.h"
 
 /* Defined in comm.c. */
 tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *members,
@@ -47,9 +47,9 @@ TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int 
     r = commError(c, tpudistInvalidUsage, "CommSplit: not allowed inside a group");
     goto out;
   }
-  pthread_mutex_lock(&c->priv->lock);
-  int broken = c->priv->broken;
-  pthread_mutex_unlock(&c->priv->lock);
+  pthread_mutex_lock(&c->exec.lock);
+  int broken = c->exec.broken;
+  pthread_mutex_unlock(&c->exec.lock);
   if (broken) { /* its transports and listener are released: destroy it and create a new one */
     r = commError(c, tpudistInvalidUsage,
                   "CommSplit: the communicator has failed; destroy it and create a new one");
@@ -60,22 +60,22 @@ TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int 
                   newcomm ? "color must be >= 0 or TPUDIST_SPLIT_NOCOLOR" : "newcomm is NULL");
     goto out;
   }
-  int *ck = malloc(sizeof(int) * 3 * c->nranks);
+  int *ck = malloc(sizeof(int) * 3 * c->net.nranks);
   if (!ck) {
     r = commError(c, tpudistNoMemory, "CommSplit: out of memory");
     goto out;
   }
-  ck[2 * c->rank] = color;
-  ck[2 * c->rank + 1] = key;
-  r = bootstrapAllGather(c->bootstrap, ck, 2 * sizeof(int), err);
-  uint64_t sseq = c->priv->split_seq++;
+  ck[2 * c->net.rank] = color;
+  ck[2 * c->net.rank + 1] = key;
+  r = bootstrapAllGather(c->net.bootstrap, ck, 2 * sizeof(int), err);
+  uint64_t sseq = c->split_seq++;
   if (r == tpudistSuccess && color == TPUDIST_SPLIT_NOCOLOR) {
     *newcomm = NULL;
   } else if (r == tpudistSuccess) {
-    int *members = ck + 2 * c->nranks, me = 0;
-    int n = splitMembers(ck, c->nranks, color, c->rank, members, &me);
+    int *members = ck + 2 * c->net.nranks, me = 0;
+    int n = splitMembers(ck, c->net.nranks, color, c->net.rank, members, &me);
     uint64_t tag = (sseq << 32) ^ (uint32_t)color;
-    uint64_t hash = (c->comm_hash ^ (tag * 0x9e3779b97f4a7c15ull)) * 1099511628211ull;
+    uint64_t hash = (c->net.comm_hash ^ (tag * 0x9e3779b97f4a7c15ull)) * 1099511628211ull;
     tdComm *nc = NULL;
     r = commSplitCreate(c, n, me, members, tag, hash, config, &nc, err);
     if (r == tpudistSuccess) *newcomm = (tpudistComm_t)nc;
@@ -98,12 +98,12 @@ TPUDIST_API tpudistResult_t tpudistCommDestroy(tpudistComm_t comm) {
     return r;
   }
   /* An error seen before (a failed call, a timeout) was reported then; destroy still frees. */
-  int was_broken = c->priv->broken;
-  tpudistResult_t r = execDrain(c);
+  int was_broken = c->exec.broken;
+  tpudistResult_t r = execDrain(&c->exec);
   if (was_broken) r = tpudistSuccess;
   /* Every rank is done with its traffic before transports go away. */
-  if (r == tpudistSuccess && !c->priv->broken && c->nranks > 1) {
-    tpudistResult_t b = bootstrapBarrier(c->bootstrap, err);
+  if (r == tpudistSuccess && !c->exec.broken && c->net.nranks > 1) {
+    tpudistResult_t b = bootstrapBarrier(c->net.bootstrap, err);
     if (b != tpudistSuccess) r = commErrorMsg(c, b, err);
   }
   commLeave(c);
@@ -118,12 +118,12 @@ TPUDIST_API tpudistResult_t tpudistCommAbort(tpudistComm_t comm) {
   if (!commLiveRemove(c))
     return commError(NULL, tpudistInvalidUsage,
                      "CommAbort: communicator %p was destroyed or is not valid", (void *)c);
-  c->aborted = 1;
-  if (c->bootstrap) bootstrapAbort(c->bootstrap);
-  execAbort(c, tpudistAborted);
+  c->net.aborted = 1;
+  if (c->net.bootstrap) bootstrapAbort(c->net.bootstrap);
+  execAbort(&c->exec, tpudistAborted);
   /* Every call inside the communicator sees aborted and leaves; then it can be freed. */
   struct timespec ts = {0, 100000};
-  while (__atomic_load_n(&c->priv->in_calls, __ATOMIC_SEQ_CST) > 0) nanosleep(&ts, NULL);
+  while (__atomic_load_n(&c->in_calls, __ATOMIC_SEQ_CST) > 0) nanosleep(&ts, NULL);
   commDestroyNow(c);
   return tpudistSuccess;
 }
@@ -136,9 +136,9 @@ TPUDIST_API tpudistResult_t tpudistCommGetAsyncError(tpudistComm_t comm,
   if (!asyncError) {
     r = commError(c, tpudistInvalidArgument, "CommGetAsyncError: asyncError is NULL");
   } else {
-    pthread_mutex_lock(&c->priv->lock);
-    *asyncError = c->aborted ? tpudistAborted : c->priv->async_error;
-    pthread_mutex_unlock(&c->priv->lock);
+    pthread_mutex_lock(&c->exec.lock);
+    *asyncError = c->net.aborted ? tpudistAborted : c->exec.async_error;
+    pthread_mutex_unlock(&c->exec.lock);
   }
   commLeave(c);
   return r;
@@ -150,7 +150,7 @@ TPUDIST_API tpudistResult_t tpudistCommCount(const tpudistComm_t comm, int *coun
   if (!count)
     r = commError(&comm->c, tpudistInvalidArgument, "CommCount: count is NULL");
   else
-    *count = comm->c.nranks;
+    *count = comm->c.net.nranks;
   commLeave(&comm->c);
   return r;
 }
@@ -161,7 +161,7 @@ TPUDIST_API tpudistResult_t tpudistCommUserRank(const tpudistComm_t comm, int *r
   if (!rank)
     r = commError(&comm->c, tpudistInvalidArgument, "CommUserRank: rank is NULL");
   else
-    *rank = comm->c.rank;
+    *rank = comm->c.net.rank;
   commLeave(&comm->c);
   return r;
 }
@@ -178,19 +178,19 @@ TPUDIST_API tpudistResult_t tpudistCommTopology(const tpudistComm_t comm,
     memset(&t, 0, sizeof(t));
     t.ndims = c->topo.ndims;
     int coords[TD_MAX_DIMS] = {0};
-    if (t.ndims > 0) topoRankToCoords(&c->topo, c->rank, coords);
+    if (t.ndims > 0) topoRankToCoords(&c->topo, c->net.rank, coords);
     for (int i = 0; i < TPUDIST_MAX_DIMS && i < TD_MAX_DIMS; i++) {
       t.dims[i] = i < t.ndims ? c->topo.dims[i] : 1;
       t.wrap[i] = i < t.ndims ? c->topo.wrap[i] : 0;
       t.coords[i] = coords[i];
     }
     t.twisted = c->topo.twisted;
-    uint64_t *seen = malloc(sizeof(uint64_t) * c->nranks);
+    uint64_t *seen = malloc(sizeof(uint64_t) * c->net.nranks);
     int nh = 0;
-    for (int p = 0; seen && p < c->nranks; p++) {
+    for (int p = 0; seen && p < c->net.nranks; p++) {
       int dup = 0;
-      for (int i = 0; i < nh && !dup; i++) dup = seen[i] == c->peers[p].host_hash;
-      if (!dup) seen[nh++] = c->peers[p].host_hash;
+      for (int i = 0; i < nh && !dup; i++) dup = seen[i] == c->net.peers[p].host_hash;
+      if (!dup) seen[nh++] = c->net.peers[p].host_hash;
     }
     free(seen);
     t.nhosts = nh ? nh : 1;

@@ -9,12 +9,12 @@
 #include <string.h>
 
 #include "algos.h"
-#include "comm_priv.h"
-#include "log.h"
+#include "comm.h"
+#include "rt_log.h"
 #include "sched_io.h"
 
 static void commDumpSched(tdComm *comm, const tdSched *s) {
-  const char *dir = comm->cfg->sched_dump_dir;
+  const char *dir = comm->net.cfg->sched_dump_dir;
   if (!dir) return;
   char path[512];
   snprintf(path, sizeof(path), "%s/%s-%s-n%d-r%d.sched", dir, schedCollName(s->coll), s->algo,
@@ -35,15 +35,14 @@ static tdCollArgs commCollArgs(const tdComm *comm, tdColl coll, uint32_t esize) 
   tdCollArgs a;
   memset(&a, 0, sizeof(a));
   a.coll = coll;
-  a.nranks = comm->nranks;
-  a.rank = comm->rank;
+  a.nranks = comm->net.nranks;
+  a.rank = comm->net.rank;
   a.topo = &comm->topo;
   a.elem_size = esize;
   return a;
 }
 
-static tdSchedEntry *cacheFind(struct tdCommPriv *p, tdColl coll, int root, int inplace,
-                               const char *algo) {
+static tdSchedEntry *cacheFind(tdComm *p, tdColl coll, int root, int inplace, const char *algo) {
   for (int i = 0; i < p->ncache; i++) {
     tdSchedEntry *e = p->cache[i];
     if (e->coll == coll && e->root == root && e->inplace == inplace && !strcmp(e->algo, algo))
@@ -54,14 +53,8 @@ static tdSchedEntry *cacheFind(struct tdCommPriv *p, tdColl coll, int root, int 
 
 static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
                                    uint32_t esize, const char *algo, char *err) {
-  struct tdCommPriv *p = comm->priv;
-  if (p->ncache == p->cache_cap) {
-    int cap = p->cache_cap ? 2 * p->cache_cap : 16;
-    tdSchedEntry **n = realloc(p->cache, sizeof(*n) * cap);
-    if (!n) return NULL;
-    p->cache = n;
-    p->cache_cap = cap;
-  }
+  tdComm *p = comm;
+  if (tdGrow(&p->cache, &p->cache_cap, (size_t)p->ncache + 1, sizeof(*p->cache), 16)) return NULL;
   tdSchedEntry *e = calloc(1, sizeof(*e));
   if (!e) return NULL;
   e->coll = coll;
@@ -76,7 +69,7 @@ static tdSchedEntry *cacheGenerate(tdComm *comm, tdColl coll, int root, int inpl
   if (e->gen_res == tpudistSuccess) {
     schedFuse(&e->sched);
     commDumpSched(comm, &e->sched);
-    TD_INFO(TD_SUBSYS_COLL, "%s: generated %s/%s root %d inplace %d (%u streams)", comm->name,
+    TD_INFO(TD_SUBSYS_COLL, "%s: generated %s/%s root %d inplace %d (%u streams)", comm->net.name,
             schedCollName(coll), algo, root, inplace, e->sched.nstreams);
   }
   p->cache[p->ncache++] = e;
@@ -88,17 +81,17 @@ static tpudistResult_t loadFile(const char *path, tdSched **all, int *n, char *e
   if (!f) return tdErr(err, tpudistInvalidArgument, "TPU_DIST_SCHED_FILE %s: cannot open", path);
   char *text = NULL;
   size_t len = 0, cap = 0, got;
+  int oom = 0;
   do {
-    if (len + 4096 > cap) {
-      char *t = realloc(text, cap = 2 * cap + 4096);
-      if (!t) break;
-      text = t;
-    }
+    if ((oom = tdGrow(&text, &cap, len + 4096, 1, 8192)) != 0) break;
     got = fread(text + len, 1, cap - len, f);
     len += got;
   } while (got > 0);
   fclose(f);
-  if (!text) return tdErr(err, tpudistNoMemory, "TPU_DIST_SCHED_FILE: out of memory");
+  if (oom) {
+    free(text);
+    return tdErr(err, tpudistNoMemory, "TPU_DIST_SCHED_FILE: out of memory");
+  }
   tpudistResult_t r = schedLoadAll(text, len, all, n, err);
   free(text);
   return r;
@@ -107,20 +100,20 @@ static tpudistResult_t loadFile(const char *path, tdSched **all, int *n, char *e
 /* TPU_DIST_SCHED_FILE: this rank's schedule from the file for (coll, root, inplace), if any. */
 static tpudistResult_t fileSched(tdComm *comm, tdColl coll, int root, int inplace,
                                  const tdSched **out, char *err) {
-  struct tdCommPriv *p = comm->priv;
+  tdComm *p = comm;
   *out = NULL;
-  if (!comm->cfg->sched_file) return tpudistSuccess;
+  if (!comm->net.cfg->sched_file) return tpudistSuccess;
   if (!p->file_scheds) {
     tdSched *all = NULL;
     int n = 0;
-    TD_CHECK(loadFile(comm->cfg->sched_file, &all, &n, err));
+    TD_CHECK(loadFile(comm->net.cfg->sched_file, &all, &n, err));
     p->file_scheds = all;
     p->nfile_scheds = n;
   }
   for (int i = 0; i < p->nfile_scheds; i++) {
     const tdSched *s = &p->file_scheds[i];
-    if (s->coll == coll && s->rank == comm->rank && s->nranks == comm->nranks && s->root == root &&
-        s->inplace == inplace)
+    if (s->coll == coll && s->rank == comm->net.rank && s->nranks == comm->net.nranks &&
+        s->root == root && s->inplace == inplace)
       *out = s;
   }
   return tpudistSuccess;
@@ -131,7 +124,7 @@ static tpudistResult_t findSched(tdComm *comm, tdColl coll, int root, int inplac
 
 tpudistResult_t commGetSched(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
                              uint64_t bytes, uint32_t esize, const tdSched **out, char *err) {
-  struct tdCommPriv *p = comm->priv;
+  tdComm *p = comm;
   if ((unsigned)coll < TD_NUM_COLLS) {
     const tdSchedMemo *m = &p->last_sched[coll];
     if (m->valid && m->bytes == bytes && m->root == root && m->inplace == inplace) {
@@ -150,7 +143,7 @@ tpudistResult_t commGetSched(tdComm *comm, tdColl coll, int root, int inplace, u
  * candidates in order. */
 static tpudistResult_t findSched(tdComm *comm, tdColl coll, int root, int inplace, uint64_t count,
                                  uint64_t bytes, uint32_t esize, const tdSched **out, char *err) {
-  struct tdCommPriv *p = comm->priv;
+  tdComm *p = comm;
   const tdSched *fs = NULL;
   TD_CHECK(fileSched(comm, coll, root, inplace, &fs, err));
   if (fs) {
@@ -174,14 +167,14 @@ static tpudistResult_t findSched(tdComm *comm, tdColl coll, int root, int inplac
   }
   return tdErr(err, tpudistNotSupported,
                "no algorithm for %s on %d ranks (root %d, in place %d): %s", schedCollName(coll),
-               comm->nranks, root, inplace, why);
+               comm->net.nranks, root, inplace, why);
 }
 
 tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uint64_t *sdispls,
                                  const uint64_t *rdispls, uint32_t esize, tdSched *s, char *err) {
   uint64_t total = 0;
-  for (int i = 0; i < comm->nranks * comm->nranks; i++) total += matrix[i];
-  uint64_t bytes = total * esize / (uint64_t)comm->nranks;
+  for (int i = 0; i < comm->net.nranks * comm->net.nranks; i++) total += matrix[i];
+  uint64_t bytes = total * esize / (uint64_t)comm->net.nranks;
   const char *names[TD_SELECT_MAX_CANDIDATES];
   int nc = commSelectCandidates(comm, TD_COLL_ALLTOALLV, bytes, names, TD_SELECT_MAX_CANDIDATES);
   tdCollArgs a = commCollArgs(comm, TD_COLL_ALLTOALLV, esize);
@@ -205,8 +198,8 @@ tpudistResult_t commGenAlltoallv(tdComm *comm, const uint64_t *matrix, const uin
  * once, with one element per block, and each call gets a copy whose explicit INPUT/OUTPUT layouts
  * are its own counts and displacements: no generation and no allocation per call. */
 static tpudistResult_t localPlan(tdComm *comm, char *err) {
-  struct tdCommPriv *p = comm->priv;
-  int n = comm->nranks;
+  tdComm *p = comm;
+  int n = comm->net.nranks;
   uint64_t *v = malloc(sizeof(uint64_t) * 2 * (size_t)n);
   if (!v) return tdErr(err, tpudistNoMemory, "alltoallv: out of memory");
   for (int i = 0; i < n; i++) v[i] = 1, v[n + i] = (uint64_t)i;
@@ -226,14 +219,14 @@ static tpudistResult_t localPlan(tdComm *comm, char *err) {
                    p->a2av_local);
     }
   p->a2av_plan_ok = 1;
-  TD_INFO(TD_SUBSYS_COLL, "%s: generated alltoallv/%s, local form (%u streams)", comm->name,
+  TD_INFO(TD_SUBSYS_COLL, "%s: generated alltoallv/%s, local form (%u streams)", comm->net.name,
           p->a2av_local, p->a2av_plan.nstreams);
   return tpudistSuccess;
 }
 
 tpudistResult_t commAlltoallvLocal(tdComm *comm, uint64_t *sendcounts, uint64_t *recvcounts,
                                    uint64_t *sdispls, uint64_t *rdispls, tdSched *s, char *err) {
-  struct tdCommPriv *p = comm->priv;
+  tdComm *p = comm;
   if (!p->a2av_local) return tdErr(err, tpudistInternalError, "alltoallv: no single-phase plan");
   if (!p->a2av_plan_ok) TD_CHECK(localPlan(comm, err));
   *s = p->a2av_plan;
@@ -246,7 +239,7 @@ tpudistResult_t commAlltoallvLocal(tdComm *comm, uint64_t *sendcounts, uint64_t 
 }
 
 void commSchedFree(tdComm *comm) {
-  struct tdCommPriv *p = comm->priv;
+  tdComm *p = comm;
   for (int i = 0; i < p->ncache; i++) {
     if (p->cache[i]->gen_res == tpudistSuccess) schedFree(&p->cache[i]->sched);
     free(p->cache[i]);

@@ -1,12 +1,13 @@
 /*
  * group.c - tpudistGroupStart/End. Calls inside a group are collected per thread; GroupEnd issues
  * each communicator's calls together as one batch (they run concurrently, so dependent sends and
- * receives cannot deadlock), then blocks until those issued with a NULL request are done.
+ * receives cannot deadlock), then blocks until those issued with a NULL request are done (in debug
+ * mode, every collective of the group).
  * Groups nest; only the outermost GroupEnd issues.
  */
 #include <stdlib.h>
 
-#include "comm_priv.h"
+#include "comm.h"
 
 typedef struct {
   tdOp *op;
@@ -32,7 +33,7 @@ tpudistResult_t groupAdd(tdOp *op, int wait_at_end) {
       tlsBatch = b;
       tlsBatchCap = cap;
     }
-    if (!n || !b) return commError(op->comm, tpudistNoMemory, "group: out of memory");
+    if (!n || !b) return commError(commOfOp(op), tpudistNoMemory, "group: out of memory");
     tlsItems = n;
     tlsCap = cap;
   }
@@ -53,20 +54,21 @@ static void groupIssue(void) {
   /* With several communicators the waits below go one communicator at a time: let the progress
    * threads drive the others meanwhile (their operations may depend on each other's). */
   int multi = 0;
-  for (int i = 1; i < tlsN && !multi; i++) multi = tlsItems[i].op->comm != tlsItems[0].op->comm;
+  for (int i = 1; i < tlsN && !multi; i++)
+    multi = commOfOp(tlsItems[i].op) != commOfOp(tlsItems[0].op);
   for (int i = 0; i < tlsN; i++) {
     if (tlsItems[i].issued) continue;
-    tdComm *comm = tlsItems[i].op->comm;
+    tdComm *comm = commOfOp(tlsItems[i].op);
     int n = 0, wait = 0;
     for (int j = i; j < tlsN; j++) {
-      if (!tlsItems[j].issued && tlsItems[j].op->comm == comm) {
+      if (!tlsItems[j].issued && commOfOp(tlsItems[j].op) == comm) {
         tlsBatch[n++] = tlsItems[j].op;
         tlsItems[j].issued = 1;
         wait |= tlsItems[j].wait;
       }
     }
     if (commEnter(comm, NULL) != tpudistSuccess) continue;
-    execEnqueue(comm, tlsBatch, n, wait && !multi);
+    execEnqueue(&comm->exec, tlsBatch, n, wait && !multi);
     commLeave(comm);
   }
 }
@@ -79,16 +81,18 @@ TPUDIST_API tpudistResult_t tpudistGroupEnd(void) {
   tlsN = 0;
   tpudistResult_t res = tpudistSuccess;
   for (int i = 0; i < n; i++) {
-    if (!tlsItems[i].wait) continue;
     tdOp *op = tlsItems[i].op;
-    if (commEnter(op->comm, "GroupEnd") != tpudistSuccess) {
+    int wait = tlsItems[i].wait; /* NULL request: waited for and released here */
+    if (!wait && !commCompletesAtCall(op)) continue;
+    if (commEnter(commOfOp(op), "GroupEnd") != tpudistSuccess) {
       if (res == tpudistSuccess) res = tpudistAborted;
       continue;
     }
+    tdComm *comm = commOfOp(op);
     tpudistResult_t r = execWait(op);
     if (r != tpudistSuccess && res == tpudistSuccess) res = r;
-    execOpRelease(op);
-    commLeave(op->comm);
+    if (wait) execOpRelease(op);
+    commLeave(comm);
   }
   return res;
 }

@@ -1,12 +1,20 @@
 /*
  * request.c - requests (a request is the operation object itself): issuing an operation (deferred
- * in a group; with a NULL request outside a group the call blocks), tpudistWait, tpudistTest,
+ * in a group; with a NULL request outside a group the call blocks; in debug mode a collective
+ * completes before its call returns, its request already done), tpudistWait, tpudistTest,
  * tpudistRequestSource and tpudistLastAlgorithm.
  */
-#include "comm_priv.h"
+#include "comm.h"
+
+/* Debug mode completes collectives at their call (point-to-point keeps its semantics). */
+int commCompletesAtCall(const tdOp *op) {
+  return commOfOp(op)->mode == TPUDIST_MODE_DEBUG && op->kind != TD_OP_SEND &&
+         op->kind != TD_OP_RECV;
+}
 
 tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
-  tdComm *comm = op->comm;
+  tdComm *comm = commOfOp(op);
+  int at_call = commCompletesAtCall(op);
   if (groupActive()) {
     tpudistResult_t r = groupAdd(op, req == NULL);
     if (r != tpudistSuccess) {
@@ -17,12 +25,16 @@ tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
     if (req) *req = (tpudistRequest_t)op;
     return tpudistSuccess;
   }
-  execEnqueue(comm, &op, 1, req == NULL);
-  if (req) {
+  execEnqueue(&comm->exec, &op, 1, req == NULL || at_call);
+  if (req && !at_call) {
     *req = (tpudistRequest_t)op;
     return tpudistSuccess;
   }
   tpudistResult_t r = execWait(op);
+  if (req && r == tpudistSuccess) { /* debug mode: the request is handed back done */
+    *req = (tpudistRequest_t)op;
+    return r;
+  }
   execOpRelease(op);
   return r;
 }
@@ -36,7 +48,7 @@ static tpudistResult_t reqCheck(tdOp *op, const char *fn, int allow_freed) {
 TPUDIST_API tpudistResult_t tpudistWait(tpudistRequest_t req) {
   tdOp *op = (tdOp *)req;
   TD_CHECK(reqCheck(op, "Wait", 0));
-  tdComm *comm = op->comm;
+  tdComm *comm = commOfOp(op);
   TD_CHECK(commEnter(comm, "Wait"));
   tpudistResult_t r = execWait(op);
   if (op->done) execOpRelease(op);
@@ -47,7 +59,7 @@ TPUDIST_API tpudistResult_t tpudistWait(tpudistRequest_t req) {
 TPUDIST_API tpudistResult_t tpudistTest(tpudistRequest_t req, int *done) {
   tdOp *op = (tdOp *)req;
   TD_CHECK(reqCheck(op, "Test", 0));
-  tdComm *comm = op->comm;
+  tdComm *comm = commOfOp(op);
   if (!done) return commError(comm, tpudistInvalidArgument, "Test: done is NULL");
   TD_CHECK(commEnter(comm, "Test"));
   int d = 0;
@@ -61,13 +73,14 @@ TPUDIST_API tpudistResult_t tpudistTest(tpudistRequest_t req, int *done) {
 TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *source) {
   tdOp *op = (tdOp *)req;
   TD_CHECK(reqCheck(op, "RequestSource", 1));
-  if (!source) return commError(op->comm, tpudistInvalidArgument, "RequestSource: source is NULL");
+  if (!source)
+    return commError(commOfOp(op), tpudistInvalidArgument, "RequestSource: source is NULL");
   if (op->kind != TD_OP_RECV)
-    return commError(op->comm, tpudistInvalidArgument, "RequestSource: not a receive request");
+    return commError(commOfOp(op), tpudistInvalidArgument, "RequestSource: not a receive request");
   /* Progress until the receive is matched (the source is known before the data has arrived). */
   tdBackoff b;
-  execBackoffInit(&b, op->comm->cfg->spin_us);
-  uint64_t deadline = execNowNs() + (uint64_t)op->comm->timeout_ms * 1000000ull;
+  backoffInit(&b, commOfOp(op)->net.cfg->spin_us);
+  uint64_t deadline = clockNowNs() + (uint64_t)commOfOp(op)->net.timeout_ms * 1000000ull;
   for (;;) {
     int s = op->done ? op->source : op->p2p.source;
     if (s >= 0) {
@@ -78,11 +91,13 @@ TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *sour
     tpudistResult_t r = execTest(op, &done);
     if (r != tpudistSuccess) return r;
     if (done && op->source < 0)
-      return commError(op->comm, tpudistInternalError, "RequestSource: completed without a source");
-    if (!done && execNowNs() > deadline)
-      return commError(op->comm, tpudistTimeout, "RequestSource: no matching message within %d ms",
-                       op->comm->timeout_ms);
-    execBackoff(&b, 0);
+      return commError(commOfOp(op), tpudistInternalError,
+                       "RequestSource: completed without a source");
+    if (!done && clockNowNs() > deadline)
+      return commError(commOfOp(op), tpudistTimeout,
+                       "RequestSource: no matching message within %d ms",
+                       commOfOp(op)->net.timeout_ms);
+    backoffStep(&b, 0);
   }
 }
 

@@ -1,64 +1,23 @@
 /*
  * exec.c - the progress engine: the per-communicator operation queue (batches in issue order),
  * one progress pass (transports, then the active batch), waits that progress inline with a
- * spin / sched_yield / nanosleep backoff and a timeout, the background progress thread, drain and
- * abort, and the operation free list (operations, their step state, transfers and scratch are
+ * spin / sched_yield / nanosleep back-off (rt_clock.h) and a timeout, drain and abort, and the
+ * operation free list (operations, their step state, transfers and scratch are
  * reused, so the hot path neither allocates nor first-touches memory).
  */
-#include <sched.h>
+#include "exec.h"
+
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
-#include "comm_priv.h"
 #include "kernels.h"
-#include "log.h"
 #include "registry.h"
-
-uint64_t execNowNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Millisecond-grained clock for progress timestamps and timeouts: cheaper than execNowNs on
- * every pass of a wait. */
-uint64_t execCoarseNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-void execBackoffInit(tdBackoff *b, int spin_us) {
-  b->idle_since_ns = 0;
-  b->spin_us = spin_us < 0 ? 0 : spin_us;
-}
-
-/* Spin for spin_us after the last progress, then yield for 2 ms, then sleep in short naps. */
-void execBackoff(tdBackoff *b, int progressed) {
-  if (progressed) { /* the idle period starts at the next idle pass: no clock read here */
-    b->idle_since_ns = 0;
-    return;
-  }
-  uint64_t now = execNowNs();
-  if (!b->idle_since_ns) {
-    b->idle_since_ns = now;
-    return;
-  }
-  uint64_t idle = now - b->idle_since_ns, spin = (uint64_t)b->spin_us * 1000;
-  if (idle < spin) return;
-  if (idle < spin + 2000000ull) {
-    sched_yield();
-    return;
-  }
-  struct timespec ts = {0, idle < 50000000ull ? 20000 : 200000};
-  nanosleep(&ts, NULL);
-}
+#include "rt_log.h"
 
 /* ---- operation objects ------------------------------------------------------------------- */
 
-tdOp *execOpAlloc(tdComm *comm) {
-  struct tdCommPriv *p = comm->priv;
+tdOp *execOpAlloc(tdExec *ex) {
+  tdExec *p = ex;
   pthread_mutex_lock(&p->lock);
   tdOp *op = p->free_ops;
   if (op) {
@@ -70,7 +29,8 @@ tdOp *execOpAlloc(tdComm *comm) {
   pthread_mutex_unlock(&p->lock);
   if (!op) return NULL;
   op->magic = TD_OP_MAGIC;
-  op->comm = comm;
+  op->ex = ex;
+  op->net = ex->net;
   op->queued = op->started = op->done = 0;
   op->result = tpudistSuccess;
   op->source = -1;
@@ -80,6 +40,7 @@ tdOp *execOpAlloc(tdComm *comm) {
   op->algo = NULL;
   op->avg = 0;
   op->avg_count = 0;
+  op->phase = NULL;
   op->vphase = 0;
   op->vlocal = 0;
   op->vres = tpudistSuccess;
@@ -91,8 +52,7 @@ tdOp *execOpAlloc(tdComm *comm) {
 }
 
 void execOpRelease(tdOp *op) {
-  tdComm *comm = op->comm;
-  struct tdCommPriv *p = comm->priv;
+  tdExec *p = op->ex;
   pthread_mutex_lock(&p->lock);
   if (op->owns_sched) schedFree(&op->own_sched);
   op->owns_sched = 0;
@@ -115,15 +75,30 @@ static void opFreeMem(tdOp *op) {
   free(op);
 }
 
-void execCommFree(tdComm *comm) {
-  struct tdCommPriv *p = comm->priv;
-  tdOp *op = p->all_ops;
+void execFree(tdExec *ex) {
+  tdOp *op = ex->all_ops;
   while (op) {
     tdOp *n = op->all_next;
     opFreeMem(op);
     op = n;
   }
-  p->all_ops = p->free_ops = p->head = p->tail = NULL;
+  ex->all_ops = ex->free_ops = ex->head = ex->tail = NULL;
+  flightFree(ex);
+  free(ex->ord_send);
+  free(ex->ord_recv);
+  ex->ord_send = ex->ord_recv = NULL;
+  if (ex->net) { /* initialised */
+    pthread_mutex_destroy(&ex->lock);
+    pthread_cond_destroy(&ex->cond);
+    ex->net = NULL;
+  }
+}
+
+tpudistResult_t execAsyncError(tdExec *ex) {
+  pthread_mutex_lock(&ex->lock);
+  tpudistResult_t r = ex->async_error;
+  pthread_mutex_unlock(&ex->lock);
+  return r;
 }
 
 /* ---- queue ------------------------------------------------------------------------------- */
@@ -139,15 +114,15 @@ static void opFinish(tdOp *op, tpudistResult_t res) {
   op->done = 1;
 }
 
-void execFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
-  struct tdCommPriv *p = comm->priv;
+void execFailLocked(tdExec *ex, tpudistResult_t res, const char *msg) {
+  tdExec *p = ex;
   if (!p->broken) {
     p->broken = 1;
     if (p->async_error == tpudistSuccess) p->async_error = res;
-    if (msg) commErrorMsg(comm, res, msg);
-    flightDump(comm, tpudistGetErrorString(res));
+    if (msg) errRecord(&ex->net->err, TD_SUBSYS_COLL, res, msg);
+    flightDump(ex, tpudistGetErrorString(res));
     /* Peers waiting on this rank learn of the failure now, not at their timeout. */
-    transportReleaseAll(comm);
+    transportReleaseAll(ex->net);
   }
   for (tdOp *op = p->head; op; op = op->next) {
     op->queued = 0;
@@ -157,16 +132,17 @@ void execFailLocked(tdComm *comm, tpudistResult_t res, const char *msg) {
   pthread_cond_broadcast(&p->cond);
 }
 
-void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait) {
-  struct tdCommPriv *p = comm->priv;
+void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait) {
+  tdExec *p = ex;
+  tdNet *comm = ex->net;
   pthread_mutex_lock(&p->lock);
   uint64_t batch = ++p->batch_seq;
-  if (!p->head) p->last_progress_ns = execCoarseNs();
+  if (!p->head) p->last_progress_ns = clockCoarseNs();
   for (int i = 0; i < n; i++) {
     tdOp *op = ops[i];
     op->batch = batch;
     op->next = NULL;
-    flightRecord(comm, op);
+    flightRecord(ex, op);
     if (p->broken || comm->aborted) {
       opFinish(op, comm->aborted ? tpudistAborted : p->async_error);
       continue;
@@ -196,10 +172,10 @@ static tpudistResult_t opStart(tdOp *op, char *err) {
   x->next = NULL;
   op->inflight = 1;
   tpudistResult_t r =
-      op->kind == TD_OP_SEND ? execPostSend(op->comm, x) : execPostRecv(op->comm, x);
+      op->kind == TD_OP_SEND ? transportPostSend(op->net, x) : transportPostRecv(op->net, x);
   if (r != tpudistSuccess)
     return tdErr(err, r, "%s to/from rank %d: the transport refused it (%s)", opName(op), x->peer,
-                 op->comm->last_error);
+                 op->net->err.msg);
   return r;
 }
 
@@ -214,13 +190,13 @@ static tpudistResult_t opProgress(tdOp *op, int *progressed, char *err) {
   opFinish(op, op->p2p.result);
   if (op->p2p.result != tpudistSuccess)
     return tdErr(err, op->p2p.result, "%s with rank %d failed (%s)", opName(op), op->p2p.peer,
-                 op->comm->last_error);
+                 op->net->err.msg);
   return tpudistSuccess;
 }
 
 /* Progresses the operations of the head batch; unlinks finished ones. Lock held. */
-static int batchProgress(tdComm *comm) {
-  struct tdCommPriv *p = comm->priv;
+static int batchProgress(tdExec *ex) {
+  tdExec *p = ex;
   char err[TD_ERRLEN] = "";
   int progressed = 0;
   uint64_t batch = p->head->batch;
@@ -235,7 +211,7 @@ static int batchProgress(tdComm *comm) {
     if (r != tpudistSuccess) {
       char msg[TD_ERRLEN + 64];
       snprintf(msg, sizeof(msg), "%s seq %llu: %s", opName(op), (unsigned long long)op->seq, err);
-      execFailLocked(comm, r, msg);
+      execFailLocked(ex, r, msg);
       return 1;
     }
     tdOp *next = op->next;
@@ -255,8 +231,9 @@ static int batchProgress(tdComm *comm) {
   return progressed;
 }
 
-static void timeoutFail(tdComm *comm, uint64_t idle_ns) {
-  tdOp *op = comm->priv->head;
+static void timeoutFail(tdExec *ex, uint64_t idle_ns) {
+  tdNet *comm = ex->net;
+  tdOp *op = ex->head;
   char what[400] = "";
   if (op->kind == TD_OP_COLL)
     execCollDescribe(op, what, sizeof(what));
@@ -267,45 +244,37 @@ static void timeoutFail(tdComm *comm, uint64_t idle_ns) {
   char msg[TD_ERRLEN + 512];
   snprintf(msg, sizeof(msg), "%s seq %llu timed out after %llu ms without progress: %s", opName(op),
            (unsigned long long)op->seq, (unsigned long long)(idle_ns / 1000000), what);
-  /* the whole description in the log; last_error keeps what fits (logged once: same text) */
+  /* the whole description in the log; the recorded error keeps what fits (not logged again) */
   TD_ERROR(TD_SUBSYS_EXEC, "%s rank %d: %s", comm->name, comm->rank, msg);
-  snprintf(comm->last_error, sizeof(comm->last_error), "%.*s", (int)sizeof(comm->last_error) - 1,
-           msg);
-  execFailLocked(comm, tpudistTimeout, comm->last_error);
+  errNote(&comm->err, "%.*s", TD_ERRLEN - 1, msg);
+  execFailLocked(ex, tpudistTimeout, comm->err.msg);
 }
 
-int execProgressLocked(tdComm *comm) {
-  struct tdCommPriv *p = comm->priv;
+int execProgressLocked(tdExec *ex) {
+  tdExec *p = ex;
+  tdNet *comm = ex->net;
   if (p->broken || comm->aborted) return 0;
   int progressed = 0;
   tpudistResult_t r = transportProgressAll(comm, &progressed);
   if (r != tpudistSuccess) {
     /* the transport logged the cause; record it without logging it again */
-    char msg[TD_ERRLEN + 32];
-    snprintf(msg, sizeof(msg), "transport failure: %s", comm->last_error);
-    snprintf(comm->last_error, sizeof(comm->last_error), "%.*s", (int)sizeof(comm->last_error) - 1,
-             msg);
-    execFailLocked(comm, r, comm->last_error);
+    char cause[TD_ERRLEN];
+    snprintf(cause, sizeof(cause), "%s", comm->err.msg);
+    errNote(&comm->err, "transport failure: %s", cause);
+    execFailLocked(ex, r, comm->err.msg);
     return 1;
   }
   for (int round = 0; round < 2 && p->head; round++) {
     uint64_t batch = p->head->batch;
-    if (batchProgress(comm)) progressed = 1;
+    if (batchProgress(ex)) progressed = 1;
     if (!p->head || p->head->batch == batch) break;
   }
-  uint64_t now = execCoarseNs();
+  uint64_t now = clockCoarseNs();
   if (progressed || !p->head) {
     p->last_progress_ns = now;
   } else if (now - p->last_progress_ns > (uint64_t)comm->timeout_ms * 1000000ull) {
-    timeoutFail(comm, now - p->last_progress_ns);
+    timeoutFail(ex, now - p->last_progress_ns);
     progressed = 1;
   }
   return progressed;
-}
-
-tpudistResult_t execPostSend(tdComm *comm, tdXfer *x) {
-  return transportPostSend(comm, x);
-}
-tpudistResult_t execPostRecv(tdComm *comm, tdXfer *x) {
-  return transportPostRecv(comm, x);
 }

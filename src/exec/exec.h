@@ -4,7 +4,14 @@
  * of a communicator run in issue order, batch by batch (a batch is one call, or every call of one
  * tpudistGroupStart/End on that communicator; the operations of a batch run concurrently).
  *
- * Locking: everything here runs under the communicator's lock (priv->lock). The background
+ * The executor owns its state (tdExec: queue, lock, progress thread, sequence numbers, message
+ * ordinals, flight recorder) and sees the communicator only as a tdNet (rt_net.h): it includes
+ * nothing of src/core. An operation of several phases (the counts exchange of a two-phase
+ * all-to-all-v, the TPU_DIST_CHECK signature exchange) chains them through op->phase, a callback
+ * its issuer (src/core) sets: when the plan running now has finished, the executor calls it, and
+ * it installs the next plan (and the next callback, or NULL: the op ends after that plan).
+ *
+ * Locking: everything here runs under the executor's lock (tdExec.lock). The background
  * progress thread drives non-blocking requests; a thread that waits drives progress itself (the
  * progress thread sleeps while anyone waits), so a blocking call on an idle communicator runs
  * inline. Waits spin (TPU_DIST_SPIN_US), then sched_yield, then nanosleep, and are bounded by the
@@ -13,8 +20,12 @@
 #ifndef TD_EXEC_H_
 #define TD_EXEC_H_
 
-#include "comm.h"
+#include <pthread.h>
+
+#include "rt_clock.h"
+#include "rt_net.h"
 #include "sched_ir.h"
+#include "transport.h"
 
 /* TD_OP_SMALL: an all-reduce through the shm slots (exec_small.c), not a schedule. */
 typedef enum { TD_OP_COLL = 0, TD_OP_SEND, TD_OP_RECV, TD_OP_SMALL } tdOpKind;
@@ -42,9 +53,15 @@ typedef struct {
 #define TD_OP_MAGIC 0x7d0b5e11u
 #define TD_OP_FREED 0x7d0bdeadu
 
+struct tdExec;
+struct tdOp;
+/* Installs an operation's next phase (its plan, buffers, count; op->phase for the phase after). */
+typedef tpudistResult_t (*tdOpPhase)(struct tdOp *op, char *err);
+
 typedef struct tdOp {
   unsigned magic;
-  tdComm *comm;
+  struct tdExec *ex; /* the executor it runs on */
+  tdNet *net;        /* ex->net */
   tdOpKind kind;
   uint64_t batch; /* batch id (issue order) */
   int queued;     /* in the communicator's queue */
@@ -80,6 +97,7 @@ typedef struct tdOp {
   size_t bound_esize;
   char *bound_bufs[TD_NUM_BUFS];
   uint64_t inflight; /* xfers posted and not yet done */
+  tdOpPhase phase;   /* called when the current plan has finished (NULL: the op is done) */
   /* all-to-all-v: phase 0 = counts exchange, 1 = data */
   int vphase;
   /* single-phase all-to-all-v (no counts exchange): each message goes whole (one piece), and a
@@ -97,6 +115,7 @@ typedef struct tdOp {
   uint64_t *chk_buf; /* 8 words of this rank, then 8 per rank */
   size_t chk_cap;
   const tdSched *chk_sched;
+  tdOpPhase chk_phase_next; /* op->phase of the real plan, restored after the check */
   char *chk_bufs[2];
   uint64_t chk_n, chk_seq;
   size_t chk_esize;
@@ -109,49 +128,76 @@ typedef struct tdOp {
   _Alignas(64) char small_in[TD_SMALL_MAX_BYTES];
 } tdOp;
 
-/* Per-communicator executor state lives in tdCommPriv (comm_priv.h). */
-tpudistResult_t execCommInit(tdComm *comm, char *err);
-/* Stops the progress thread (call after execDrain or on abort). */
-void execCommStop(tdComm *comm);
-/* Frees every operation object (after the transports are finalized). */
-void execCommFree(tdComm *comm);
+struct tdFlight;
 
-/* An operation object from the communicator's free list (fields reset), or NULL. */
-tdOp *execOpAlloc(tdComm *comm);
+/* The executor of one communicator. */
+typedef struct tdExec {
+  tdNet *net;
+  pthread_mutex_t lock;
+  pthread_cond_t cond;
+  pthread_t thread;
+  int thread_started, stop, waiters;
+  tdOp *head, *tail; /* queue, issue order */
+  tdOp *free_ops;
+  tdOp *all_ops;
+  uint64_t coll_seq, batch_seq;
+  uint64_t small_seq; /* slot operations issued (exec_small.c) */
+  int small_reach;    /* every peer reached through shm slots: -1 not known yet, 0, 1 */
+  uint64_t last_progress_ns;
+  tpudistResult_t async_error;
+  int broken;
+  uint32_t *ord_send, *ord_recv; /* nranks counters used while binding (tdOrdCount) */
+  struct tdFlight *flight;  /* flight recorder (exec_flight.c) */
+  int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores) */
+} tdExec;
+
+/* Sets up ex for net (lock, ordinals, flight recorder, progress thread when configured); net's
+ * peers must be known. On failure everything is released. */
+tpudistResult_t execInit(tdExec *ex, tdNet *net, char *err);
+/* Stops the progress thread (call after execDrain or on abort). */
+void execStop(tdExec *ex);
+/* Frees every operation object and the executor's state (after the transports are finalized). */
+void execFree(tdExec *ex);
+
+/* An operation object from the free list (fields reset), or NULL. */
+tdOp *execOpAlloc(tdExec *ex);
 /* Returns op to the free list (or keeps it aside while transfers still reference it). */
 void execOpRelease(tdOp *op);
 /* Queues ops (one batch, in order). The progress thread is woken unless the caller is about to
  * wait for them (will_wait): then the caller progresses them inline, with no hand-off. */
-void execEnqueue(tdComm *comm, tdOp **ops, int n, int will_wait);
+void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait);
 /* Completes op (bounded), progressing inline; returns its result. op is not released. */
 tpudistResult_t execWait(tdOp *op);
 /* One progress pass; *done = op->done. */
 tpudistResult_t execTest(tdOp *op, int *done);
 /* Waits until the queue is empty (bounded); returns the first error seen, if any. */
-tpudistResult_t execDrain(tdComm *comm);
-/* Marks the communicator aborted/broken and wakes every wait and the progress thread. */
-void execAbort(tdComm *comm, tpudistResult_t res);
+tpudistResult_t execDrain(tdExec *ex);
+/* Marks the executor broken with res and wakes every wait and the progress thread. */
+void execAbort(tdExec *ex, tpudistResult_t res);
+/* The first error that broke the executor (tpudistSuccess if none). */
+tpudistResult_t execAsyncError(tdExec *ex);
 
 /* ---- internals shared by exec files ---- */
-/* Marks the communicator broken with res and msg (logged with the flight record once) and fails
- * every queued operation. Lock held. */
-void execFailLocked(tdComm *comm, tpudistResult_t res, const char *msg);
+/* Marks the executor broken with res and msg (recorded, logged with the flight record once) and
+ * fails every queued operation. Lock held. */
+void execFailLocked(tdExec *ex, tpudistResult_t res, const char *msg);
 /* One progress pass over the transports and the active batch; returns non-zero if anything
  * moved. Caller holds the lock. */
-int execProgressLocked(tdComm *comm);
+int execProgressLocked(tdExec *ex);
 /* Prepares a collective operation to run (binding, ordinals, xfers, scratch). */
 tpudistResult_t execCollStart(tdOp *op, char *err);
 /* Advances a started collective; sets *progressed; marks op done when finished. */
 tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err);
-/* Defined in src/core: phase changes of a collective (all-to-all-v data plan, TPU_DIST_CHECK). */
-tpudistResult_t collAlltoallvData(tdOp *op, char *err);
-tpudistResult_t checkVerify(tdOp *op, char *err);
-/* exec_small.c: 1 if an all-reduce of bytes on comm takes the slot path (the same answer on every
- * rank: it depends on the call, the configuration and where the ranks are, never on timing). */
-int execSmallEligible(tdComm *comm, tdColl coll, uint64_t bytes);
-/* Prepares op (coll, n, esize, dtype, redop, avg_count, bufs set) as a slot all-reduce. */
+/* exec_small.c: 1 if a collective of bytes can take the slot path on ex: a payload per peer of
+ * 1..TPU_DIST_SMALL_BYTES, 2..8 ranks all reached through shm (the same answer on every rank: it
+ * depends on the call, the configuration and where the ranks are, never on timing). Whether a
+ * signature check, a schedule file or an algorithm override excludes it is the caller's
+ * (selection's) decision. */
+int execSmallEligible(tdExec *ex, tdColl coll, uint64_t bytes);
+/* Prepares op (coll, n, esize, dtype, redop, avg_count, bufs set) as a slot operation; op->algo
+ * becomes "slots". */
 void execSmallInit(tdOp *op);
-/* Runs op to completion on the calling thread if nothing else is queued on its communicator
+/* Runs op to completion on the calling thread if nothing else is queued on its executor
  * (a blocking call outside a group): no queue, no batch, transports polled once per clock tick
  * for liveness. Returns 1 with *res set if it ran, 0 if the caller must queue op. */
 int execSmallRun(tdOp *op, tpudistResult_t *res);
@@ -161,17 +207,13 @@ tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err);
 void execSmallDescribe(const tdOp *op, char *buf, size_t len);
 /* Describes what op waits for (for timeout messages). */
 void execCollDescribe(const tdOp *op, char *buf, size_t len);
-/* Posts a send/receive on the transport reaching peer. */
-tpudistResult_t execPostSend(tdComm *comm, tdXfer *x);
-tpudistResult_t execPostRecv(tdComm *comm, tdXfer *x);
-/* Backoff state for waits. */
-typedef struct {
-  uint64_t idle_since_ns;
-  int spin_us;
-} tdBackoff;
-uint64_t execNowNs(void);
-uint64_t execCoarseNs(void); /* CLOCK_MONOTONIC_COARSE: progress timestamps, timeouts */
-void execBackoffInit(tdBackoff *b, int spin_us);
-void execBackoff(tdBackoff *b, int progressed);
+
+/* ---- flight recorder (exec_flight.c) ---- */
+tpudistResult_t flightInit(tdExec *ex, const tdConfig *cfg);
+void flightFree(tdExec *ex);
+/* Records op as it is queued (lock held). */
+void flightRecord(tdExec *ex, const tdOp *op);
+/* Logs the recorded operations with their state (lock held). */
+void flightDump(tdExec *ex, const char *why);
 
 #endif /* TD_EXEC_H_ */

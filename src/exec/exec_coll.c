@@ -12,9 +12,10 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_priv.h"
+#include "exec.h"
 #include "kernels.h"
-#include "log.h"
+#include "registry.h"
+#include "rt_log.h"
 
 #define TD_NONE UINT32_MAX
 
@@ -25,8 +26,8 @@
  * length (see vMismatch). */
 static size_t pieceBytes(const tdOp *op, size_t len) {
   if (op->vlocal) return SIZE_MAX >> 2;
-  const tdConfig *cfg = op->comm->cfg;
-  size_t p = cfg->chunk_bytes > 0 ? (size_t)cfg->chunk_bytes : 131072;
+  const tdConfig *cfg = op->net->cfg;
+  size_t p = (size_t)cfg->chunk_bytes;
   if (cfg->max_pieces > 0 && len / (size_t)cfg->max_pieces > p)
     p = (len + (size_t)cfg->max_pieces - 1) / (size_t)cfg->max_pieces;
   p -= p % op->esize;
@@ -56,7 +57,7 @@ static tpudistResult_t bindRef(const tdOp *op, tdBufRef ref, char **ptr, size_t 
   if (*len && !*ptr)
     return tdErr(err, tpudistInternalError, "schedule %s/%s uses %s, which is NULL on rank %d",
                  schedCollName(op->sched->coll), op->sched->algo, schedBufName(ref.buf),
-                 op->comm->rank);
+                 op->net->rank);
   return tpudistSuccess;
 }
 
@@ -97,7 +98,7 @@ static tpudistResult_t bindStep(tdOp *op, const tdStep *st, tdStepRt *rt, char *
 
 static tpudistResult_t checkStep(const tdOp *op, const tdStep *st, char *err) {
   const tdSched *s = op->sched;
-  int n = op->comm->nranks;
+  int n = op->net->nranks;
   if (st->op >= TD_NUM_STEP_OPS) return tdErr(err, tpudistInternalError, "bad step op %u", st->op);
   int rp = schedRecvPeer(st), sp = schedSendPeer(st);
   unsigned f = tdStepSemTable[st->op].flags;
@@ -117,7 +118,7 @@ static tpudistResult_t checkStep(const tdOp *op, const tdStep *st, char *err) {
 /* Message ordinals (schedOrdNext): position among messages of the same stream and ordered pair. */
 static void assignOrdinals(tdOp *op, uint32_t s) {
   const tdStream *str = &op->sched->streams[s];
-  tdOrdCount c = {op->comm->priv->ord_send, op->comm->priv->ord_recv, op->comm->nranks};
+  tdOrdCount c = {op->ex->ord_send, op->ex->ord_recv, op->net->nranks};
   for (uint32_t j = 0; j < str->nsteps; j++) {
     tdStepRt *rt = &op->rt[op->stream_base[s] + j];
     schedOrdNext(&c, &str->steps[j], &rt->ord_out, &rt->ord_in);
@@ -231,11 +232,11 @@ static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint3
                              op->coll == TD_COLL_REDUCESCATTER);
   x->source = -1;
   op->inflight++;
-  tpudistResult_t r = send ? execPostSend(op->comm, x) : execPostRecv(op->comm, x);
+  tpudistResult_t r = send ? transportPostSend(op->net, x) : transportPostRecv(op->net, x);
   if (r != tpudistSuccess)
     return tdErr(err, r, "stream %u: posting a %s of %zu bytes %s rank %d failed: %s", s,
                  send ? "send" : "receive", x->len, send ? "to" : "from", x->peer,
-                 op->comm->last_error);
+                 op->net->err.msg);
   return tpudistSuccess;
 }
 
@@ -266,14 +267,14 @@ static tpudistResult_t issueStep(tdOp *op, uint32_t s, uint32_t j, char *err) {
 static int vMismatch(tdOp *op, const tdXfer *x, int send) {
   if (!op->vlocal || op->chk_phase == 1 || x->result != tpudistInvalidUsage) return 0;
   if (op->vres == tpudistSuccess) {
-    tdComm *c = op->comm;
+    tdNet *c = op->net;
     size_t es = op->esize ? op->esize : 1;
-    op->vres =
-        commError(c, tpudistInvalidUsage,
-                  "AllToAllv seq %llu: rank %d's %s disagree with this rank's (rank %d) "
-                  "%s[%d] = %zu elements of %zu bytes: %s",
-                  (unsigned long long)op->seq, x->peer, send ? "recvcounts" : "sendcounts", c->rank,
-                  send ? "sendcounts" : "recvcounts", x->peer, x->len / es, es, c->last_error);
+    op->vres = errRecordf(&c->err, TD_SUBSYS_COLL, tpudistInvalidUsage,
+                          "AllToAllv seq %llu: rank %d's %s disagree with this rank's (rank %d) "
+                          "%s[%d] = %zu elements of %zu bytes: %s",
+                          (unsigned long long)op->seq, x->peer, send ? "recvcounts" : "sendcounts",
+                          c->rank, send ? "sendcounts" : "recvcounts", x->peer, x->len / es, es,
+                          c->err.msg);
   }
   return 1;
 }
@@ -284,7 +285,7 @@ static tpudistResult_t xferDone(tdOp *op, const tdXfer *x, uint32_t s, const cha
   op->inflight--;
   if (x->result == tpudistSuccess || vMismatch(op, x, what[0] == 's')) return tpudistSuccess;
   return tdErr(err, x->result, "stream %u: %s rank %d failed: %s", s, what, x->peer,
-               op->comm->last_error);
+               op->net->err.msg);
 }
 
 /* Advances an issued step: counts finished pieces, forwards fused pieces in order. */
@@ -345,20 +346,16 @@ tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
     } while (changed);
     for (uint32_t s = 0; s < op->sched->nstreams; s++)
       if (op->lo[s] < op->sched->streams[s].nsteps) return tpudistSuccess;
-    if (op->chk_phase == 1) {
-      TD_CHECK(checkVerify(op, err));
-      TD_CHECK(execCollStart(op, err));
-      *progressed = 1;
-      continue;
-    }
-    if (op->coll == TD_COLL_ALLTOALLV && op->vphase == 0) {
-      TD_CHECK(collAlltoallvData(op, err));
+    if (op->phase) { /* the next phase's plan (set by the op's issuer) */
+      tdOpPhase next = op->phase;
+      op->phase = NULL;
+      TD_CHECK(next(op, err));
       TD_CHECK(execCollStart(op, err));
       *progressed = 1;
       continue;
     }
     if (op->avg_count)
-      kernelFinishAvg(op->bufs[TD_BUF_OUTPUT], op->avg_count, op->dtype, op->comm->nranks);
+      kernelFinishAvg(op->bufs[TD_BUF_OUTPUT], op->avg_count, op->dtype, op->net->nranks);
     op->result = op->vres;
     op->done = 1;
     *progressed = 1;

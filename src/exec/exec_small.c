@@ -17,29 +17,30 @@
  * (docs/performance.md).
  *
  * When (execSmallEligible, identical on every rank): a payload per peer of 1..TPU_DIST_SMALL_BYTES
- * bytes (at most a slot, 2104 bytes), 2..8 ranks all reached through shm, no TPU_DIST_CHECK,
- * TPU_DIST_SCHED_FILE or TPU_DIST_ALGO override of that collective. Slot sequence numbers count
- * these operations per communicator in issue order, the same on every rank.
+ * bytes (at most a slot, 2104 bytes), 2..8 ranks all reached through shm; src/core also skips it
+ * under the signature check, TPU_DIST_SCHED_FILE or a TPU_DIST_ALGO override of that collective.
+ * Slot sequence numbers count these operations per communicator in issue order, the same on every
+ * rank.
  */
 #include <string.h>
 
-#include "comm_priv.h"
+#include "exec.h"
 #include "kernels.h"
 #include "registry.h"
-#include "select.h"
+#include "shm_slots.h"
 
-int execSmallEligible(tdComm *comm, tdColl coll, uint64_t bytes) {
+int execSmallEligible(tdExec *ex, tdColl coll, uint64_t bytes) {
+  tdNet *comm = ex->net;
   const tdConfig *cfg = comm->cfg;
-  struct tdCommPriv *p = comm->priv;
+  tdExec *p = ex;
   if (coll != TD_COLL_ALLREDUCE && coll != TD_COLL_ALLGATHER && coll != TD_COLL_ALLTOALL) return 0;
   uint64_t payload = coll == TD_COLL_ALLREDUCE ? bytes : bytes / (uint64_t)comm->nranks;
   if (payload == 0 || payload > (uint64_t)cfg->small_bytes || payload > TD_SMALL_MAX_BYTES)
     return 0;
   if (p->small_reach < 0) /* the configuration and the peers' transports never change */
-    p->small_reach = TD_SMALL_MAX_BYTES <= transportSlotMax() &&
-                     comm->nranks <= TD_SMALL_MAX_RANKS && !cfg->check && !cfg->sched_file &&
-                     transportSlotsReachAll(comm);
-  return p->small_reach && !selectOverride(p->select, coll);
+    p->small_reach = TD_SMALL_MAX_BYTES <= shmSlotMax() && comm->nranks <= TD_SMALL_MAX_RANKS &&
+                     shmSlotsReachAll(comm);
+  return p->small_reach;
 }
 
 /* Bytes of one block: the payload each peer gets (the whole input for all-reduce). */
@@ -56,25 +57,23 @@ static const void *payloadFor(const tdOp *op, int r) {
 
 void execSmallStart(tdOp *op) {
   size_t b = blockBytes(op);
-  char *own = op->bufs[TD_BUF_OUTPUT] + (size_t)op->comm->rank * b;
+  char *own = op->bufs[TD_BUF_OUTPUT] + (size_t)op->net->rank * b;
   if (op->coll == TD_COLL_ALLREDUCE) /* OUTPUT may be INPUT: keep a copy to send and reduce */
     memcpy(op->small_in, op->bufs[TD_BUF_INPUT], b);
-  else if (own != payloadFor(op, op->comm->rank)) /* own block; in place it is already there */
-    memcpy(own, payloadFor(op, op->comm->rank), b);
+  else if (own != payloadFor(op, op->net->rank)) /* own block; in place it is already there */
+    memcpy(own, payloadFor(op, op->net->rank), b);
 }
 
 void execSmallInit(tdOp *op) {
-  struct tdCommPriv *p = op->comm->priv;
   op->kind = TD_OP_SMALL;
-  op->small_seq = ++p->small_seq;
-  op->small_written = op->small_arrived = 1u << op->comm->rank;
+  op->small_seq = ++op->ex->small_seq;
+  op->small_written = op->small_arrived = 1u << op->net->rank;
   op->algo = "slots";
-  op->comm->last_algo = op->algo; /* tpudistLastAlgorithm */
 }
 
 /* All payloads are here: reduce them in rank order into OUTPUT, then release the slots. */
 static void smallReduce(tdOp *op) {
-  tdComm *comm = op->comm;
+  tdNet *comm = op->net;
   size_t bytes = blockBytes(op);
   char *out = op->bufs[TD_BUF_OUTPUT];
   for (int r = 0; r < comm->nranks; r++) {
@@ -85,7 +84,7 @@ static void smallReduce(tdOp *op) {
       kernelReduce(out, out, src, op->n, (tpudistDataType_t)op->dtype, (tpudistRedOp_t)op->redop);
   }
   for (int r = 0; r < comm->nranks; r++)
-    if (r != comm->rank) transportSlotAck(comm, r, op->small_seq);
+    if (r != comm->rank) shmSlotAck(comm, r, op->small_seq);
   if (op->avg_count) kernelFinishAvg(out, op->avg_count, op->dtype, comm->nranks);
 }
 
@@ -95,11 +94,11 @@ static void smallArrived(tdOp *op, int r) {
   if (op->coll == TD_COLL_ALLREDUCE) return;
   size_t b = blockBytes(op);
   memcpy(op->bufs[TD_BUF_OUTPUT] + (size_t)r * b, op->small_src[r], b);
-  transportSlotAck(op->comm, r, op->small_seq);
+  shmSlotAck(op->net, r, op->small_seq);
 }
 
 tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
-  tdComm *comm = op->comm;
+  tdNet *comm = op->net;
   uint32_t all = comm->nranks >= 32 ? ~0u : (1u << comm->nranks) - 1;
   size_t bytes = blockBytes(op);
   for (int r = 0; r < comm->nranks; r++) {
@@ -107,11 +106,11 @@ tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
     tpudistResult_t res = tpudistSuccess;
     if (!(op->small_written & bit)) {
       int written = 0;
-      res = transportSlotWrite(comm, r, op->small_seq, payloadFor(op, r), bytes, &written);
+      res = shmSlotWrite(comm, r, op->small_seq, payloadFor(op, r), bytes, &written);
       if (written) op->small_written |= bit, *progressed = 1;
     }
     if (res == tpudistSuccess && !(op->small_arrived & bit)) {
-      res = transportSlotPeek(comm, r, op->small_seq, bytes, &op->small_src[r]);
+      res = shmSlotPeek(comm, r, op->small_seq, bytes, &op->small_src[r]);
       if (op->small_src[r]) {
         op->small_arrived |= bit;
         *progressed = 1;
@@ -119,7 +118,7 @@ tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
       }
     }
     if (res != tpudistSuccess)
-      return tdErr(err, res, "%s", comm->last_error); /* names the rank and the cause */
+      return tdErr(err, res, "%s", comm->err.msg); /* names the rank and the cause */
   }
   if (op->small_written != all || op->small_arrived != all) return tpudistSuccess;
   if (op->coll == TD_COLL_ALLREDUCE) smallReduce(op);
@@ -130,7 +129,7 @@ tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
 }
 
 void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
-  for (int r = 0; r < op->comm->nranks; r++) {
+  for (int r = 0; r < op->net->nranks; r++) {
     uint32_t bit = 1u << r;
     if (!(op->small_arrived & bit)) {
       snprintf(buf, len, "small %s (slot sequence %llu) waiting for rank %d's payload",
@@ -148,23 +147,23 @@ void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
 
 /* The inline loop of execSmallRun; lock held. Returns the result, err describing a failure. */
 static tpudistResult_t smallLoop(tdOp *op, char *err) {
-  tdComm *comm = op->comm;
-  struct tdCommPriv *p = comm->priv;
+  tdNet *comm = op->net;
+  tdExec *p = op->ex;
   tdBackoff bo;
-  execBackoffInit(&bo, p->spin_us);
-  uint64_t since = execCoarseNs(), polled = since;
+  backoffInit(&bo, p->spin_us);
+  uint64_t since = clockCoarseNs(), polled = since;
   for (;;) {
     int progressed = 0;
     TD_CHECK(execSmallProgress(op, &progressed, err));
     if (op->done) return tpudistSuccess;
     if (comm->aborted) return tpudistAborted;
-    uint64_t now = execCoarseNs();
+    uint64_t now = clockCoarseNs();
     if (progressed) since = now;
     if (now != polled) { /* once per clock tick: peer liveness and the other transports' work */
       int moved = 0;
       polled = now;
       if (transportProgressAll(comm, &moved) != tpudistSuccess)
-        return tdErr(err, tpudistRemoteError, "transport failure: %s", comm->last_error);
+        return tdErr(err, tpudistRemoteError, "transport failure: %s", comm->err.msg);
       if (now - since > (uint64_t)comm->timeout_ms * 1000000ull) {
         char what[160];
         execSmallDescribe(op, what, sizeof(what));
@@ -173,28 +172,28 @@ static tpudistResult_t smallLoop(tdOp *op, char *err) {
       }
     }
     pthread_mutex_unlock(&p->lock);
-    execBackoff(&bo, progressed);
+    backoffStep(&bo, progressed);
     pthread_mutex_lock(&p->lock);
   }
 }
 
 int execSmallRun(tdOp *op, tpudistResult_t *res) {
-  tdComm *comm = op->comm;
-  struct tdCommPriv *p = comm->priv;
+  tdNet *comm = op->net;
+  tdExec *p = op->ex;
   pthread_mutex_lock(&p->lock);
   if (p->head || p->broken || comm->aborted) {
     pthread_mutex_unlock(&p->lock);
     return 0;
   }
   op->batch = ++p->batch_seq;
-  flightRecord(comm, op);
+  flightRecord(p, op);
   op->started = 1;
   execSmallStart(op);
   p->waiters++; /* the progress thread stays asleep */
   char err[TD_ERRLEN] = "";
   tpudistResult_t r = smallLoop(op, err);
   p->waiters--;
-  if (r != tpudistSuccess && r != tpudistAborted) execFailLocked(comm, r, err);
+  if (r != tpudistSuccess && r != tpudistAborted) execFailLocked(p, r, err);
   op->result = r;
   op->done = 1;
   pthread_mutex_unlock(&p->lock);

@@ -11,24 +11,24 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "comm_priv.h"
-#include "log.h"
+#include "exec.h"
+#include "rt_log.h"
 
 static void *progressMain(void *arg) {
-  tdComm *comm = arg;
-  struct tdCommPriv *p = comm->priv;
+  tdExec *p = arg;
+  tdNet *comm = p->net;
   tdBackoff bo;
-  execBackoffInit(&bo, p->spin_us);
+  backoffInit(&bo, p->spin_us);
   pthread_mutex_lock(&p->lock);
   while (!p->stop) {
     if (!p->head || p->waiters > 0 || p->broken || comm->aborted) {
       pthread_cond_wait(&p->cond, &p->lock);
-      execBackoffInit(&bo, p->spin_us);
+      backoffInit(&bo, p->spin_us);
       continue;
     }
-    int progressed = execProgressLocked(comm);
+    int progressed = execProgressLocked(p);
     pthread_mutex_unlock(&p->lock);
-    execBackoff(&bo, progressed);
+    backoffStep(&bo, progressed);
     pthread_mutex_lock(&p->lock);
   }
   pthread_mutex_unlock(&p->lock);
@@ -37,7 +37,7 @@ static void *progressMain(void *arg) {
 
 /* Ranks of this communicator on this host outnumber the cores this process may run on: a waiter
  * that spins holds a core its peer needs, so waits yield from the first idle pass. */
-static int oversubscribed(const tdComm *comm) {
+static int oversubscribed(const tdNet *comm) {
   cpu_set_t set;
   int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
   if (cores <= 0) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
@@ -48,20 +48,32 @@ static int oversubscribed(const tdComm *comm) {
   return local > cores;
 }
 
-tpudistResult_t execCommInit(tdComm *comm, char *err) {
-  struct tdCommPriv *p = comm->priv;
-  p->last_progress_ns = execCoarseNs();
-  p->spin_us = oversubscribed(comm) ? 0 : comm->cfg->spin_us;
-  if (!comm->cfg->progress_thread) return tpudistSuccess;
-  int rc = pthread_create(&p->thread, NULL, progressMain, comm);
-  if (rc != 0)
+tpudistResult_t execInit(tdExec *ex, tdNet *net, char *err) {
+  memset(ex, 0, sizeof(*ex));
+  ex->small_reach = -1;
+  ex->ord_send = calloc((size_t)net->nranks, sizeof(uint32_t));
+  ex->ord_recv = calloc((size_t)net->nranks, sizeof(uint32_t));
+  if (!ex->ord_send || !ex->ord_recv || flightInit(ex, net->cfg) != tpudistSuccess) {
+    execFree(ex);
+    return tdErr(err, tpudistNoMemory, "executor: out of memory for %d peers", net->nranks);
+  }
+  pthread_mutex_init(&ex->lock, NULL);
+  pthread_cond_init(&ex->cond, NULL);
+  ex->net = net;
+  ex->last_progress_ns = clockCoarseNs();
+  ex->spin_us = oversubscribed(net) ? 0 : net->cfg->spin_us;
+  if (!net->cfg->progress_thread) return tpudistSuccess;
+  int rc = pthread_create(&ex->thread, NULL, progressMain, ex);
+  if (rc != 0) {
+    execFree(ex);
     return tdErr(err, tpudistSystemError, "progress thread: pthread_create: %s", strerror(rc));
-  p->thread_started = 1;
+  }
+  ex->thread_started = 1;
   return tpudistSuccess;
 }
 
-void execCommStop(tdComm *comm) {
-  struct tdCommPriv *p = comm->priv;
+void execStop(tdExec *ex) {
+  tdExec *p = ex;
   if (!p->thread_started) return;
   pthread_mutex_lock(&p->lock);
   p->stop = 1;
@@ -72,17 +84,17 @@ void execCommStop(tdComm *comm) {
 }
 
 /* Progresses until cond(comm, op) holds, the communicator is aborted or broken. Lock held. */
-static void waitLoop(tdComm *comm, tdOp *op) {
-  struct tdCommPriv *p = comm->priv;
+static void waitLoop(tdExec *p, tdOp *op) {
+  tdNet *comm = p->net;
   tdBackoff bo;
-  execBackoffInit(&bo, p->spin_us);
+  backoffInit(&bo, p->spin_us);
   p->waiters++;
   while (op ? !op->done : p->head != NULL) {
     if (comm->aborted) break;
-    int progressed = execProgressLocked(comm);
+    int progressed = execProgressLocked(p);
     if (op ? op->done : p->head == NULL) break;
     pthread_mutex_unlock(&p->lock);
-    execBackoff(&bo, progressed);
+    backoffStep(&bo, progressed);
     pthread_mutex_lock(&p->lock);
   }
   p->waiters--;
@@ -90,47 +102,44 @@ static void waitLoop(tdComm *comm, tdOp *op) {
 }
 
 tpudistResult_t execWait(tdOp *op) {
-  tdComm *comm = op->comm;
-  struct tdCommPriv *p = comm->priv;
+  tdExec *p = op->ex;
   pthread_mutex_lock(&p->lock);
   if (!op->done && !op->queued) {
     pthread_mutex_unlock(&p->lock);
-    return commError(comm, tpudistInvalidUsage,
+    return errRecord(&op->net->err, TD_SUBSYS_EXEC, tpudistInvalidUsage,
                      "Wait: the request is not issued yet (its group has not ended)");
   }
-  waitLoop(comm, op);
+  waitLoop(p, op);
   tpudistResult_t r = op->done ? op->result : tpudistAborted;
   pthread_mutex_unlock(&p->lock);
   return r;
 }
 
 tpudistResult_t execTest(tdOp *op, int *done) {
-  tdComm *comm = op->comm;
-  struct tdCommPriv *p = comm->priv;
+  tdExec *p = op->ex;
+  tdNet *comm = op->net;
   pthread_mutex_lock(&p->lock);
   if (!op->done && !op->queued) {
     pthread_mutex_unlock(&p->lock);
-    return commError(comm, tpudistInvalidUsage,
+    return errRecord(&comm->err, TD_SUBSYS_EXEC, tpudistInvalidUsage,
                      "Test: the request is not issued yet (its group has not ended)");
   }
-  if (!op->done && !comm->aborted) execProgressLocked(comm);
+  if (!op->done && !comm->aborted) execProgressLocked(p);
   *done = op->done || comm->aborted;
   tpudistResult_t r = op->done ? op->result : comm->aborted ? tpudistAborted : tpudistSuccess;
   pthread_mutex_unlock(&p->lock);
   return r;
 }
 
-tpudistResult_t execDrain(tdComm *comm) {
-  struct tdCommPriv *p = comm->priv;
+tpudistResult_t execDrain(tdExec *p) {
   pthread_mutex_lock(&p->lock);
-  waitLoop(comm, NULL);
-  tpudistResult_t r = comm->aborted ? tpudistAborted : p->async_error;
+  waitLoop(p, NULL);
+  tpudistResult_t r = p->net->aborted ? tpudistAborted : p->async_error;
   pthread_mutex_unlock(&p->lock);
   return r;
 }
 
-void execAbort(tdComm *comm, tpudistResult_t res) {
-  struct tdCommPriv *p = comm->priv;
+void execAbort(tdExec *p, tpudistResult_t res) {
   pthread_mutex_lock(&p->lock);
   p->broken = 1;
   if (p->async_error == tpudistSuccess) p->async_error = res;

@@ -3,27 +3,25 @@
  * choice, any-source receives, and the small helpers transports share (see registry.h).
  *
  * The registry's per-communicator state (the any-source queue) lives in the same allocation as
- * comm->peer_tp, just before the array, so tdComm needs no extra field.
+ * comm->peer_tp, just before the array, so tdNet needs no extra field.
  */
 #include "registry.h"
 
-#include <sched.h>
 #include <stdarg.h>
 #include <stddef.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "core/config.h"
 #include "kernels.h"
-#include "log.h"
-#include "net.h"
+#include "rt_clock.h"
+#include "rt_config.h"
+#include "rt_log.h"
 
 static const tdTransport *const gRegistry[] = {&tdTransportSelf, &tdTransportShm,
                                                &tdTransportSocket};
-#define TD_NREGISTRY ((int)(sizeof(gRegistry) / sizeof(gRegistry[0])))
+#define TD_NREGISTRY ((int)TD_ARRAY_SIZE(gRegistry))
 
 typedef struct {
   tdXferQueue any; /* any-source receives not matched yet */
@@ -32,7 +30,7 @@ typedef struct {
   const tdTransport *peer_tp[];
 } tdRegState;
 
-static tdRegState *regState(tdComm *comm) {
+static tdRegState *regState(tdNet *comm) {
   if (!comm->peer_tp) return NULL;
   return (tdRegState *)((char *)comm->peer_tp - offsetof(tdRegState, peer_tp));
 }
@@ -44,13 +42,13 @@ static const tdTransport *regFind(const char *name, size_t len) {
   return NULL;
 }
 
-static void regAdd(tdComm *comm, const tdTransport *t) {
+static void regAdd(tdNet *comm, const tdTransport *t) {
   for (int i = 0; i < comm->ntransports; i++)
     if (comm->transports[i] == t) return;
   if (comm->ntransports < TD_MAX_TRANSPORTS) comm->transports[comm->ntransports++] = t;
 }
 
-tpudistResult_t transportSetup(tdComm *comm, char *err) {
+tpudistResult_t transportSetup(tdNet *comm, char *err) {
   const tdConfig *cfg = comm->cfg ? comm->cfg : configGet();
   const char *list = cfg->transports;
   comm->ntransports = 0;
@@ -75,7 +73,7 @@ tpudistResult_t transportSetup(tdComm *comm, char *err) {
   return tpudistSuccess;
 }
 
-const tdTransport *transportForPeer(tdComm *comm, int peer) {
+const tdTransport *transportForPeer(tdNet *comm, int peer) {
   if (peer < 0 || peer >= comm->nranks || !comm->peer_tp) return NULL;
   if (comm->peer_tp[peer]) return comm->peer_tp[peer];
   for (int i = 0; i < comm->ntransports; i++) {
@@ -89,7 +87,7 @@ const tdTransport *transportForPeer(tdComm *comm, int peer) {
   return NULL;
 }
 
-tpudistResult_t transportInitAll(tdComm *comm, tdPeerInfo *info) {
+tpudistResult_t transportInitAll(tdNet *comm, tdPeerInfo *info) {
   const tdConfig *cfg = comm->cfg ? comm->cfg : configGet();
   tdRegState *st = regState(comm);
   memset(info, 0, sizeof(*info));
@@ -106,7 +104,7 @@ tpudistResult_t transportInitAll(tdComm *comm, tdPeerInfo *info) {
   return tpudistSuccess;
 }
 
-tpudistResult_t transportProgressAll(tdComm *comm, int *progressed) {
+tpudistResult_t transportProgressAll(tdNet *comm, int *progressed) {
   tpudistResult_t first = tpudistSuccess;
   *progressed = 0;
   for (int i = 0; i < comm->ntransports; i++) {
@@ -118,7 +116,7 @@ tpudistResult_t transportProgressAll(tdComm *comm, int *progressed) {
   return first;
 }
 
-void transportFiniAll(tdComm *comm) {
+void transportFiniAll(tdNet *comm) {
   tdRegState *st = regState(comm);
   if (!st) return;
   for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
@@ -130,7 +128,7 @@ void transportFiniAll(tdComm *comm) {
   comm->peer_tp = NULL;
 }
 
-void transportReleaseAll(tdComm *comm) {
+void transportReleaseAll(tdNet *comm) {
   tdRegState *st = regState(comm);
   if (!st) return;
   for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
@@ -138,13 +136,13 @@ void transportReleaseAll(tdComm *comm) {
   bootstrapRelease(comm->bootstrap); /* peers never connected to us learn it from the listener */
 }
 
-tpudistResult_t transportConnect(tdComm *comm, char *err) {
+tpudistResult_t transportConnect(tdNet *comm, char *err) {
   tdPeerInfo info;
   TD_CHECK(transportSetup(comm, err));
   tdRegState *st = regState(comm);
   tpudistResult_t res = transportInitAll(comm, &info);
   if (res != tpudistSuccess) {
-    tdErr(err, res, "%s", comm->last_error);
+    tdErr(err, res, "%s", comm->err.msg);
     return res;
   }
   comm->peers = calloc((size_t)comm->nranks, sizeof(tdPeerInfo));
@@ -162,7 +160,7 @@ tpudistResult_t transportConnect(tdComm *comm, char *err) {
   return tpudistSuccess;
 }
 
-tpudistResult_t transportPostSend(tdComm *comm, tdXfer *x) {
+tpudistResult_t transportPostSend(tdNet *comm, tdXfer *x) {
   x->done = 0;
   x->result = tpudistSuccess;
   x->tp_priv[3] = NULL;
@@ -171,7 +169,7 @@ tpudistResult_t transportPostSend(tdComm *comm, tdXfer *x) {
   return t->postSend(comm, x);
 }
 
-tpudistResult_t transportPostRecv(tdComm *comm, tdXfer *x) {
+tpudistResult_t transportPostRecv(tdNet *comm, tdXfer *x) {
   x->done = 0;
   x->result = tpudistSuccess;
   x->source = -1;
@@ -194,7 +192,7 @@ tpudistResult_t transportPostRecv(tdComm *comm, tdXfer *x) {
   return tpudistSuccess;
 }
 
-tdXfer *transportTakeAnySource(tdComm *comm, const tdMsgKey *k) {
+tdXfer *transportTakeAnySource(tdNet *comm, const tdMsgKey *k) {
   tdRegState *st = regState(comm);
   tdXfer *prev = NULL;
   for (tdXfer *x = st->any.head; x; prev = x, x = x->next) {
@@ -206,38 +204,30 @@ tdXfer *transportTakeAnySource(tdComm *comm, const tdMsgKey *k) {
   return NULL;
 }
 
-tpudistResult_t transportWait(tdComm *comm, tdXfer *x, int timeout_ms) {
+tpudistResult_t transportWait(tdNet *comm, tdXfer *x, int timeout_ms) {
   const tdConfig *cfg = comm->cfg ? comm->cfg : configGet();
-  int64_t start = netNowMs(), idle_since = start;
+  uint64_t deadline = clockCoarseNs() + (uint64_t)timeout_ms * 1000000ull;
+  tdBackoff bo;
+  backoffInit(&bo, cfg->spin_us);
   while (!__atomic_load_n(&x->done, __ATOMIC_ACQUIRE)) {
     int progressed = 0;
     transportProgressAll(comm, &progressed);
     if (__atomic_load_n(&x->done, __ATOMIC_ACQUIRE)) break;
     if (comm->aborted) return tpudistAborted;
-    int64_t now = netNowMs();
-    if (now - start > timeout_ms)
+    if (clockCoarseNs() > deadline)
       return transportError(comm, tpudistTimeout,
                             "timeout after %d ms waiting for a transfer of %zu bytes with rank %d "
                             "(seq %llu stream %u)",
                             timeout_ms, x->len, x->peer, (unsigned long long)x->key.seq,
                             x->key.stream);
-    if (progressed) {
-      idle_since = now;
-    } else if ((now - idle_since) * 1000 > cfg->spin_us) {
-      if (now - idle_since < 10) {
-        sched_yield();
-      } else {
-        struct timespec ts = {0, 200000};
-        nanosleep(&ts, NULL);
-      }
-    }
+    backoffStep(&bo, progressed);
   }
   return x->result;
 }
 
-tpudistResult_t transportTestComm(struct tdBootstrap *bs, const tdConfig *cfg, tdComm **out,
+tpudistResult_t transportTestComm(struct tdBootstrap *bs, const tdConfig *cfg, tdNet **out,
                                   char *err) {
-  tdComm *comm = calloc(1, sizeof(*comm));
+  tdNet *comm = calloc(1, sizeof(*comm));
   if (!comm) return tdErr(err, tpudistNoMemory, "out of memory");
   comm->rank = bootstrapRank(bs);
   comm->nranks = bootstrapNranks(bs);
@@ -246,6 +236,7 @@ tpudistResult_t transportTestComm(struct tdBootstrap *bs, const tdConfig *cfg, t
   comm->cfg = cfg ? cfg : configGet();
   comm->timeout_ms = comm->cfg->timeout_ms;
   snprintf(comm->name, sizeof(comm->name), "comm-%016llx", (unsigned long long)comm->comm_hash);
+  netNameErrors(comm);
   tpudistResult_t res = transportConnect(comm, err);
   if (res != tpudistSuccess) {
     comm->bootstrap = NULL;
@@ -256,7 +247,7 @@ tpudistResult_t transportTestComm(struct tdBootstrap *bs, const tdConfig *cfg, t
   return tpudistSuccess;
 }
 
-void transportTestCommFree(tdComm *comm) {
+void transportTestCommFree(tdNet *comm) {
   if (!comm) return;
   transportFiniAll(comm);
   bootstrapFree(comm->bootstrap);
@@ -269,18 +260,7 @@ void transportComplete(tdXfer *x, tpudistResult_t result, int source) {
   __atomic_store_n(&x->done, 1, __ATOMIC_RELEASE);
 }
 
-tpudistResult_t transportError(tdComm *comm, tpudistResult_t res, const char *fmt, ...) {
-  char msg[TD_ERRLEN];
-  va_list ap;
-  va_start(ap, fmt);
-  vsnprintf(msg, sizeof(msg), fmt, ap);
-  va_end(ap);
-  snprintf(comm->last_error, sizeof(comm->last_error), "%s", msg);
-  TD_ERROR(TD_SUBSYS_INIT, "%s rank %d: %s", comm->name, comm->rank, msg);
-  return res;
-}
-
-tpudistResult_t transportCheckRecv(tdComm *comm, const tdXfer *x) {
+tpudistResult_t transportCheckRecv(tdNet *comm, const tdXfer *x) {
   if (!x->reduce_src) return tpudistSuccess;
   size_t es = kernelDtypeValid(x->dtype) ? kernelDtypeSize((tpudistDataType_t)x->dtype) : 0;
   if (!es || !kernelOpValid(x->op) || x->len % es)
@@ -301,7 +281,7 @@ void transportDeliver(tdXfer *r, size_t off, const void *src, size_t n) {
                (tpudistDataType_t)r->dtype, (tpudistRedOp_t)r->op);
 }
 
-void transportLenMismatch(tdComm *comm, tdXfer *r, int peer, size_t got) {
+void transportLenMismatch(tdNet *comm, tdXfer *r, int peer, size_t got) {
   transportError(comm, tpudistInvalidUsage,
                  "message from rank %d (seq %llu stream %u ordinal %u piece %u) has %zu bytes, "
                  "the receive expects %zu (mismatched calls?)",

@@ -1,9 +1,10 @@
 /*
  * registry.h - the transport registry (registry.c) and the helpers every transport shares.
  *
- * Order of use on a communicator whose rank, nranks, comm_hash, bootstrap, cfg and timeout_ms are
- * set: transportSetup (choose transports), transportInitAll (each commInit fills the local
- * tdPeerInfo), bootstrapAllGather of the infos into comm->peers (transportConnect does these
+ * Transports and the registry see the communicator as a tdNet (rt_net.h), never src/core's
+ * communicator. Order of use on a tdNet whose rank, nranks, comm_hash, bootstrap, cfg and
+ * timeout_ms are set: transportSetup (choose transports), transportInitAll (each commInit fills the
+ * local tdPeerInfo), bootstrapAllGather of the infos into comm->peers (transportConnect does these
  * three), then transportPostSend / transportPostRecv / transportProgressAll, and transportFiniAll.
  *
  * "self" is always enabled and first (a rank's messages to itself); TPU_DIST_TRANSPORTS lists the
@@ -26,7 +27,6 @@
 #ifndef TD_REGISTRY_H_
 #define TD_REGISTRY_H_
 
-#include "comm.h"
 #include "transport.h"
 
 struct tdBootstrap;
@@ -39,60 +39,59 @@ extern const tdTransport tdTransportFault;
 
 /* Fills comm->transports / ntransports from comm->cfg->transports (or the default order) and
  * allocates comm->peer_tp. err gets the reason (unknown name). */
-tpudistResult_t transportSetup(tdComm *comm, char *err);
+tpudistResult_t transportSetup(tdNet *comm, char *err);
 /* The transport used for peer (chosen at first use: the first enabled one that canReach). NULL if
  * none can reach it. Needs comm->peers. */
-const tdTransport *transportForPeer(tdComm *comm, int peer);
+const tdTransport *transportForPeer(tdNet *comm, int peer);
 /* Fills the common fields of info (rank, pid, host hash, version) and calls every commInit.
- * Errors are logged and written into comm->last_error. */
-tpudistResult_t transportInitAll(tdComm *comm, tdPeerInfo *info);
+ * Errors are logged and written into comm->err.msg. */
+tpudistResult_t transportInitAll(tdNet *comm, tdPeerInfo *info);
 /* Progresses every enabled transport; returns the first error (affected transfers are done). */
-tpudistResult_t transportProgressAll(tdComm *comm, int *progressed);
+tpudistResult_t transportProgressAll(tdNet *comm, int *progressed);
 /* commFini of every transport (reverse order), frees peer_tp. Idempotent. */
-void transportFiniAll(tdComm *comm);
+void transportFiniAll(tdNet *comm);
 /* For a communicator that failed: commFini of every transport now (listeners and connections
  * closed, shm sides marked released, the bootstrap listener closed: see bootstrapPeerReleased), so
  * that peers still waiting on this rank fail with tpudistRemoteError at once instead of timing out;
  * keeps peers and peer_tp. Nothing may be posted
  * or progressed on comm afterwards; transportFiniAll still frees the rest. Idempotent. */
-void transportReleaseAll(tdComm *comm);
+void transportReleaseAll(tdNet *comm);
 
 /* Setup + InitAll + allgather of the peer infos into comm->peers (malloc'd here, freed by
  * transportFiniAll) + version check of every peer. */
-tpudistResult_t transportConnect(tdComm *comm, char *err);
+tpudistResult_t transportConnect(tdNet *comm, char *err);
 /* Posting through the registry: picks the peer's transport (errors if none can reach it) and
  * handles any-source receives. */
-tpudistResult_t transportPostSend(tdComm *comm, tdXfer *x);
-tpudistResult_t transportPostRecv(tdComm *comm, tdXfer *x);
+tpudistResult_t transportPostSend(tdNet *comm, tdXfer *x);
+tpudistResult_t transportPostRecv(tdNet *comm, tdXfer *x);
 /* Progresses until x is done, comm is aborted or timeout_ms passes (spins, then yields, then
  * sleeps). Returns x->result, tpudistTimeout or tpudistAborted. For tests and simple callers. */
-tpudistResult_t transportWait(tdComm *comm, tdXfer *x, int timeout_ms);
+tpudistResult_t transportWait(tdNet *comm, tdXfer *x, int timeout_ms);
 
 /* For tests and tools: a minimal communicator over a bootstrap channel (rank, size, hash from bs,
  * cfg or configGet() when NULL (cfg must outlive the comm), transports connected). Free with
  * transportTestCommFree, which also frees bs; on failure bs is left to the caller. */
-tpudistResult_t transportTestComm(struct tdBootstrap *bs, const tdConfig *cfg, tdComm **out,
+tpudistResult_t transportTestComm(struct tdBootstrap *bs, const tdConfig *cfg, tdNet **out,
                                   char *err);
-void transportTestCommFree(tdComm *comm);
+void transportTestCommFree(tdNet *comm);
 
 /* ---- for transports ---- */
 /* Takes the oldest any-source receive with key k, or NULL. */
-tdXfer *transportTakeAnySource(tdComm *comm, const tdMsgKey *k);
+tdXfer *transportTakeAnySource(tdNet *comm, const tdMsgKey *k);
 /* Completes x (result, source) and publishes done with release order. */
 void transportComplete(tdXfer *x, tpudistResult_t result, int source);
-/* Logs an error once and stores it as comm->last_error; returns res. */
-tpudistResult_t transportError(tdComm *comm, tpudistResult_t res, const char *fmt, ...)
-    __attribute__((format(printf, 3, 4)));
+/* Records an error in comm->err (logged once, rt_error.h); evaluates to res. */
+#define transportError(comm, res, ...) errRecordf(&(comm)->err, TD_SUBSYS_INIT, (res), __VA_ARGS__)
 
 /* Checks a receive before it is queued (reducing receives: valid dtype/op, len a multiple of the
  * element size). */
-tpudistResult_t transportCheckRecv(tdComm *comm, const tdXfer *x);
+tpudistResult_t transportCheckRecv(tdNet *comm, const tdXfer *x);
 /* Delivers n incoming bytes at offset off of receive r: copy into r->buf, or
  * r->buf = r->reduce_src (+) src for reducing receives (off and n multiples of the element size).
  */
 void transportDeliver(tdXfer *r, size_t off, const void *src, size_t n);
 /* Completes receive r with a length-mismatch error naming the peer and key. */
-void transportLenMismatch(tdComm *comm, tdXfer *r, int peer, size_t got);
+void transportLenMismatch(tdNet *comm, tdXfer *r, int peer, size_t got);
 
 /* A FIFO of transfers linked through tdXfer.next. */
 typedef struct {
@@ -142,7 +141,7 @@ static inline tdXfer *xqTakeMatch(tdXferQueue *q, int peer, const tdMsgKey *k) {
 }
 
 /* A posted receive for (peer, k): peer-specific from q first, else any-source from the registry. */
-static inline tdXfer *transportMatchRecv(tdComm *comm, tdXferQueue *q, int peer, const tdMsgKey *k,
+static inline tdXfer *transportMatchRecv(tdNet *comm, tdXferQueue *q, int peer, const tdMsgKey *k,
                                          const tdTransport *self) {
   tdXfer *x = xqTakeMatch(q, peer, k);
   if (!x) {
@@ -151,20 +150,5 @@ static inline tdXfer *transportMatchRecv(tdComm *comm, tdXferQueue *q, int peer,
   }
   return x;
 }
-
-/* Small-message slots of the shm transport (shm/shm_slots.c; src/exec/exec_small.c uses them).
- * 1 if every other rank is reached through shm (nothing wraps it, at least 2 ranks). */
-int transportSlotsReachAll(tdComm *comm);
-/* Largest payload of one slot. */
-size_t transportSlotMax(void);
-/* Writes sequence seq's payload for rank p (*written 0: not yet, the segment is opening or p has
- * not consumed the slot's previous payload). Errors: p failed. */
-tpudistResult_t transportSlotWrite(tdComm *comm, int p, uint64_t seq, const void *buf, size_t len,
-                                   int *written);
-/* Rank p's payload of sequence seq, in place (*data NULL: not arrived). Valid until acknowledged.
- * A payload of another length than len is tpudistInvalidUsage (the ranks called different ops). */
-tpudistResult_t transportSlotPeek(tdComm *comm, int p, uint64_t seq, size_t len, const void **data);
-/* Rank p's payload of sequence seq is no longer needed: p may reuse its slot. */
-void transportSlotAck(tdComm *comm, int p, uint64_t seq);
 
 #endif /* TD_REGISTRY_H_ */

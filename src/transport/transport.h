@@ -13,7 +13,7 @@
 #ifndef TD_TRANSPORT_H_
 #define TD_TRANSPORT_H_
 
-#include "td_base.h"
+#include "rt_net.h"
 
 /* Match key. */
 typedef struct {
@@ -41,33 +41,20 @@ typedef struct tdXfer {
   struct tdXfer *next; /* transport's queues */
 } tdXfer;
 
-/* What a rank tells its peers at bootstrap (exchanged as bytes). */
-#define TD_ADDR_BYTES 64
-typedef struct {
-  int rank;
-  int pid;
-  uint64_t host_hash;            /* hostname + boot id + net namespace (or TPU_DIST_HOSTID) */
-  uint32_t version;              /* TPUDIST_VERSION_CODE */
-  char sock_addr[TD_ADDR_BYTES]; /* socket transport listen address (sockaddr storage) */
-  char shm_name[TD_ADDR_BYTES];  /* shm transport segment prefix */
-} tdPeerInfo;
-
-struct tdComm; /* src/core/comm.h */
-
 typedef struct tdTransport {
   const char *name; /* "self", "shm", "socket", "ib", ... */
   /* 1 if this transport can reach peer from this rank. */
-  int (*canReach)(struct tdComm *comm, int peer);
+  int (*canReach)(tdNet *comm, int peer);
   /* Per-communicator setup (listeners, segments); fills the local parts of info. */
-  tpudistResult_t (*commInit)(struct tdComm *comm, tdPeerInfo *info);
+  tpudistResult_t (*commInit)(tdNet *comm, tdPeerInfo *info);
   /* Releases everything of comm (after all transfers are done or aborted). */
-  void (*commFini)(struct tdComm *comm);
+  void (*commFini)(tdNet *comm);
   /* Post a send / receive; returns at once. */
-  tpudistResult_t (*postSend)(struct tdComm *comm, tdXfer *x);
-  tpudistResult_t (*postRecv)(struct tdComm *comm, tdXfer *x);
+  tpudistResult_t (*postSend)(tdNet *comm, tdXfer *x);
+  tpudistResult_t (*postRecv)(tdNet *comm, tdXfer *x);
   /* Advances all transfers of comm; returns an error only for a broken connection, after marking
    * affected transfers done with that error. *progressed set non-zero if anything moved. */
-  tpudistResult_t (*progress)(struct tdComm *comm, int *progressed);
+  tpudistResult_t (*progress)(tdNet *comm, int *progressed);
 } tdTransport;
 
 /* The static ordered registry (registry.c): first that can reach a peer wins;

@@ -17,6 +17,8 @@
  *                               call must return tpudistAborted within 100 ms of the abort.
  *   fault_job badargs           every row of the invalid-argument table (fault_badargs.h) returns
  *                               its documented code and message; a correct call follows each.
+ *   fault_job debug             a split with config.mode = TPUDIST_MODE_DEBUG: non-blocking
+ *                               collectives complete at the call; a mismatch fails at the call
  *   fault_job mismatch          TPU_DIST_CHECK=1: one rank passes a different count (then a
  *                               different root); every rank gets tpudistInvalidUsage and a message
  *                               naming the differing ranks, never a hang.
@@ -328,6 +330,45 @@ static int modeMismatch(int rank, int n) {
   return gFail ? 1 : 0;
 }
 
+/* ---- debug mode ---------------------------------------------------------------------------- */
+
+/* A communicator split with config.mode = TPUDIST_MODE_DEBUG: a non-blocking all-reduce has its
+ * result in place when the call returns (before any wait), its request is already done, and a
+ * mismatched count fails at the call itself, on every rank, naming the call's arguments. */
+static int modeDebug(int rank, int n) {
+  tpudistComm_t world = initEnv(n, rank), sub = NULL;
+  if (!world) return 1;
+  tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
+  cfg.mode = TPUDIST_MODE_DEBUG;
+  if (tpudistCommSplit(world, 0, rank, &sub, &cfg) != tpudistSuccess) {
+    FAIL("split: %s", tpudistGetLastError(world));
+    return 1;
+  }
+  static int32_t in[1000], out[1000];
+  for (int i = 0; i < 1000; i++) in[i] = rank * 1000 + i, out[i] = -1;
+  tpudistRequest_t req;
+  if (tpudistAllReduce(in, out, 1000, tpudistInt32, tpudistSum, sub, &req) != tpudistSuccess)
+    FAIL("debug all-reduce: %s", tpudistGetLastError(sub));
+  for (int i = 0; i < 1000; i++) /* read before any wait or test */
+    if (out[i] != 1000 * n * (n - 1) / 2 + n * i) {
+      FAIL("debug mode: element %d is %d before the wait", i, out[i]);
+      break;
+    }
+  int done = 0;
+  if (tpudistTest(req, &done) != tpudistSuccess || !done) FAIL("debug request not done");
+  tpudistResult_t r =
+      tpudistAllReduce(in, out, rank == n - 1 ? 999 : 1000, tpudistInt32, tpudistSum, sub, &req);
+  const char *msg = tpudistGetLastError(sub);
+  char call[64];
+  snprintf(call, sizeof(call), "AllReduce(count %d, int32", rank == n - 1 ? 999 : 1000);
+  printf("rank %d: debug mismatch: %s\n", rank, msg);
+  if (r != tpudistInvalidUsage || !strstr(msg, "collective mismatch") || !strstr(msg, call))
+    FAIL("debug mismatch: result %d, message '%s' lacks '%s'", r, msg, call);
+  tpudistCommDestroy(sub);
+  tpudistCommDestroy(world);
+  return gFail ? 1 : 0;
+}
+
 /* ---- flight recorder --------------------------------------------------------------------- */
 
 /* One rank: a few operations, then a receive nobody sends times out; the log (stderr, captured
@@ -423,7 +464,7 @@ static int modeHostile(int rank, int n) {
   if (rank == 0) {
     for (int p = 1; p < n; p++) {
       tdNetAddr a;
-      memcpy(&a, c->c.peers[p].sock_addr, sizeof(a));
+      memcpy(&a, c->c.net.peers[p].sock_addr, sizeof(a));
       if (attack(&a, 0x6b636f73647470ull /* the socket transport magic */, 32))
         FAIL("could not reach rank %d's listener", p);
     }
@@ -446,7 +487,7 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) {
     fprintf(stderr,
-            "usage: fault_job kill VICTIM | abort | badargs | mismatch | hostile | "
+            "usage: fault_job kill VICTIM | abort | badargs | mismatch | debug | hostile | "
             "attack HOST:PORT\n");
     return 2;
   }
@@ -463,6 +504,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "abort")) return modeAbort(rank, n);
   if (!strcmp(argv[1], "badargs")) return modeBadargs(rank, n);
   if (!strcmp(argv[1], "mismatch")) return modeMismatch(rank, n);
+  if (!strcmp(argv[1], "debug")) return modeDebug(rank, n);
   if (!strcmp(argv[1], "hostile")) return modeHostile(rank, n);
   if (!strcmp(argv[1], "flight")) return modeFlight(rank, n);
   fprintf(stderr, "fault_job: unknown mode %s\n", argv[1]);

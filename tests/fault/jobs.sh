@@ -5,6 +5,8 @@
 #   flight     1 rank: a timeout writes the flight record (last operations and their state)
 #   badargs    2 and 3 ranks: the invalid-argument table, a correct call after each row
 #   mismatch   3 ranks, TPU_DIST_CHECK=1: a different count / root on one rank is reported on all
+#              (and with TPU_DIST_MODE=debug, which runs the same check)
+#   debug      3 ranks: a debug-mode communicator (config.mode) completes collectives at the call
 #   hostile    3 ranks: garbage and secret-less connections to the rendezvous point (before the
 #              ranks join) and to every socket-transport listener; the job completes
 set -uo pipefail
@@ -18,7 +20,9 @@ case "${1:-}" in
   badargs) launch 2 $job badargs && launch 3 env TPU_DIST_TRANSPORTS=socket $job badargs ;;
   mismatch)
     launch 3 env TPU_DIST_CHECK=1 $job mismatch &&
-      launch 4 env TPU_DIST_CHECK=1 TPU_DIST_TRANSPORTS=socket $job mismatch ;;
+      launch 4 env TPU_DIST_CHECK=1 TPU_DIST_TRANSPORTS=socket $job mismatch &&
+      launch 3 env TPU_DIST_MODE=debug $job mismatch ;;
+  debug) launch 3 $job debug && launch 2 env TPU_DIST_TRANSPORTS=socket $job debug ;;
   hostile)
     export TPU_DIST_COMM_ID_FIXED=127.0.0.1:$(td_port) TPU_DIST_TRANSPORTS=socket
     # rank 0 first, alone at the rendezvous point; the attacks come before the real ranks

@@ -28,7 +28,7 @@ make -j"${TD_MAKE_JOBS:-2}" libtdrt.la libtdpure.la >make.log 2>&1 ||
   { grep -E "error" make.log | head -20; exit 1; }
 inc="-I../include -I../topology -I../collectives -I../src -I../src/core -I../src/transport"
 inc+=" -I../src/bootstrap -I../src/exec -I../src/transport/socket -D_GNU_SOURCE"
-libs=".libs/libtdrt.a .libs/libtdpure.a $(pkg-config --libs hwloc 2>/dev/null) -lm -pthread"
+libs=".libs/libtdrt.a .libs/libtdpure.a -lm -pthread"
 rc=0
 for t in bootstrap socket; do
   clang -g -O1 -fsanitize=fuzzer $san $inc ../tests/fuzz/fuzz_$t.c $libs -o fuzz_$t ||

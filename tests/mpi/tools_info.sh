@@ -21,4 +21,14 @@ $info -d --coll allreduce --algo ring --nranks 4 --rank 0 --count 4194304 --summ
 $info -s --topology 2x2 | grep '^select allreduce bytes=1048576 best=' >/dev/null || fail "-s"
 $info -d --coll nosuch --nranks 2 --rank 0 2>/dev/null && fail "bad --coll accepted"
 $info -s --topology 3x3 --nranks 4 2>/dev/null && fail "rank count mismatch accepted"
+# the tool sees what the library sees: TPU_DIST_TOPOLOGY without --topology, TPU_DIST_ALGO
+TPU_DIST_TOPOLOGY=2x2 $info -s 2>/dev/null | grep '^# selection table: topology 2x2 nranks 4' >/dev/null ||
+  fail "-s ignores TPU_DIST_TOPOLOGY"
+TPU_DIST_ALGO=allreduce=ring $info -s --nranks 4 | grep '^select allreduce bytes=1 best=ring ' >/dev/null ||
+  fail "-s ignores TPU_DIST_ALGO"
+# a value that does not parse is refused with its name, not read as something else
+out=$(TPU_DIST_TIMEOUT_MS=12ms $info -c 2>&1 >/dev/null) && fail "TPU_DIST_TIMEOUT_MS=12ms accepted"
+echo "$out" | grep 'TPU_DIST_TIMEOUT_MS=12ms: not an integer' >/dev/null || fail "bad value message: $out"
+out=$(TPU_DIST_SHM_CMA=2 $info -c 2>&1 >/dev/null) && fail "TPU_DIST_SHM_CMA=2 accepted"
+echo "$out" | grep 'TPU_DIST_SHM_CMA=2: out of range \[0, 1\]' >/dev/null || fail "range message: $out"
 echo "tools-info: ok"

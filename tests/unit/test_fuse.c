@@ -351,15 +351,6 @@ static void testEmpty(void) {
   schedFree(&s);
 }
 
-/* Generators are weak references in the registry; naming them here links them into this test. */
-const tdGenFn fuseTestGenerators[] = {
-    genAllreduceRing,     genAllreduceRing2,        genAllreduceTree,
-    genAllreduceRecdbl,   genAllreduceRabenseifner, genAllgatherRing,
-    genAllgatherRecdbl,   genReducescatterRing,     genReducescatterRecdbl,
-    genBroadcastChain,    genBroadcastTree,         genReduceChain,
-    genReduceTree,        genAlltoallPairwise,      genAlltoallDirect,
-    genAlltoallvPairwise, genAlltoallvDirect,       genSendrecvDirect};
-
 /* Every registered generator over small flat and torus shapes: whenever the validator accepts
  * the unfused schedules, it must accept the fused ones too (matching, progress, data). */
 static void testGeneratorsStillValid(void) {

@@ -14,9 +14,9 @@
 
 #include "../cu_main.h"
 #include "bootstrap.h"
-#include "core/config.h"
 #include "fork_ranks.h"
 #include "registry.h"
+#include "rt_config.h"
 
 #define ROUNDS 300
 #define PER_ROUND 400 /* > 64 ack slots, and more than the ring holds */
@@ -36,7 +36,7 @@ static int64_t nowMs(void) {
 }
 
 /* Progresses until xs[0..n) are done (or timeout_ms); returns how many are not done. */
-static int progressUntil(tdComm *comm, tdXfer *xs, int n, int timeout_ms) {
+static int progressUntil(tdNet *comm, tdXfer *xs, int n, int timeout_ms) {
   int64_t end = nowMs() + timeout_ms;
   for (;;) {
     int left = 0, prog;
@@ -47,7 +47,7 @@ static int progressUntil(tdComm *comm, tdXfer *xs, int n, int timeout_ms) {
   }
 }
 
-static void postRecvs(tdComm *comm, tdXfer *rx, unsigned char *rbuf, int round, int peer) {
+static void postRecvs(tdNet *comm, tdXfer *rx, unsigned char *rbuf, int round, int peer) {
   for (int i = 0; i < PER_ROUND; i++) {
     tdXfer *x = &rx[i];
     memset(x, 0, sizeof(*x));
@@ -63,7 +63,7 @@ static int body(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
   char err[TD_ERRLEN];
   tdBootstrap *bs;
-  tdComm *comm;
+  tdNet *comm;
   gCfg = *configGet();
   gCfg.transports = "shm";
   gCfg.shm_cma = 1;

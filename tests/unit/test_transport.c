@@ -20,11 +20,11 @@
 
 #include "../cu_main.h"
 #include "bootstrap.h"
-#include "core/config.h"
 #include "fork_ranks.h"
 #include "kernels.h"
 #include "net.h"
 #include "registry.h"
+#include "rt_config.h"
 
 static const char *gTransports; /* TPU_DIST_TRANSPORTS of the ranks */
 static int gCma = 1;
@@ -35,10 +35,10 @@ static int gPullMs = 2;     /* TPU_DIST_SHM_CMA_PULL_MS */
 static tdConfig gCfg;
 
 /* Bootstrap + communicator for a child, with the test's transport choice. */
-static tdComm *childComm(int rank, int n, const tpudistUniqueId *id) {
+static tdNet *childComm(int rank, int n, const tpudistUniqueId *id) {
   char err[TD_ERRLEN];
   tdBootstrap *bs;
-  tdComm *comm;
+  tdNet *comm;
   gCfg = *configGet();
   gCfg.transports = gTransports;
   gCfg.shm_cma = gCma;
@@ -74,7 +74,7 @@ static size_t firstMismatch(const unsigned char *b, size_t len, int src, int dst
 }
 
 /* Progresses until every transfer is done; 0 on success. */
-static int waitAll(tdComm *comm, tdXfer *xs, int nx, int timeout_ms) {
+static int waitAll(tdNet *comm, tdXfer *xs, int nx, int timeout_ms) {
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   for (;;) {
@@ -96,14 +96,14 @@ static int waitAll(tdComm *comm, tdXfer *xs, int nx, int timeout_ms) {
   for (int i = 0; i < nx; i++)
     if (xs[i].result != tpudistSuccess) {
       fprintf(stderr, "rank %d: transfer %d with %d failed: %d (%s)\n", comm->rank, i, xs[i].peer,
-              xs[i].result, comm->last_error);
+              xs[i].result, comm->err.msg);
       return -1;
     }
   return 0;
 }
 
 /* Progress for ms milliseconds without waiting for anything (lets messages arrive unexpected). */
-static void progressFor(tdComm *comm, int ms) {
+static void progressFor(tdNet *comm, int ms) {
   struct timespec t0, t;
   clock_gettime(CLOCK_MONOTONIC, &t0);
   do {
@@ -119,7 +119,7 @@ static const size_t kSizes[] = {0, 1, 4096, (1u << 20) + 3, 16u << 20};
 
 /* Exchange: every rank sends every size to every rank (itself too); 16 MiB only to rank+1.
  * late: receives are posted after the sends had time to arrive, in reverse order. */
-static int exchange(tdComm *comm, int late) {
+static int exchange(tdNet *comm, int late) {
   int n = comm->nranks, me = comm->rank, nx = 0;
   tdXfer *xs = calloc((size_t)(2 * n * NSIZES), sizeof(tdXfer));
   unsigned char **bufs = calloc((size_t)(2 * n * NSIZES), sizeof(char *));
@@ -171,7 +171,7 @@ static int exchange(tdComm *comm, int late) {
 static const size_t kCounts[] = {1, 1024, 262147, 4u << 20};
 
 /* Reducing receives: rank r sends floats to r+1 which reduces them with its own floats. */
-static int reduceRing(tdComm *comm) {
+static int reduceRing(tdNet *comm) {
   int n = comm->nranks, me = comm->rank, to = (me + 1) % n, from = (me + n - 1) % n;
   for (int c = 0; c < 4; c++) {
     size_t cnt = kCounts[c];
@@ -229,7 +229,7 @@ static int shmLeft(uint64_t hash) {
 static int bodyExchange(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
   char err[TD_ERRLEN];
-  tdComm *comm = childComm(rank, n, id);
+  tdNet *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
   int rc = exchange(comm, 0);
   if (!rc) rc = exchange(comm, 1);
@@ -273,7 +273,7 @@ static void testShmNoCma(void) {
 }
 
 /* Any-source receive (p2p): rank 0 receives one message from each other rank. */
-static int bodyAnyInner(tdComm *comm) {
+static int bodyAnyInner(tdNet *comm) {
   int rank = comm->rank, n = comm->nranks, seen = 0;
   if (rank == 0) {
     for (int i = 1; i < n; i++) {
@@ -298,7 +298,7 @@ static int bodyAnyInner(tdComm *comm) {
 
 static int bodyAnySource(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
-  tdComm *comm = childComm(rank, n, id);
+  tdNet *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
   int rc = bodyAnyInner(comm);
   if (rc) return rc;
@@ -319,7 +319,7 @@ static int bodyDeadPeer(int rank, int n, const tpudistUniqueId *id, void *arg) {
   int mode = (int)(intptr_t)arg; /* 0: exits cold, 1: exits after a message, 2: releases (alive) */
   int warm = mode != 0;
   char err[TD_ERRLEN];
-  tdComm *comm = childComm(rank, n, id);
+  tdNet *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
   int v = 5;
   tdXfer x = {.peer = 1 - rank, .key = {1, 0, 0, 0}, .buf = &v, .len = sizeof(v)};
@@ -370,7 +370,7 @@ static int bodyIntruder(int rank, int n, const tpudistUniqueId *id, void *arg) {
     return 0;
   }
   if (rank == 1) usleep(300000); /* let the intruder come first */
-  tdComm *comm = childComm(rank, 2, id);
+  tdNet *comm = childComm(rank, 2, id);
   CHILD_CHECK(comm);
   int v = rank + 40, w = -1;
   tdXfer x[2] = {{.peer = 1 - rank, .key = {3, 0, 0, 0}, .buf = &v, .len = 4},
@@ -390,7 +390,7 @@ static void testWrongSecret(void) {
 /* A ring larger than /dev/shm's free space: a clear error, nothing left behind. */
 static int bodyShmFull(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
-  tdComm *comm = childComm(rank, n, id);
+  tdNet *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
   char err[TD_ERRLEN];
   if (rank == 0) {
@@ -398,8 +398,8 @@ static int bodyShmFull(int rank, int n, const tpudistUniqueId *id, void *arg) {
     tdXfer x = {.peer = 1, .key = {1, 0, 0, 0}, .buf = &v, .len = 4};
     CHILD_CHECK(transportPostSend(comm, &x) == tpudistNoMemory);
     CHILD_CHECK(x.done && x.result == tpudistNoMemory);
-    if (!strstr(comm->last_error, "bytes free")) fprintf(stderr, "%s\n", comm->last_error);
-    CHILD_CHECK(strstr(comm->last_error, "/dev/shm has") && strstr(comm->last_error, "bytes free"));
+    if (!strstr(comm->err.msg, "bytes free")) fprintf(stderr, "%s\n", comm->err.msg);
+    CHILD_CHECK(strstr(comm->err.msg, "/dev/shm has") && strstr(comm->err.msg, "bytes free"));
   }
   CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
   CHILD_CHECK(shmLeft(comm->comm_hash) == 0);
@@ -417,7 +417,7 @@ static void testShmFull(void) {
 /* Loopback interface chosen by name; a name that matches nothing is an error at setup. */
 static int bodyIfname(int rank, int n, const tpudistUniqueId *id, void *arg) {
   gIfname = arg;
-  tdComm *comm = childComm(rank, n, id);
+  tdNet *comm = childComm(rank, n, id);
   if (!strcmp(gIfname, "^nosuchif0")) {
     CHILD_CHECK(comm == NULL);
     return 0;
@@ -445,7 +445,7 @@ static void testIfname(void) {
 static int bodyTwoHosts(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
   gHostId = rank < n / 2 ? "hostA" : "hostB";
-  tdComm *comm = childComm(rank, n, id);
+  tdNet *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
   for (int p = 0; p < n; p++) {
     const tdTransport *want = p == rank                       ? &tdTransportSelf
@@ -471,7 +471,7 @@ static void testTwoHosts(void) {
 static int bodySimultaneous(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
   char err[TD_ERRLEN];
-  tdComm *comm = childComm(rank, n, id);
+  tdNet *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
   int v[8], w[8];
   tdXfer x[16];
@@ -503,7 +503,7 @@ static void testSimultaneous(void) {
 static int bodySendFirst(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
   char err[TD_ERRLEN];
-  tdComm *comm = childComm(rank, n, id);
+  tdNet *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
   size_t len = (1u << 20) + 64;
   unsigned char *s = malloc(len), *r = malloc(len);
@@ -537,7 +537,7 @@ static void testSendFirst(void) {
 }
 
 static void testSetup(void) {
-  tdComm comm;
+  tdNet comm;
   memset(&comm, 0, sizeof(comm));
   comm.nranks = 2;
   tdConfig cfg = *configGet();

@@ -21,8 +21,8 @@
 #include <string.h>
 #include <time.h>
 
-#include "core/config.h"
-#include "log.h"
+#include "rt_config.h"
+#include "rt_log.h"
 #include "registry.h"
 
 typedef struct tdFaultHeld {
@@ -48,8 +48,8 @@ static uint64_t faultNowNs(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-static tdFaultCtx *faultCtx(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportFault);
+static tdFaultCtx *faultCtx(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportFault);
   return i < 0 ? NULL : comm->tp_ctx[i];
 }
 
@@ -89,9 +89,9 @@ static tpudistResult_t faultParse(const char *spec, int *delay_ms, long *drop_at
   return tpudistSuccess;
 }
 
-static int faultCanReach(tdComm *comm, int peer) {
+static int faultCanReach(tdNet *comm, int peer) {
   tdFaultCtx *c = faultCtx(comm);
-  int me = commTransportIndex(comm, &tdTransportFault);
+  int me = netTransportIndex(comm, &tdTransportFault);
   if (!c || peer == comm->rank) return 0;
   for (int i = me + 1; i < comm->ntransports; i++) {
     if (comm->transports[i]->canReach(comm, peer)) {
@@ -102,10 +102,10 @@ static int faultCanReach(tdComm *comm, int peer) {
   return 0;
 }
 
-static tpudistResult_t faultCommInit(tdComm *comm, tdPeerInfo *info) {
+static tpudistResult_t faultCommInit(tdNet *comm, tdPeerInfo *info) {
   (void)info;
   char err[TD_ERRLEN];
-  int i = commTransportIndex(comm, &tdTransportFault);
+  int i = netTransportIndex(comm, &tdTransportFault);
   tdFaultCtx *c = calloc(1, sizeof(*c));
   if (!c) return transportError(comm, tpudistNoMemory, "fault transport: out of memory");
   comm->tp_ctx[i] = c;
@@ -121,8 +121,8 @@ static tpudistResult_t faultCommInit(tdComm *comm, tdPeerInfo *info) {
   return tpudistSuccess;
 }
 
-static void faultCommFini(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportFault);
+static void faultCommFini(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportFault);
   tdFaultCtx *c = comm->tp_ctx[i];
   if (!c) return;
   while (c->held_head) { /* held sends never reached a transport: nothing else refers to them */
@@ -137,7 +137,7 @@ static void faultCommFini(tdComm *comm) {
 }
 
 /* Hands x to the inner transport, applying drop and corrupt. */
-static tpudistResult_t faultForward(tdComm *comm, tdFaultCtx *c, tdXfer *x) {
+static tpudistResult_t faultForward(tdNet *comm, tdFaultCtx *c, tdXfer *x) {
   int inject = c->rank < 0 || c->rank == comm->rank;
   long nth = ++gSends;
   if (x->len) gNonEmptySends++;
@@ -161,7 +161,7 @@ static tpudistResult_t faultForward(tdComm *comm, tdFaultCtx *c, tdXfer *x) {
   return c->inner[x->peer]->postSend(comm, x);
 }
 
-static tpudistResult_t faultPostSend(tdComm *comm, tdXfer *x) {
+static tpudistResult_t faultPostSend(tdNet *comm, tdXfer *x) {
   tdFaultCtx *c = faultCtx(comm);
   if (!c->inner[x->peer] && !faultCanReach(comm, x->peer))
     return transportError(comm, tpudistInvalidUsage, "fault transport: nothing reaches rank %d",
@@ -180,7 +180,7 @@ static tpudistResult_t faultPostSend(tdComm *comm, tdXfer *x) {
   return tpudistSuccess;
 }
 
-static tpudistResult_t faultPostRecv(tdComm *comm, tdXfer *x) {
+static tpudistResult_t faultPostRecv(tdNet *comm, tdXfer *x) {
   tdFaultCtx *c = faultCtx(comm);
   if (x->tp_priv[3] == TD_ANY_PROBE) return tpudistSuccess; /* the inner transports are probed */
   if (!c->inner[x->peer] && !faultCanReach(comm, x->peer))
@@ -195,7 +195,7 @@ static tpudistResult_t faultPostRecv(tdComm *comm, tdXfer *x) {
 }
 
 /* Releases the held sends that are due, in order. */
-static tpudistResult_t faultProgress(tdComm *comm, int *progressed) {
+static tpudistResult_t faultProgress(tdNet *comm, int *progressed) {
   tdFaultCtx *c = faultCtx(comm);
   *progressed = 0;
   if (!c || !c->held_head) return tpudistSuccess;

@@ -21,26 +21,26 @@ typedef struct {
   tdSelfMsg *unexp_head, *unexp_tail;
 } tdSelfCtx;
 
-static tdSelfCtx *selfCtx(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportSelf);
+static tdSelfCtx *selfCtx(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportSelf);
   return i < 0 ? NULL : comm->tp_ctx[i];
 }
 
-static int selfCanReach(tdComm *comm, int peer) {
+static int selfCanReach(tdNet *comm, int peer) {
   return peer == comm->rank;
 }
 
-static tpudistResult_t selfCommInit(tdComm *comm, tdPeerInfo *info) {
+static tpudistResult_t selfCommInit(tdNet *comm, tdPeerInfo *info) {
   (void)info;
-  int i = commTransportIndex(comm, &tdTransportSelf);
+  int i = netTransportIndex(comm, &tdTransportSelf);
   tdSelfCtx *c = calloc(1, sizeof(*c));
   if (!c) return transportError(comm, tpudistNoMemory, "self transport: out of memory");
   comm->tp_ctx[i] = c;
   return tpudistSuccess;
 }
 
-static void selfCommFini(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportSelf);
+static void selfCommFini(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportSelf);
   tdSelfCtx *c = comm->tp_ctx[i];
   if (!c) return;
   while (c->unexp_head) {
@@ -52,7 +52,7 @@ static void selfCommFini(tdComm *comm) {
   comm->tp_ctx[i] = NULL;
 }
 
-static void selfDeliver(tdComm *comm, tdXfer *r, const void *src, size_t len) {
+static void selfDeliver(tdNet *comm, tdXfer *r, const void *src, size_t len) {
   if (len != r->len) {
     transportLenMismatch(comm, r, comm->rank, len);
     return;
@@ -61,7 +61,7 @@ static void selfDeliver(tdComm *comm, tdXfer *r, const void *src, size_t len) {
   transportComplete(r, tpudistSuccess, comm->rank);
 }
 
-static tpudistResult_t selfPostSend(tdComm *comm, tdXfer *x) {
+static tpudistResult_t selfPostSend(tdNet *comm, tdXfer *x) {
   tdSelfCtx *c = selfCtx(comm);
   tdXfer *r = transportMatchRecv(comm, &c->posted, comm->rank, &x->key, &tdTransportSelf);
   if (r) {
@@ -83,7 +83,7 @@ static tpudistResult_t selfPostSend(tdComm *comm, tdXfer *x) {
   return tpudistSuccess;
 }
 
-static tpudistResult_t selfPostRecv(tdComm *comm, tdXfer *x) {
+static tpudistResult_t selfPostRecv(tdNet *comm, tdXfer *x) {
   tdSelfCtx *c = selfCtx(comm);
   TD_CHECK(transportCheckRecv(comm, x));
   tdSelfMsg *prev = NULL;
@@ -104,7 +104,7 @@ static tpudistResult_t selfPostRecv(tdComm *comm, tdXfer *x) {
   return tpudistSuccess;
 }
 
-static tpudistResult_t selfProgress(tdComm *comm, int *progressed) {
+static tpudistResult_t selfProgress(tdNet *comm, int *progressed) {
   (void)comm;
   *progressed = 0;
   return tpudistSuccess;

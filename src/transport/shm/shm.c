@@ -33,27 +33,27 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "core/config.h"
 #include "kernels.h"
-#include "log.h"
+#include "rt_config.h"
+#include "rt_log.h"
 
 #define TD_R64(n) (((n) + 63) & ~(uint64_t)63)
 #define TD_CMA_NACK (1ull << 63)
 #define TD_CMA_NACK_LEN (1ull << 62) /* with TD_CMA_NACK: the receive expects another length */
 
-static tdShmCtx *shmCtx(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportShm);
+static tdShmCtx *shmCtx(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportShm);
   return i < 0 ? NULL : comm->tp_ctx[i];
 }
 
-static int shmCanReach(tdComm *comm, int peer) {
+static int shmCanReach(tdNet *comm, int peer) {
   if (peer == comm->rank || !comm->peers) return 0;
   return comm->peers[peer].host_hash == comm->peers[comm->rank].host_hash;
 }
 
-static tpudistResult_t shmCommInit(tdComm *comm, tdPeerInfo *info) {
+static tpudistResult_t shmCommInit(tdNet *comm, tdPeerInfo *info) {
   const tdConfig *cfg = comm->cfg ? comm->cfg : configGet();
-  int i = commTransportIndex(comm, &tdTransportShm);
+  int i = netTransportIndex(comm, &tdTransportShm);
   tdShmCtx *c = calloc(1, sizeof(*c));
   if (!c) return transportError(comm, tpudistNoMemory, "shm transport: out of memory");
   comm->tp_ctx[i] = c;
@@ -64,11 +64,11 @@ static tpudistResult_t shmCommInit(tdComm *comm, tdPeerInfo *info) {
     return transportError(comm, tpudistNoMemory, "shm transport: out of memory");
   memset(c->stage, 0, TD_SHM_STAGE); /* touched now, never faulted on the hot path */
   for (int p = 0; p < comm->nranks; p++) c->peers[p].pidfd = -1;
-  long rb = cfg->shm_buf_bytes > 0 ? cfg->shm_buf_bytes : (1 << 20);
-  c->ring_bytes = TD_MAX((uint64_t)(rb + 4095) & ~(uint64_t)4095, (uint64_t)65536);
+  /* the table's ranges hold (rt_config.c): no defaults repeated here */
+  c->ring_bytes = TD_MAX((uint64_t)(cfg->shm_buf_bytes + 4095) & ~(uint64_t)4095, (uint64_t)65536);
   c->use_cma = cfg->shm_cma != 0;
-  c->pull_ms = cfg->shm_cma_pull_ms >= 0 ? cfg->shm_cma_pull_ms : 5;
-  c->cma_min = cfg->shm_cma_min_bytes > 0 ? (size_t)cfg->shm_cma_min_bytes : 65536;
+  c->pull_ms = cfg->shm_cma_pull_ms;
+  c->cma_min = (size_t)cfg->shm_cma_min_bytes;
   c->my_pid = (int)getpid();
   /* "tdshm-<hash>:<pid namespace>": liveness by pid only works within one pid namespace */
   char ns[40] = "";
@@ -88,8 +88,8 @@ static void freeUnexpList(tdShmCtx *c) {
   c->unexp_tail = NULL;
 }
 
-static void shmCommFini(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportShm);
+static void shmCommFini(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportShm);
   tdShmCtx *c = comm->tp_ctx[i];
   if (!c) return;
   /* segments a dead peer created (or began) that this rank never mapped are left to us */
@@ -119,7 +119,7 @@ static void unexpUnlink(tdShmCtx *c, tdShmUnexp *u) {
 }
 
 /* Fails every transfer pending with p. */
-static tpudistResult_t failPeer(tdComm *comm, tdShmCtx *c, int p, const char *why) {
+static tpudistResult_t failPeer(tdNet *comm, tdShmCtx *c, int p, const char *why) {
   tdShmPeer *pe = &c->peers[p];
   pe->state = SHM_FAILED;
   snprintf(pe->why, sizeof(pe->why), "%s", why);
@@ -157,7 +157,7 @@ static tpudistResult_t failPeer(tdComm *comm, tdShmCtx *c, int p, const char *wh
   return transportError(comm, tpudistRemoteError, "shm: rank %d: %s", p, why);
 }
 
-static tpudistResult_t shmPostSend(tdComm *comm, tdXfer *x) {
+static tpudistResult_t shmPostSend(tdNet *comm, tdXfer *x) {
   tdShmCtx *c = shmCtx(comm);
   tpudistResult_t res = shmConnect(comm, c, x->peer);
   if (res != tpudistSuccess) {
@@ -169,7 +169,7 @@ static tpudistResult_t shmPostSend(tdComm *comm, tdXfer *x) {
   return tpudistSuccess;
 }
 
-static tpudistResult_t startRead(tdComm *comm, tdShmCtx *c, tdXfer *r, int p, uint64_t addr,
+static tpudistResult_t startRead(tdNet *comm, tdShmCtx *c, tdXfer *r, int p, uint64_t addr,
                                  uint64_t id, size_t total) {
   tdShmCmaRead *op = malloc(sizeof(*op));
   if (!op) return transportError(comm, tpudistNoMemory, "shm: out of memory");
@@ -185,7 +185,7 @@ static void ackCma(tdShmPeer *pe, uint64_t id, uint64_t nack) {
 }
 
 /* Takes a matching message that was left at the head of p's incoming ring. 1 if taken. */
-static int takeParked(tdComm *comm, tdShmCtx *c, int p, tdXfer *x) {
+static int takeParked(tdNet *comm, tdShmCtx *c, int p, tdXfer *x) {
   tdShmPeer *pe = &c->peers[p];
   if (pe->state != SHM_READY || !pe->parked_head) return 0;
   uint64_t tail = pe->ctl_in->tail;
@@ -204,7 +204,7 @@ static int takeParked(tdComm *comm, tdShmCtx *c, int p, tdXfer *x) {
 }
 
 /* Matches a new receive against unexpected messages of this transport. 1 if matched. */
-static int matchUnexp(tdComm *comm, tdShmCtx *c, tdXfer *x, int probe) {
+static int matchUnexp(tdNet *comm, tdShmCtx *c, tdXfer *x, int probe) {
   for (tdShmUnexp *u = c->unexp_head; u; u = u->next) {
     if ((!probe && u->peer != x->peer) || u->waiter || !keyEq(&u->key, &x->key)) continue;
     if (u->total != x->len) {
@@ -235,7 +235,7 @@ static int matchUnexp(tdComm *comm, tdShmCtx *c, tdXfer *x, int probe) {
   return 0;
 }
 
-static tpudistResult_t shmPostRecv(tdComm *comm, tdXfer *x) {
+static tpudistResult_t shmPostRecv(tdNet *comm, tdXfer *x) {
   tdShmCtx *c = shmCtx(comm);
   int probe = x->tp_priv[3] == TD_ANY_PROBE;
   TD_CHECK(transportCheckRecv(comm, x));
@@ -265,7 +265,7 @@ static tpudistResult_t shmPostRecv(tdComm *comm, tdXfer *x) {
 }
 
 /* The message in progress on p's incoming ring got its last byte. */
-static void finishCur(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int p) {
+static void finishCur(tdNet *comm, tdShmCtx *c, tdShmPeer *pe, int p) {
   if (pe->rcur) transportComplete(pe->rcur, tpudistSuccess, p);
   if (pe->ucur && pe->ucur->waiter) {
     tdShmUnexp *u = pe->ucur;
@@ -281,7 +281,7 @@ static void finishCur(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int p) {
 }
 
 /* An unmatched new message: copy it out of the ring (FRAG) or keep its descriptor (CMA). */
-static tpudistResult_t newUnexp(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int p,
+static tpudistResult_t newUnexp(tdNet *comm, tdShmCtx *c, tdShmPeer *pe, int p,
                                 const tdShmRec *rec) {
   int cma = rec->type == TD_REC_CMA;
   tdShmUnexp *u = malloc(sizeof(*u) + (cma ? 0 : rec->total));
@@ -306,7 +306,7 @@ static tpudistResult_t newUnexp(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int p,
 }
 
 /* First record of a message. Returns 1 when the message is left parked in the ring. */
-static int newMessage(tdComm *comm, tdShmCtx *c, int p, const tdShmRec *rec, uint64_t head,
+static int newMessage(tdNet *comm, tdShmCtx *c, int p, const tdShmRec *rec, uint64_t head,
                       uint64_t tail, tpudistResult_t *res) {
   tdShmPeer *pe = &c->peers[p];
   tdMsgKey k = {rec->seq, rec->stream, rec->ordinal, rec->piece};
@@ -336,7 +336,7 @@ static int newMessage(tdComm *comm, tdShmCtx *c, int p, const tdShmRec *rec, uin
   return 0;
 }
 
-static tpudistResult_t ringConsume(tdComm *comm, tdShmCtx *c, int p, int *moved) {
+static tpudistResult_t ringConsume(tdNet *comm, tdShmCtx *c, int p, int *moved) {
   tdShmPeer *pe = &c->peers[p];
   uint64_t R = pe->ring_bytes, tail = pe->ctl_in->tail;
   tpudistResult_t res = tpudistSuccess;
@@ -433,7 +433,7 @@ static void ringProduce(tdShmCtx *c, int p, int *moved) {
   }
 }
 
-static void cmaAcks(tdComm *comm, tdShmPeer *pe, int p, int *moved) {
+static void cmaAcks(tdNet *comm, tdShmPeer *pe, int p, int *moved) {
   tdXfer *prev = NULL, *x = pe->cma_wait.head;
   while (x) {
     tdXfer *next = x->next;
@@ -461,7 +461,7 @@ static void cmaAcks(tdComm *comm, tdShmPeer *pe, int p, int *moved) {
 }
 
 /* Advances one single-copy read by at most one chunk. 1 when finished (ok or not). */
-static int readStep(tdComm *comm, tdShmCtx *c, tdShmCmaRead *op) {
+static int readStep(tdNet *comm, tdShmCtx *c, tdShmCmaRead *op) {
   tdXfer *r = op->r;
   tdShmPeer *pe = &c->peers[op->peer];
   size_t left = op->total - op->done, es = 1;
@@ -493,7 +493,7 @@ static int readStep(tdComm *comm, tdShmCtx *c, tdShmCmaRead *op) {
 }
 
 /* Copies u's bytes out of the sender (one CMA read) into a new entry that replaces u. */
-static void pullOne(tdComm *comm, tdShmCtx *c, tdShmUnexp *prev, tdShmUnexp *u) {
+static void pullOne(tdNet *comm, tdShmCtx *c, tdShmUnexp *prev, tdShmUnexp *u) {
   tdShmPeer *pe = &c->peers[u->peer];
   tdShmUnexp *n = malloc(sizeof(*n) + u->total);
   size_t done = 0;
@@ -524,7 +524,7 @@ static void pullOne(tdComm *comm, tdShmCtx *c, tdShmUnexp *prev, tdShmUnexp *u) 
 }
 
 /* Unexpected CMA descriptors unmatched for pull_ms are copied out and acknowledged. */
-static void pullStaleCma(tdComm *comm, tdShmCtx *c, int *moved) {
+static void pullStaleCma(tdNet *comm, tdShmCtx *c, int *moved) {
   if (!c->unexp_cma) return;
   int64_t now = shmNowMs();
   tdShmUnexp *prev = NULL, *u = c->unexp_head;
@@ -542,7 +542,7 @@ static void pullStaleCma(tdComm *comm, tdShmCtx *c, int *moved) {
   }
 }
 
-static void progressReads(tdComm *comm, tdShmCtx *c, int *moved) {
+static void progressReads(tdNet *comm, tdShmCtx *c, int *moved) {
   for (tdShmCmaRead **pp = &c->reads; *pp;) {
     tdShmCmaRead *op = *pp;
     *moved = 1;
@@ -569,7 +569,7 @@ static int peerBusy(tdShmCtx *c, int p) {
   return 0;
 }
 
-static tpudistResult_t checkLiveness(tdComm *comm, tdShmCtx *c) {
+static tpudistResult_t checkLiveness(tdNet *comm, tdShmCtx *c) {
   tpudistResult_t first = tpudistSuccess;
   int64_t now = shmNowMs();
   if (now < c->next_live_ms) return tpudistSuccess;
@@ -595,7 +595,7 @@ static tpudistResult_t checkLiveness(tdComm *comm, tdShmCtx *c) {
   return first;
 }
 
-static tpudistResult_t shmProgress(tdComm *comm, int *progressed) {
+static tpudistResult_t shmProgress(tdNet *comm, int *progressed) {
   tdShmCtx *c = shmCtx(comm);
   tpudistResult_t first = tpudistSuccess;
   int moved = 0;
@@ -605,7 +605,7 @@ static tpudistResult_t shmProgress(tdComm *comm, int *progressed) {
     if (pe->state == SHM_OPENING) {
       tpudistResult_t res = shmConnect(comm, c, p);
       if (res != tpudistSuccess) {
-        res = failPeer(comm, c, p, comm->last_error);
+        res = failPeer(comm, c, p, comm->err.msg);
         if (first == tpudistSuccess) first = res;
       }
     }

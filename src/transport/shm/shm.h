@@ -151,14 +151,14 @@ typedef struct {
 } tdShmCtx;
 
 /* shm_seg.c */
-tpudistResult_t shmConnect(tdComm *comm, tdShmCtx *c, int p);
+tpudistResult_t shmConnect(tdNet *comm, tdShmCtx *c, int p);
 void shmDisconnect(tdShmCtx *c, int p);
 void shmProbeCma(tdShmCtx *c, tdShmPeer *pe);
 /* At teardown: unlinks the segment a dead same-host peer may have created for a pair
  * this rank never opened (nobody else would). */
-void shmUnlinkDeadPeers(tdComm *comm, tdShmCtx *c);
+void shmUnlinkDeadPeers(tdNet *comm, tdShmCtx *c);
 /* 1 if peer p is known to have exited. */
-int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p);
+int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p);
 int64_t shmNowMs(void);
 
 #endif /* TD_SHM_H_ */

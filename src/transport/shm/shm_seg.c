@@ -21,7 +21,7 @@
 #include <time.h>
 #include <unistd.h>
 
-#include "log.h"
+#include "rt_log.h"
 #include "shm.h"
 
 int64_t shmNowMs(void) {
@@ -56,7 +56,7 @@ static void segPublish(tdShmCtx *c, tdShmPeer *pe) {
   pe->state = SHM_READY;
 }
 
-static tpudistResult_t segCreate(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int fd, int p) {
+static tpudistResult_t segCreate(tdNet *comm, tdShmCtx *c, tdShmPeer *pe, int fd, int p) {
   size_t bytes = segBytes(c->ring_bytes);
   struct statvfs sv;
   if (fstatvfs(fd, &sv) == 0 && (unsigned long long)sv.f_bavail * sv.f_frsize < bytes) {
@@ -94,7 +94,7 @@ static tpudistResult_t segCreate(tdComm *comm, tdShmCtx *c, tdShmPeer *pe, int f
 }
 
 /* The other side created the segment: map it once it is complete. Stays OPENING otherwise. */
-static tpudistResult_t segOpen(tdComm *comm, tdShmCtx *c, tdShmPeer *pe) {
+static tpudistResult_t segOpen(tdNet *comm, tdShmCtx *c, tdShmPeer *pe) {
   int fd = shm_open(pe->name, O_RDWR, 0600);
   if (fd < 0) {
     if (errno == ENOENT) return tpudistSuccess; /* not yet (or the creator is gone) */
@@ -125,7 +125,7 @@ static tpudistResult_t segOpen(tdComm *comm, tdShmCtx *c, tdShmPeer *pe) {
   return tpudistSuccess;
 }
 
-tpudistResult_t shmConnect(tdComm *comm, tdShmCtx *c, int p) {
+tpudistResult_t shmConnect(tdNet *comm, tdShmCtx *c, int p) {
   tdShmPeer *pe = &c->peers[p];
   if (pe->state == SHM_READY) return tpudistSuccess;
   if (pe->state == SHM_FAILED)
@@ -141,7 +141,7 @@ tpudistResult_t shmConnect(tdComm *comm, tdShmCtx *c, int p) {
       tpudistResult_t res = segCreate(comm, c, pe, fd, p);
       if (res != tpudistSuccess) {
         pe->state = SHM_FAILED;
-        snprintf(pe->why, sizeof(pe->why), "%s", comm->last_error);
+        snprintf(pe->why, sizeof(pe->why), "%s", comm->err.msg);
       }
       return res;
     }
@@ -198,7 +198,7 @@ static int procGone(int pid) {
   return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
 }
 
-void shmUnlinkDeadPeers(tdComm *comm, tdShmCtx *c) {
+void shmUnlinkDeadPeers(tdNet *comm, tdShmCtx *c) {
   for (int p = 0; comm->peers && p < comm->nranks; p++) {
     tdShmPeer *pe = &c->peers[p];
     if (p == comm->rank || pe->map || pe->state == SHM_READY ||
@@ -214,7 +214,7 @@ void shmUnlinkDeadPeers(tdComm *comm, tdShmCtx *c) {
   }
 }
 
-int shmPeerDead(tdComm *comm, tdShmPeer *pe, int p) {
+int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p) {
   int pid = comm->peers[p].pid;
   const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
   const char *theirs = strchr(comm->peers[p].shm_name, ':');

@@ -14,29 +14,31 @@
  * transport's liveness check (shm.c) fails the communicator when that peer exits or releases its
  * communicator.
  */
+#include "shm_slots.h"
+
 #include <string.h>
 
 #include "registry.h"
 #include "shm.h"
 
-static tdShmCtx *slotCtx(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportShm);
+static tdShmCtx *slotCtx(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportShm);
   return i < 0 ? NULL : comm->tp_ctx[i];
 }
 
-int transportSlotsReachAll(tdComm *comm) {
+int shmSlotsReachAll(tdNet *comm) {
   if (!slotCtx(comm) || comm->nranks < 2) return 0;
   for (int p = 0; p < comm->nranks; p++)
     if (p != comm->rank && transportForPeer(comm, p) != &tdTransportShm) return 0;
   return 1;
 }
 
-size_t transportSlotMax(void) {
+size_t shmSlotMax(void) {
   return TD_SHM_SLOT_MAX;
 }
 
 /* The peer's state once its segment is usable: NULL while it is opening; failure reported. */
-static tdShmPeer *slotPeer(tdComm *comm, int p, tpudistResult_t *res) {
+static tdShmPeer *slotPeer(tdNet *comm, int p, tpudistResult_t *res) {
   tdShmCtx *c = slotCtx(comm);
   tdShmPeer *pe = &c->peers[p];
   *res = tpudistSuccess;
@@ -46,8 +48,8 @@ static tdShmPeer *slotPeer(tdComm *comm, int p, tpudistResult_t *res) {
   return *res == tpudistSuccess && pe->state == SHM_READY ? pe : NULL;
 }
 
-tpudistResult_t transportSlotWrite(tdComm *comm, int p, uint64_t seq, const void *buf, size_t len,
-                                   int *written) {
+tpudistResult_t shmSlotWrite(tdNet *comm, int p, uint64_t seq, const void *buf, size_t len,
+                             int *written) {
   tpudistResult_t res;
   tdShmPeer *pe = slotPeer(comm, p, &res);
   *written = 0;
@@ -63,8 +65,7 @@ tpudistResult_t transportSlotWrite(tdComm *comm, int p, uint64_t seq, const void
   return tpudistSuccess;
 }
 
-tpudistResult_t transportSlotPeek(tdComm *comm, int p, uint64_t seq, size_t len,
-                                  const void **data) {
+tpudistResult_t shmSlotPeek(tdNet *comm, int p, uint64_t seq, size_t len, const void **data) {
   tpudistResult_t res;
   tdShmPeer *pe = slotPeer(comm, p, &res);
   *data = NULL;
@@ -83,7 +84,7 @@ tpudistResult_t transportSlotPeek(tdComm *comm, int p, uint64_t seq, size_t len,
   return tpudistSuccess;
 }
 
-void transportSlotAck(tdComm *comm, int p, uint64_t seq) {
+void shmSlotAck(tdNet *comm, int p, uint64_t seq) {
   tdShmPeer *pe = &slotCtx(comm)->peers[p];
   __atomic_store_n(&pe->hdr->slots[pe->side].ack[seq & 1], seq, __ATOMIC_RELEASE);
 }

@@ -28,9 +28,9 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "core/config.h"
+#include "rt_config.h"
 #include "kernels.h"
-#include "log.h"
+#include "rt_log.h"
 #include "net.h"
 #include "registry.h"
 
@@ -134,21 +134,21 @@ tpudistResult_t sockHeaderCheck(const void *msg, size_t len, tdMsgKey *key, uint
   return tpudistSuccess;
 }
 
-static tdSockCtx *sockCtx(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportSocket);
+static tdSockCtx *sockCtx(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportSocket);
   return i < 0 ? NULL : comm->tp_ctx[i];
 }
 
-static int sockCanReach(tdComm *comm, int peer) {
+static int sockCanReach(tdNet *comm, int peer) {
   tdNetAddr a;
   if (peer == comm->rank || !comm->peers) return 0;
   memcpy(&a, comm->peers[peer].sock_addr, sizeof(a));
   return a.family != 0;
 }
 
-static tpudistResult_t sockCommInit(tdComm *comm, tdPeerInfo *info) {
+static tpudistResult_t sockCommInit(tdNet *comm, tdPeerInfo *info) {
   const tdConfig *cfg = comm->cfg ? comm->cfg : configGet();
-  int i = commTransportIndex(comm, &tdTransportSocket);
+  int i = netTransportIndex(comm, &tdTransportSocket);
   char err[TD_ERRLEN];
   tdNetAddr local, bound;
   _Static_assert(sizeof(tdNetAddr) <= TD_ADDR_BYTES, "address too large");
@@ -175,8 +175,8 @@ static tpudistResult_t sockCommInit(tdComm *comm, tdPeerInfo *info) {
   return tpudistSuccess;
 }
 
-static void sockCommFini(tdComm *comm) {
-  int i = commTransportIndex(comm, &tdTransportSocket);
+static void sockCommFini(tdNet *comm) {
+  int i = netTransportIndex(comm, &tdTransportSocket);
   tdSockCtx *c = comm->tp_ctx[i];
   if (!c) return;
   if (c->lfd >= 0) close(c->lfd);
@@ -203,7 +203,7 @@ static void sockCommFini(tdComm *comm) {
 }
 
 /* Fails everything pending with peer p; returns tpudistRemoteError if anything was pending. */
-static tpudistResult_t peerFail(tdComm *comm, tdSockCtx *c, int p, int state, const char *why) {
+static tpudistResult_t peerFail(tdNet *comm, tdSockCtx *c, int p, int state, const char *why) {
   tdSockPeer *pe = &c->peers[p];
   int pending = 0;
   if (pe->fd >= 0) close(pe->fd);
@@ -245,7 +245,7 @@ static void markActive(tdSockCtx *c, int p) {
   if (c->peers[p].state == SK_NONE) c->active[c->nactive++] = p;
 }
 
-static tpudistResult_t peerStartConnect(tdComm *comm, tdSockCtx *c, int p) {
+static tpudistResult_t peerStartConnect(tdNet *comm, tdSockCtx *c, int p) {
   tdSockPeer *pe = &c->peers[p];
   markActive(c, p);
   tdNetAddr a;
@@ -264,7 +264,7 @@ static tpudistResult_t peerStartConnect(tdComm *comm, tdSockCtx *c, int p) {
 }
 
 /* Makes sure a connection to p exists or is being opened. */
-static tpudistResult_t peerEnsure(tdComm *comm, tdSockCtx *c, int p) {
+static tpudistResult_t peerEnsure(tdNet *comm, tdSockCtx *c, int p) {
   if (c->peers[p].state == SK_NONE) return peerStartConnect(comm, c, p);
   return tpudistSuccess;
 }
@@ -278,7 +278,7 @@ static void queueUnexp(tdSockCtx *c, tdSockMsg *m) {
   c->unexp_tail = m;
 }
 
-static tpudistResult_t sockPostSend(tdComm *comm, tdXfer *x) {
+static tpudistResult_t sockPostSend(tdNet *comm, tdXfer *x) {
   tdSockCtx *c = sockCtx(comm);
   tdSockPeer *pe = &c->peers[x->peer];
   if (pe->state == SK_CLOSED || pe->state == SK_FAILED) {
@@ -292,7 +292,7 @@ static tpudistResult_t sockPostSend(tdComm *comm, tdXfer *x) {
 }
 
 /* Delivers a fully received unexpected message to r and frees it. */
-static void unexpDeliver(tdComm *comm, tdSockMsg *m, tdXfer *r) {
+static void unexpDeliver(tdNet *comm, tdSockMsg *m, tdXfer *r) {
   if (m->len != r->len)
     transportLenMismatch(comm, r, m->peer, m->len);
   else {
@@ -302,7 +302,7 @@ static void unexpDeliver(tdComm *comm, tdSockMsg *m, tdXfer *r) {
   free(m);
 }
 
-static tpudistResult_t sockPostRecv(tdComm *comm, tdXfer *x) {
+static tpudistResult_t sockPostRecv(tdNet *comm, tdXfer *x) {
   tdSockCtx *c = sockCtx(comm);
   int probe = x->tp_priv[3] == TD_ANY_PROBE;
   TD_CHECK(transportCheckRecv(comm, x));
@@ -338,7 +338,7 @@ static tpudistResult_t sockPostRecv(tdComm *comm, tdXfer *x) {
 }
 
 /* Connector side of the handshake. */
-static tpudistResult_t peerHandshake(tdComm *comm, tdSockCtx *c, int p, short rev, int *moved) {
+static tpudistResult_t peerHandshake(tdNet *comm, tdSockCtx *c, int p, short rev, int *moved) {
   tdSockPeer *pe = &c->peers[p];
   char why[160];
   if (pe->state == SK_CONNECTING) {
@@ -381,7 +381,7 @@ static tpudistResult_t peerHandshake(tdComm *comm, tdSockCtx *c, int p, short re
 }
 
 /* Acceptor side: validates a complete hello and adopts or rejects the connection. */
-static void acceptHello(tdComm *comm, tdSockCtx *c, tdSockAccept *a) {
+static void acceptHello(tdNet *comm, tdSockCtx *c, tdSockAccept *a) {
   unsigned char verdict = 1;
   int p = -1;
   if (!sockHelloCheck(&a->hello, sizeof(a->hello), comm->comm_hash, c->secret, comm->rank,
@@ -412,7 +412,7 @@ static void acceptHello(tdComm *comm, tdSockCtx *c, tdSockAccept *a) {
   close(a->fd);
 }
 
-static void progressAccept(tdComm *comm, tdSockCtx *c, int *moved) {
+static void progressAccept(tdNet *comm, tdSockCtx *c, int *moved) {
   int64_t now = netNowMs();
   int naccepting = 0;
   for (tdSockAccept *a = c->accepting; a; a = a->next) naccepting++;
@@ -459,7 +459,7 @@ static void progressAccept(tdComm *comm, tdSockCtx *c, int *moved) {
 }
 
 /* Sends what the socket takes from the send queue of p. */
-static tpudistResult_t progressSend(tdComm *comm, tdSockCtx *c, int p, int *moved) {
+static tpudistResult_t progressSend(tdNet *comm, tdSockCtx *c, int p, int *moved) {
   tdSockPeer *pe = &c->peers[p];
   while (pe->sendq.head) {
     tdXfer *x = pe->sendq.head;
@@ -491,7 +491,7 @@ static tpudistResult_t progressSend(tdComm *comm, tdSockCtx *c, int p, int *move
 }
 
 /* A header is complete: choose where the payload goes. */
-static tpudistResult_t rxStart(tdComm *comm, tdSockCtx *c, int p) {
+static tpudistResult_t rxStart(tdNet *comm, tdSockCtx *c, int p) {
   tdSockPeer *pe = &c->peers[p];
   tdMsgKey k;
   uint64_t wlen;
@@ -525,7 +525,7 @@ static tpudistResult_t rxStart(tdComm *comm, tdSockCtx *c, int p) {
 }
 
 /* Payload of the current message is complete. */
-static void rxFinish(tdComm *comm, tdSockCtx *c, int p) {
+static void rxFinish(tdNet *comm, tdSockCtx *c, int p) {
   tdSockPeer *pe = &c->peers[p];
   if (pe->rx == RX_XFER) {
     transportComplete(pe->rcur, tpudistSuccess, p);
@@ -566,7 +566,7 @@ static char *rxTarget(tdSockCtx *c, tdSockPeer *pe, size_t *room) {
   return c->stage + pe->stage_fill;
 }
 
-static tpudistResult_t progressRecv(tdComm *comm, tdSockCtx *c, int p, int *moved) {
+static tpudistResult_t progressRecv(tdNet *comm, tdSockCtx *c, int p, int *moved) {
   tdSockPeer *pe = &c->peers[p];
   size_t budget = TD_SOCK_MAX_PER_PEER;
   while (budget > 0 && pe->state == SK_READY) {
@@ -611,7 +611,7 @@ static tpudistResult_t progressRecv(tdComm *comm, tdSockCtx *c, int p, int *move
   return tpudistSuccess;
 }
 
-static tpudistResult_t sockProgress(tdComm *comm, int *progressed) {
+static tpudistResult_t sockProgress(tdNet *comm, int *progressed) {
   tdSockCtx *c = sockCtx(comm);
   tpudistResult_t first = tpudistSuccess;
   int n = 0, moved = 0;

@@ -1,10 +1,13 @@
 /*
- * config.h - the one configuration table. Every TPU_DIST_* and TPU_* variable is read here, once
- * (configLoad), parsed into tdConfig, and documented by the same table (tpudist-info -c and
- * docs/env.md are generated from it). No other file calls getenv.
+ * rt_config.h - the one configuration table (runtime base). Every TPU_DIST_* and TPU_* variable is
+ * read here, once, parsed by its row's parser into tdConfig, and documented by the same table
+ * (tpudist-info -c and docs/env.md are generated from it). Each default is written once, in its
+ * row; a value that does not parse or is out of range is reported by configError() (and makes
+ * communicator creation fail with that message) instead of being read as something else. No other
+ * file calls getenv.
  */
-#ifndef TD_CONFIG_H_
-#define TD_CONFIG_H_
+#ifndef TD_RT_CONFIG_H_
+#define TD_RT_CONFIG_H_
 
 #include "td_base.h"
 
@@ -14,6 +17,7 @@ typedef struct {
   int debug_level;       /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
   unsigned debug_subsys; /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
   int check;             /* TPU_DIST_CHECK */
+  int mode;              /* TPU_DIST_MODE: TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG */
   int flight_records;    /* TPU_DIST_FLIGHT_RECORDS */
   /* topology and algorithms */
   const char *topology;       /* TPU_DIST_TOPOLOGY */
@@ -42,21 +46,31 @@ typedef struct {
   int shm_cma_pull_ms;       /* TPU_DIST_SHM_CMA_PULL_MS: copy out unmatched CMA messages after */
 } tdConfig;
 
-typedef enum { TD_CFG_INT, TD_CFG_STR } tdConfigType;
+struct tdConfigVar;
+/* Parses text (never NULL; "" = unset) into the field at dst; writes a reason into err on failure.
+ */
+typedef int (*tdConfigParser)(const struct tdConfigVar *v, const char *text, void *dst, char *err);
 
-typedef struct {
+typedef struct tdConfigVar {
   const char *name; /* environment variable */
-  tdConfigType type;
-  const char *dflt; /* default as text ("" = unset) */
-  size_t offset;    /* in tdConfig */
-  const char *doc;  /* one line */
+  tdConfigParser parse;
+  const char *dflt;   /* default as text ("" = unset) */
+  size_t offset;      /* in tdConfig */
+  long long min, max; /* integer rows: accepted range (0, 0 for the other rows) */
+  const char *doc;    /* one line */
 } tdConfigVar;
 
 extern const tdConfigVar tdConfigTable[];
 
-/* Parsed once (thread-safe, idempotent); later calls return the same object. */
+/* Parsed once (thread-safe, idempotent); later calls return the same object. A variable whose
+ * value is not valid keeps its default there, and configError() says which and why. */
 const tdConfig *configGet(void);
+/* TPUDIST_MODE_* for "strict" / "debug" (any case), -1 for anything else; and back. */
+int configModeParse(const char *name);
+const char *configModeName(int mode);
+/* NULL, or the first invalid variable ("TPU_DIST_TIMEOUT_MS=abc: not an integer"). */
+const char *configError(void);
 /* Writes the table (name, default, current value, doc) as text or markdown. */
 void configPrint(FILE *f, int markdown);
 
-#endif /* TD_CONFIG_H_ */
+#endif /* TD_RT_CONFIG_H_ */

@@ -1,5 +1,5 @@
 /*
- * flight.c - the flight recorder: each communicator keeps its last TPU_DIST_FLIGHT_RECORDS
+ * exec_flight.c - the flight recorder: each communicator keeps its last TPU_DIST_FLIGHT_RECORDS
  * operations (collective or point to point, sequence, count, datatype, algorithm, issue time) in
  * a ring, written when an operation is queued (one small copy under the lock the executor holds
  * anyway; nothing allocated on the hot path). When the communicator fails (timeout, dead peer,
@@ -10,9 +10,9 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "comm_priv.h"
+#include "exec.h"
 #include "kernels.h"
-#include "log.h"
+#include "rt_log.h"
 
 typedef struct {
   const tdOp *op;
@@ -27,24 +27,23 @@ struct tdFlight {
   tdFlightRec rec[];
 };
 
-tpudistResult_t flightInit(tdComm *comm) {
-  int cap = comm->cfg->flight_records;
+tpudistResult_t flightInit(tdExec *ex, const tdConfig *cfg) {
+  int cap = cfg->flight_records; /* at most 4096 (the table's range) */
   if (cap <= 0) return tpudistSuccess;
-  if (cap > 4096) cap = 4096;
   struct tdFlight *f = calloc(1, sizeof(*f) + sizeof(tdFlightRec) * (size_t)cap);
   if (!f) return tpudistNoMemory;
   f->cap = cap;
-  comm->priv->flight = f;
+  ex->flight = f;
   return tpudistSuccess;
 }
 
-void flightFree(tdComm *comm) {
-  free(comm->priv->flight);
-  comm->priv->flight = NULL;
+void flightFree(tdExec *ex) {
+  free(ex->flight);
+  ex->flight = NULL;
 }
 
-void flightRecord(tdComm *comm, const tdOp *op) {
-  struct tdFlight *f = comm->priv->flight;
+void flightRecord(tdExec *ex, const tdOp *op) {
+  struct tdFlight *f = ex->flight;
   if (!f) return;
   tdFlightRec *r = &f->rec[f->total++ % (uint64_t)f->cap];
   r->op = op;
@@ -54,7 +53,7 @@ void flightRecord(tdComm *comm, const tdOp *op) {
   r->dtype = op->dtype;
   r->root = op->root;
   r->algo = op->algo;
-  r->t_ns = execCoarseNs();
+  r->t_ns = clockCoarseNs();
   if (op->kind == TD_OP_SEND || op->kind == TD_OP_RECV) {
     r->seq = 0;
     r->peer = op->p2p.peer;
@@ -66,7 +65,7 @@ void flightRecord(tdComm *comm, const tdOp *op) {
   r->count = op->chk_phase == 1 ? op->chk_n : op->n;
   if (op->coll == TD_COLL_ALLTOALLV) { /* elements this rank sends */
     r->count = 0;
-    for (int p = 0; op->vbuf && p < comm->nranks; p++) r->count += op->vbuf[p];
+    for (int p = 0; op->vbuf && p < ex->net->nranks; p++) r->count += op->vbuf[p];
   }
 }
 
@@ -87,7 +86,7 @@ static const char *recState(const tdFlightRec *r, char *buf, size_t len, int *ru
 }
 
 /* For a running collective: each stream's progress, then the pieces pending per peer. */
-static void dumpRunning(tdComm *comm, const tdOp *op) {
+static void dumpRunning(const tdNet *comm, const tdOp *op) {
   const tdSched *s = op->sched;
   int n = comm->nranks;
   uint32_t *rx = calloc((size_t)n * 2, sizeof(uint32_t)), *tx = rx ? rx + n : NULL;
@@ -122,7 +121,7 @@ static void dumpRunning(tdComm *comm, const tdOp *op) {
   free(rx);
 }
 
-static void dumpRec(tdComm *comm, const tdFlightRec *r, uint64_t idx, uint64_t now) {
+static void dumpRec(const tdNet *comm, const tdFlightRec *r, uint64_t idx, uint64_t now) {
   char sbuf[64], what[160];
   int running;
   const char *state = recState(r, sbuf, sizeof(sbuf), &running);
@@ -150,14 +149,15 @@ static void dumpRec(tdComm *comm, const tdFlightRec *r, uint64_t idx, uint64_t n
   }
 }
 
-void flightDump(tdComm *comm, const char *why) {
-  struct tdFlight *f = comm->priv->flight;
+void flightDump(tdExec *ex, const char *why) {
+  struct tdFlight *f = ex->flight;
+  const tdNet *comm = ex->net;
   if (!f) return;
   uint64_t first = f->total > (uint64_t)f->cap ? f->total - (uint64_t)f->cap : 0;
   TD_ERROR(TD_SUBSYS_COLL,
            "flight recorder: %s rank %d of %d (%s): the last %llu of %llu operations, oldest first",
            comm->name, comm->rank, comm->nranks, why, (unsigned long long)(f->total - first),
            (unsigned long long)f->total);
-  uint64_t now = execCoarseNs();
+  uint64_t now = clockCoarseNs();
   for (uint64_t i = first; i < f->total; i++) dumpRec(comm, &f->rec[i % (uint64_t)f->cap], i, now);
 }

@@ -1,10 +1,10 @@
 /*
- * log.h - logging by level and subsystem (TPU_DIST_DEBUG, TPU_DIST_DEBUG_SUBSYS). Errors are
- * always printed (once, where first seen); WARN/INFO/TRACE when enabled. Runtime only: pure
- * layers never log.
+ * rt_log.h - logging by level and subsystem (TPU_DIST_DEBUG, TPU_DIST_DEBUG_SUBSYS), runtime base.
+ * Errors are always printed (once, where first seen: rt_error.h records them); WARN/INFO/TRACE
+ * when enabled. Runtime only: pure layers never log.
  */
-#ifndef TD_LOG_H_
-#define TD_LOG_H_
+#ifndef TD_RT_LOG_H_
+#define TD_RT_LOG_H_
 
 #include "td_base.h"
 
@@ -21,6 +21,12 @@ typedef enum {
 } tdSubsys;
 
 typedef enum { TD_LOG_ERROR = 0, TD_LOG_WARN = 1, TD_LOG_INFO = 2, TD_LOG_TRACE = 3 } tdLogLevel;
+
+/* The one subsystem-name table: "INIT" ... "TUNE" for a TD_SUBSYS_* bit. */
+const char *logSubsysName(tdSubsys subsys);
+/* Bit index of the subsystem named by the n bytes at name (case-insensitive, blanks around it
+ * ignored), or -1. */
+int logSubsysParse(const char *name, size_t n);
 
 int logEnabled(tdLogLevel level, tdSubsys subsys);
 void logPrint(tdLogLevel level, tdSubsys subsys, const char *file, int line, const char *fmt, ...)
@@ -43,4 +49,4 @@ void logPrint(tdLogLevel level, tdSubsys subsys, const char *file, int line, con
       logPrint(TD_LOG_TRACE, subsys, __FILE__, __LINE__, __VA_ARGS__); \
   } while (0)
 
-#endif /* TD_LOG_H_ */
+#endif /* TD_RT_LOG_H_ */

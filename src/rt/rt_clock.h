@@ -1,0 +1,23 @@
+/*
+ * rt_clock.h - the runtime's clocks and the one back-off every wait loop uses (runtime base):
+ * spin for spin_us after the last progress, then sched_yield for 2 ms, then short naps (20 us for
+ * the first 50 ms of idleness, 200 us after), so oversubscribed ranks let their peers run.
+ */
+#ifndef TD_RT_CLOCK_H_
+#define TD_RT_CLOCK_H_
+
+#include <stdint.h>
+
+uint64_t clockNowNs(void);    /* CLOCK_MONOTONIC */
+uint64_t clockCoarseNs(void); /* CLOCK_MONOTONIC_COARSE: progress timestamps, timeouts */
+
+typedef struct {
+  uint64_t idle_since_ns;
+  int spin_us;
+} tdBackoff;
+
+void backoffInit(tdBackoff *b, int spin_us);
+/* Called once per pass of a wait loop: resets on progress, else spins, yields or naps. */
+void backoffStep(tdBackoff *b, int progressed);
+
+#endif /* TD_RT_CLOCK_H_ */

@@ -1,0 +1,221 @@
+/*
+ * rt_config.c - the configuration table and its one reader. Add a variable by adding a field to
+ * tdConfig and one row here (its parser, default and range); docs/env.md is regenerated with
+ * `tools/tpudist-info -c --markdown`.
+ */
+#include "rt_config.h"
+
+#include <errno.h>
+#include <limits.h>
+#include <pthread.h>
+#include <stddef.h>
+#include <stdlib.h>
+#include <string.h>
+
+#include "rt_log.h"
+
+#define TD_OFF(field) offsetof(tdConfig, field)
+
+static int cfgInt(const tdConfigVar *v, const char *text, void *dst, char *err);
+static int cfgLong(const tdConfigVar *v, const char *text, void *dst, char *err);
+static int cfgStr(const tdConfigVar *v, const char *text, void *dst, char *err);
+static int cfgLevel(const tdConfigVar *v, const char *text, void *dst, char *err);
+static int cfgSubsys(const tdConfigVar *v, const char *text, void *dst, char *err);
+static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err);
+
+const tdConfigVar tdConfigTable[] = {
+    {"TPU_DIST_TIMEOUT_MS", cfgInt, "300000", TD_OFF(timeout_ms), 1, INT_MAX,
+     "Bound on every wait (ms); a timeout names op, sequence number and peer."},
+    {"TPU_DIST_DEBUG", cfgLevel, "", TD_OFF(debug_level), 0, 0,
+     "Log level: WARN, INFO or TRACE (default: errors only)."},
+    {"TPU_DIST_DEBUG_SUBSYS", cfgSubsys, "", TD_OFF(debug_subsys), 0, 0,
+     "Comma list of INIT,BOOT,COLL,EXEC,SHM,SOCK,IB,TOPO,TUNE (default all)."},
+    {"TPU_DIST_CHECK", cfgInt, "0", TD_OFF(check), 0, 1,
+     "1: ranks compare op, dtype, count, root and sequence before each collective."},
+    {"TPU_DIST_MODE", cfgMode, "strict", TD_OFF(mode), 0, 0,
+     "Execution mode: strict (each operation starts when issued) or debug (every collective "
+     "completes before its call returns and runs the TPU_DIST_CHECK signature check; errors name "
+     "the call's arguments). Per communicator: tpudistConfig_t.mode."},
+    {"TPU_DIST_FAULT", cfgStr, "", TD_OFF(fault), 0, 0,
+     "Fault injection for tests: delay=MS,drop=N,corrupt=N[,rank=R] (see src/transport/fault)."},
+    {"TPU_DIST_FLIGHT_RECORDS", cfgInt, "16", TD_OFF(flight_records), 0, 4096,
+     "Operations per communicator the flight recorder keeps and logs when it fails (0: off)."},
+    {"TPU_DIST_TOPOLOGY", cfgStr, "", TD_OFF(topology), 0, 0,
+     "Logical torus AxB[xC[xD]][:wrap=1,1,0][:twist]; overrides TPU_* variables; unset = flat."},
+    {"TPU_DIST_ALGO", cfgStr, "", TD_OFF(algo), 0, 0,
+     "Per-collective algorithm override, e.g. allreduce=torus,alltoall=pairwise."},
+    {"TPU_DIST_SCHED_DUMP_DIR", cfgStr, "", TD_OFF(sched_dump_dir), 0, 0,
+     "Directory to dump every new schedule to (text format v1)."},
+    {"TPU_DIST_SCHED_FILE", cfgStr, "", TD_OFF(sched_file), 0, 0,
+     "Schedule file to run instead of generated schedules (one per rank)."},
+    {"TPU_ACCELERATOR_TYPE", cfgStr, "", TD_OFF(tpu_accelerator_type), 0, 0,
+     "TPU runtime: accelerator type (e.g. v5p-128); selects the generation's wrap rule."},
+    {"TPU_TOPOLOGY", cfgStr, "", TD_OFF(tpu_topology), 0, 0,
+     "TPU runtime: slice topology, e.g. 4x4x4."},
+    {"TPU_TOPOLOGY_WRAP", cfgStr, "", TD_OFF(tpu_topology_wrap), 0, 0,
+     "TPU runtime: per-axis wrap, e.g. true,true,true."},
+    {"TPU_TOPOLOGY_ALT", cfgStr, "", TD_OFF(tpu_topology_alt), 0, 0,
+     "TPU runtime: 'true' for a twisted torus."},
+    {"TPU_CHIPS_PER_HOST_BOUNDS", cfgStr, "", TD_OFF(tpu_chips_per_host_bounds), 0, 0,
+     "TPU runtime: chips per host per axis, e.g. 2,2,1 (ranks are host-blocked)."},
+    {"TPU_DIST_COMM_ID", cfgStr, "", TD_OFF(comm_id), 0, 0,
+     "host:port of rank 0 for bootstrap without MPI (as NCCL_COMM_ID)."},
+    {"TPU_DIST_HOSTID", cfgStr, "", TD_OFF(hostid), 0, 0,
+     "Overrides the host identity (hostname+boot id+netns hash) that decides who shares memory."},
+    {"TPU_DIST_COMM_SECRET", cfgStr, "", TD_OFF(comm_secret), 0, 0,
+     "Private string mixed into the bootstrap secret of TPU_DIST_COMM_ID jobs (set it on shared "
+     "hosts)."},
+    {"RANK", cfgInt, "-1", TD_OFF(env_rank), -1, INT_MAX,
+     "Rank for tpudistCommInitEnv (torchrun style)."},
+    {"WORLD_SIZE", cfgInt, "-1", TD_OFF(env_world_size), -1, INT_MAX,
+     "Rank count for tpudistCommInitEnv (torchrun style)."},
+    {"TPU_DIST_TRANSPORTS", cfgStr, "", TD_OFF(transports), 0, 0,
+     "Comma list overriding the transport order, e.g. socket or self,shm,socket."},
+    {"TPU_DIST_SOCKET_IFNAME", cfgStr, "", TD_OFF(socket_ifname), 0, 0,
+     "Interface (prefix) for TCP; loopback is allowed (default: first up interface, else lo)."},
+    {"TPU_DIST_CHUNK_BYTES", cfgLong, "131072", TD_OFF(chunk_bytes), 1, 1LL << 40,
+     "Pipeline piece size in bytes: the executor slices each step into pieces of this size."},
+    {"TPU_DIST_MAX_PIECES", cfgInt, "32", TD_OFF(max_pieces), 0, 1 << 20,
+     "Most pieces per step: longer steps get proportionally larger pieces (0: no limit)."},
+    {"TPU_DIST_SMALL_BYTES", cfgInt, "2048", TD_OFF(small_bytes), 0, INT_MAX,
+     "All-reduces of at most this many bytes, and all-gathers and all-to-alls of blocks this small "
+     "(2104 at most), among 2-8 ranks of one host use the shm slots (flag in the data) instead of "
+     "a schedule (0: never)."},
+    {"TPU_DIST_SHM_CMA", cfgInt, "1", TD_OFF(shm_cma), 0, 1,
+     "1: large shm messages are read single-copy with process_vm_readv (falls back if refused)."},
+    {"TPU_DIST_SHM_BUF_BYTES", cfgLong, "1048576", TD_OFF(shm_buf_bytes), 4096, 1LL << 34,
+     "Per-pair shared-memory ring size in bytes."},
+    {"TPU_DIST_SPIN_US", cfgInt, "0", TD_OFF(spin_us), 0, 10000000,
+     "Microseconds a wait spins before it starts yielding (sched_yield for 2 ms, then short "
+     "sleeps). Ignored (0) when the ranks on this host outnumber the cores this process may use."},
+    {"TPU_DIST_PROGRESS_THREAD", cfgInt, "1", TD_OFF(progress_thread), 0, 1,
+     "1: a background progress thread per communicator drives non-blocking requests."},
+    {"TPU_DIST_SHM_CMA_MIN_BYTES", cfgLong, "16384", TD_OFF(shm_cma_min_bytes), 1, 1LL << 40,
+     "Smallest shm message sent single-copy (process_vm_readv); smaller ones go through the ring "
+     "(sends of reducing collectives: at least 64 KiB)."},
+    {"TPU_DIST_SHM_CMA_PULL_MS", cfgInt, "5", TD_OFF(shm_cma_pull_ms), 0, INT_MAX,
+     "A single-copy shm message still unmatched after this many ms is copied out, so its send "
+     "completes."},
+    {NULL, NULL, NULL, 0, 0, 0, NULL},
+};
+
+static tdConfig gConfig;
+static pthread_once_t gOnce = PTHREAD_ONCE_INIT;
+static char gError[TD_ERRLEN];
+
+/* strtoll with the whole text consumed, errno checked and the row's range enforced. */
+static int cfgInteger(const tdConfigVar *v, const char *text, long long *out, char *err) {
+  char *end;
+  errno = 0;
+  long long x = strtoll(text, &end, 0);
+  if (end == text || *end || errno == ERANGE)
+    return snprintf(err, TD_ERRLEN, "%s=%s: not an integer", v->name, text), -1;
+  if (x < v->min || x > v->max)
+    return snprintf(err, TD_ERRLEN, "%s=%s: out of range [%lld, %lld]", v->name, text, v->min,
+                    v->max),
+           -1;
+  *out = x;
+  return 0;
+}
+
+static int cfgInt(const tdConfigVar *v, const char *text, void *dst, char *err) {
+  long long x;
+  if (cfgInteger(v, text, &x, err)) return -1;
+  *(int *)dst = (int)x;
+  return 0;
+}
+
+static int cfgLong(const tdConfigVar *v, const char *text, void *dst, char *err) {
+  long long x;
+  if (cfgInteger(v, text, &x, err)) return -1;
+  *(long *)dst = (long)x;
+  return 0;
+}
+
+static int cfgStr(const tdConfigVar *v, const char *text, void *dst, char *err) {
+  (void)v, (void)err;
+  *(const char **)dst = *text ? text : NULL;
+  return 0;
+}
+
+/* TPU_DIST_DEBUG: WARN, INFO, TRACE or a number 0..3; unset: errors only. */
+static int cfgLevel(const tdConfigVar *v, const char *text, void *dst, char *err) {
+  static const char *names[] = {"", "WARN", "INFO", "TRACE"};
+  for (int i = 0; i < (int)TD_ARRAY_SIZE(names); i++)
+    if (!strcasecmp(text, names[i])) return *(int *)dst = i, 0;
+  long long x;
+  tdConfigVar r = *v;
+  r.min = 0, r.max = 3;
+  if (cfgInteger(&r, text, &x, err)) {
+    snprintf(err, TD_ERRLEN, "%s=%s: not WARN, INFO, TRACE or 0..3", v->name, text);
+    return -1;
+  }
+  *(int *)dst = (int)x;
+  return 0;
+}
+
+/* TPU_DIST_DEBUG_SUBSYS: comma list of subsystem names (logSubsysName); unset: all. */
+static int cfgSubsys(const tdConfigVar *v, const char *text, void *dst, char *err) {
+  unsigned mask = 0;
+  if (!*text) return *(unsigned *)dst = ~0u, 0;
+  for (const char *p = text; *p;) {
+    size_t n = strcspn(p, ",");
+    int bit = logSubsysParse(p, n);
+    if (bit < 0 && n > 0)
+      return snprintf(err, TD_ERRLEN, "%s=%s: unknown subsystem '%.*s'", v->name, text, (int)n, p),
+             -1;
+    if (bit >= 0) mask |= 1u << bit;
+    p += n + (p[n] == ',');
+  }
+  *(unsigned *)dst = mask;
+  return 0;
+}
+
+/* TPU_DIST_MODE: the names of include/tpu_dist.h's TPUDIST_MODE_* values. */
+static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err) {
+  int m = configModeParse(text);
+  if (m < 0) return snprintf(err, TD_ERRLEN, "%s=%s: not strict or debug", v->name, text), -1;
+  *(int *)dst = m;
+  return 0;
+}
+
+int configModeParse(const char *name) {
+  if (!strcasecmp(name, "strict")) return TPUDIST_MODE_STRICT;
+  if (!strcasecmp(name, "debug")) return TPUDIST_MODE_DEBUG;
+  return -1;
+}
+
+const char *configModeName(int mode) {
+  return mode == TPUDIST_MODE_DEBUG ? "debug" : "strict";
+}
+
+static void configLoadOnce(void) {
+  for (const tdConfigVar *v = tdConfigTable; v->name; v++) {
+    const char *val = getenv(v->name);
+    char *field = (char *)&gConfig + v->offset;
+    char err[TD_ERRLEN];
+    if (val && *val && v->parse(v, val, field, err) == 0) continue;
+    if (val && *val && !gError[0]) snprintf(gError, sizeof(gError), "%s", err);
+    v->parse(v, v->dflt, field, err); /* every default parses (unit-config) */
+  }
+}
+
+const tdConfig *configGet(void) {
+  pthread_once(&gOnce, configLoadOnce);
+  return &gConfig;
+}
+
+const char *configError(void) {
+  configGet();
+  return gError[0] ? gError : NULL;
+}
+
+void configPrint(FILE *f, int markdown) {
+  if (markdown) fprintf(f, "| variable | default | meaning |\n|---|---|---|\n");
+  for (const tdConfigVar *v = tdConfigTable; v->name; v++) {
+    if (markdown)
+      fprintf(f, "| `%s` | %s | %s |\n", v->name, *v->dflt ? v->dflt : "(unset)", v->doc);
+    else
+      fprintf(f, "%-26s default=%-10s %s\n", v->name, *v->dflt ? v->dflt : "(unset)", v->doc);
+  }
+}

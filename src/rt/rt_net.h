@@ -1,0 +1,61 @@
+/*
+ * rt_net.h - the communicator as the executor and the transports see it (runtime base): its
+ * identity, its peers, its bootstrap channel, the configuration, the timeout and abort flag, the
+ * transports chosen for it with their per-communicator state, and its error recorder. src/core's
+ * communicator embeds one (tdComm.net); nothing here knows of requests, schedules, selection or
+ * the executor's queue.
+ */
+#ifndef TD_RT_NET_H_
+#define TD_RT_NET_H_
+
+#include "rt_config.h"
+#include "rt_error.h"
+
+#define TD_MAX_TRANSPORTS 8
+
+/* What a rank tells its peers at bootstrap (exchanged as bytes). */
+#define TD_ADDR_BYTES 64
+typedef struct {
+  int rank;
+  int pid;
+  uint64_t host_hash;            /* hostname + boot id + net namespace (or TPU_DIST_HOSTID) */
+  uint32_t version;              /* TPUDIST_VERSION_CODE */
+  char sock_addr[TD_ADDR_BYTES]; /* socket transport listen address (sockaddr storage) */
+  char shm_name[TD_ADDR_BYTES];  /* shm transport segment prefix */
+} tdPeerInfo;
+
+struct tdBootstrap;
+struct tdTransport;
+
+typedef struct tdNet {
+  /* identity */
+  int rank, nranks;
+  uint64_t comm_hash;            /* unique per communicator (from the unique id / parent + split) */
+  char name[64];                 /* config commName or "comm-<hash>" */
+  tdPeerInfo *peers;             /* nranks entries, exchanged at bootstrap */
+  struct tdBootstrap *bootstrap; /* out-of-band channel (allgather, barrier) */
+  const tdConfig *cfg;
+  int timeout_ms;
+  volatile int aborted; /* set by tpudistCommAbort from any thread */
+  /* transports */
+  const struct tdTransport *transports[TD_MAX_TRANSPORTS]; /* enabled, in order */
+  int ntransports;
+  const struct tdTransport **peer_tp; /* per peer, chosen lazily (NULL until first use) */
+  void *tp_ctx[TD_MAX_TRANSPORTS];    /* per-transport private state, same index as transports[] */
+  tdErrRec err;                       /* last error (err.who = name, err.rank = rank) */
+} tdNet;
+
+/* Index of transport t in net->transports, or -1. */
+static inline int netTransportIndex(const tdNet *net, const struct tdTransport *t) {
+  for (int i = 0; i < net->ntransports; i++)
+    if (net->transports[i] == t) return i;
+  return -1;
+}
+
+/* Sets the error recorder's log identity from the name and rank (after either changes). */
+static inline void netNameErrors(tdNet *net) {
+  net->err.who = net->name;
+  net->err.rank = net->rank;
+}
+
+#endif /* TD_RT_NET_H_ */

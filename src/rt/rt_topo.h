@@ -1,0 +1,18 @@
+/*
+ * rt_topo.h - the topology the configuration names (runtime base): TPU_DIST_TOPOLOGY, else the TPU
+ * runtime's variables (TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY, ...), else flat. The one place that
+ * order is decided: communicators (src/core) and tools/tpudist-info both ask here.
+ */
+#ifndef TD_RT_TOPO_H_
+#define TD_RT_TOPO_H_
+
+#include "rt_config.h"
+#include "torus.h"
+
+/* The configured topology for nranks ranks (nranks <= 0: as many as the topology names; flat then
+ * needs nranks). *source says which setting it came from ("TPU_DIST_TOPOLOGY", "TPU_* variables"
+ * or "flat"). */
+tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, const char **source,
+                               char *err);
+
+#endif /* TD_RT_TOPO_H_ */
