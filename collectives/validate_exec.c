@@ -105,13 +105,7 @@ static tpudistResult_t issue(vCtx *c, int r, unsigned st) {
   uint64_t g = gidOf(c, r, st, ss->next);
   vStep *v = &c->steps[g];
   TD_CHECK(raceCheck(c, v));
-  if (ss->nfl == ss->cap) {
-    uint32_t cap = ss->cap ? ss->cap * 2 : 8;
-    uint64_t *n = realloc(ss->fl, sizeof(uint64_t) * cap);
-    if (!n) return tpudistNoMemory;
-    ss->fl = n;
-    ss->cap = cap;
-  }
+  if (tdGrow(&ss->fl, &ss->cap, (size_t)ss->nfl + 1, sizeof(uint64_t), 8)) return tpudistNoMemory;
   ss->fl[ss->nfl++] = g;
   ss->next++;
   v->issued = 1;
@@ -153,7 +147,8 @@ static tpudistResult_t applyDst(vCtx *c, const vStep *v, const vRuns *a, const v
 typedef struct {
   vRuns a, b, res;
   uint64_t *list; /* steps (local) and messages (| 1 << 63) completing this round */
-  uint64_t n, cap;
+  uint64_t n;
+  size_t cap;
 } vBufs;
 
 #define VMSG_BIT (1ull << 63)
@@ -201,13 +196,7 @@ static tpudistResult_t completeMsg(vCtx *c, uint64_t m, vBufs *t) {
 }
 
 static tpudistResult_t listPush(vBufs *t, uint64_t x) {
-  if (t->n == t->cap) {
-    uint64_t cap = t->cap ? t->cap * 2 : 64;
-    uint64_t *n = realloc(t->list, sizeof(uint64_t) * cap);
-    if (!n) return tpudistNoMemory;
-    t->list = n;
-    t->cap = cap;
-  }
+  if (tdGrow(&t->list, &t->cap, (size_t)t->n + 1, sizeof(uint64_t), 64)) return tpudistNoMemory;
   t->list[t->n++] = x;
   return tpudistSuccess;
 }

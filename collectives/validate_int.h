@@ -69,7 +69,8 @@ static inline const tdSpan *vSpan(const vStep *v, unsigned o) {
 typedef struct {
   uint32_t next; /* first unissued step */
   uint64_t *fl;  /* in-flight steps (gids) */
-  uint32_t nfl, cap;
+  uint32_t nfl;
+  size_t cap;
 } vStreamState;
 
 typedef struct {

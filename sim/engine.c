@@ -149,13 +149,8 @@ static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double b
   if (id != SIM_NO_SLOT) {
     e->freepend = e->pend[id].next;
   } else {
-    if (e->npend == e->cappend) {
-      uint32_t c = e->cappend ? e->cappend * 2 : 256;
-      simPending *a = realloc(e->pend, sizeof(simPending) * c);
-      if (!a) return tdErr(e->err, tpudistNoMemory, "sim: no memory for queued messages");
-      e->pend = a;
-      e->cappend = c;
-    }
+    if (tdGrow(&e->pend, &e->cappend, (size_t)e->npend + 1, sizeof(simPending), 256))
+      return tdErr(e->err, tpudistNoMemory, "sim: no memory for queued messages");
     id = e->npend++;
   }
   e->pend[id] = (simPending){ss, rs, SIM_NO_SLOT, bytes};
@@ -266,13 +261,8 @@ static tpudistResult_t canIssue(simEngine *e, int r, uint32_t stream, const simS
 
 static tpudistResult_t issue(simEngine *e, int r, uint32_t stream, const simStep *st) {
   simStreamState *ss = &e->ranks[r].st[stream];
-  if (ss->ninflight == ss->capinflight) {
-    uint32_t c = ss->capinflight ? ss->capinflight * 2 : 8;
-    simInflight *a = realloc(ss->inflight, sizeof(simInflight) * c);
-    if (!a) return tdErr(e->err, tpudistNoMemory, "sim: no memory for steps in flight");
-    ss->inflight = a;
-    ss->capinflight = c;
-  }
+  if (tdGrow(&ss->inflight, &ss->capinflight, (size_t)ss->ninflight + 1, sizeof(simInflight), 8))
+    return tdErr(e->err, tpudistNoMemory, "sim: no memory for steps in flight");
   uint32_t id;
   TD_CHECK(slotAlloc(e, &id));
   simSlot *s = &e->slots[id];

@@ -108,7 +108,8 @@ typedef struct {
   uint32_t win_first, win_n;
   uint32_t nsteps, cursor;
   simInflight *inflight;
-  uint32_t ninflight, capinflight;
+  uint32_t ninflight;
+  size_t capinflight;
   uint8_t *done; /* one bit per step: completed (deps are looked up here) */
   /* the in-flight step the cursor step last conflicted with (skip rechecks while it stands) */
   uint32_t blk_slot, blk_gen;
@@ -166,7 +167,8 @@ typedef struct {
   size_t tcap, tused;
   uint32_t *ordcnt; /* nranks scratch counters for ordinals */
   simPending *pend;
-  uint32_t npend, cappend, freepend;
+  uint32_t npend, freepend;
+  size_t cappend;
   uint32_t *port_active, *port_head, *port_tail; /* per port (first link): DMA queues */
   uint64_t held, max_held, generations, messages;
   double wire_bytes, now;
