@@ -46,13 +46,7 @@ static int evCmp(const void *x, const void *y) {
 }
 
 static tpudistResult_t evPush(a2aList *l, a2aEv e) {
-  if (l->n == l->cap) {
-    size_t cap = l->cap ? l->cap * 2 : 256;
-    a2aEv *n = realloc(l->ev, sizeof(a2aEv) * cap);
-    if (!n) return tpudistNoMemory;
-    l->ev = n;
-    l->cap = cap;
-  }
+  if (tdGrow(&l->ev, &l->cap, l->n + 1, sizeof(a2aEv), 256)) return tpudistNoMemory;
   l->ev[l->n++] = e;
   return tpudistSuccess;
 }

@@ -42,13 +42,7 @@ typedef struct {
 } cpConf;
 
 static tpudistResult_t predPush(tdCostPlan *p, size_t *cap, uint32_t g) {
-  if (p->npreds == *cap) {
-    size_t c = *cap ? *cap * 2 : 1024;
-    uint32_t *n = realloc(p->preds, sizeof(uint32_t) * c);
-    if (!n) return tpudistNoMemory;
-    p->preds = n;
-    *cap = c;
-  }
+  if (tdGrow(&p->preds, cap, p->npreds + 1, sizeof(uint32_t), 1024)) return tpudistNoMemory;
   p->preds[p->npreds++] = g;
   return tpudistSuccess;
 }

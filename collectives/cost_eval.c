@@ -27,13 +27,7 @@ static tpudistResult_t heapPush(tdCostPlan *p, double t, uint32_t g, uint32_t ki
     p->end = TD_MAX(p->end, t);
     return tpudistSuccess;
   }
-  if (p->nheap == p->capheap) {
-    size_t c = p->capheap ? p->capheap * 2 : 1024;
-    cpEvent *n = realloc(p->heap, sizeof(cpEvent) * c);
-    if (!n) return tpudistNoMemory;
-    p->heap = n;
-    p->capheap = c;
-  }
+  if (tdGrow(&p->heap, &p->capheap, p->nheap + 1, sizeof(cpEvent), 1024)) return tpudistNoMemory;
   size_t i = p->nheap++;
   p->heap[i] = (cpEvent){t, g, kind};
   cpEvent ev = p->heap[i];

@@ -20,7 +20,8 @@ typedef struct {
 
 typedef struct {
   vRun *r;
-  uint32_t n, cap;
+  uint32_t n;
+  size_t cap;
 } vRuns;
 
 /* Values are reduction trees (ids), each with an interned rank set: bits of set id at

@@ -283,13 +283,7 @@ tpudistResult_t validateRunsPush(vRuns *r, uint64_t b, uint64_t e, uint64_t idx,
       return tpudistSuccess;
     }
   }
-  if (r->n == r->cap) {
-    uint32_t cap = r->cap ? r->cap * 2 : 8;
-    vRun *n = realloc(r->r, sizeof(vRun) * cap);
-    if (!n) return tpudistNoMemory;
-    r->r = n;
-    r->cap = cap;
-  }
+  if (tdGrow(&r->r, &r->cap, (size_t)r->n + 1, sizeof(vRun), 8)) return tpudistNoMemory;
   r->r[r->n++] = (vRun){b, e, idx, set};
   return tpudistSuccess;
 }

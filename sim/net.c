@@ -108,13 +108,7 @@ static void siftDown(simNet *n, size_t i, simEvent ev) {
 }
 
 tpudistResult_t netPush(simNet *n, double t, uint32_t kind, uint32_t id, uint32_t version) {
-  if (n->nheap == n->capheap) {
-    size_t c = n->capheap ? n->capheap * 2 : 4096;
-    simEvent *h = realloc(n->heap, sizeof(simEvent) * c);
-    if (!h) return tpudistNoMemory;
-    n->heap = h;
-    n->capheap = c;
-  }
+  if (tdGrow(&n->heap, &n->capheap, n->nheap + 1, sizeof(simEvent), 4096)) return tpudistNoMemory;
   simEvent ev = {t, kind, id, version};
   siftUp(n, n->nheap++, ev);
   return tpudistSuccess;
@@ -222,13 +216,7 @@ uint32_t netPort(simNet *n, int src, int dst) {
 
 /* ---- flows ---- */
 static tpudistResult_t resAdd(simRes *r, uint32_t id) {
-  if (r->n == r->capn) {
-    uint32_t c = r->capn ? r->capn * 2 : 4;
-    uint32_t *a = realloc(r->flows, sizeof(uint32_t) * c);
-    if (!a) return tpudistNoMemory;
-    r->flows = a;
-    r->capn = c;
-  }
+  if (tdGrow(&r->flows, &r->capn, (size_t)r->n + 1, sizeof(uint32_t), 4)) return tpudistNoMemory;
   r->flows[r->n++] = id;
   return tpudistSuccess;
 }

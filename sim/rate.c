@@ -52,13 +52,7 @@ static double flowLimit(const simNet *n, const simFlow *f, uint32_t skip) {
 
 static tpudistResult_t workPush(simNet *n, uint32_t r) {
   if (n->res[r].queued) return tpudistSuccess;
-  if (n->nwork == n->capwork) {
-    size_t c = n->capwork ? n->capwork * 2 : 1024;
-    uint32_t *w = realloc(n->work, sizeof(uint32_t) * c);
-    if (!w) return tpudistNoMemory;
-    n->work = w;
-    n->capwork = c;
-  }
+  if (tdGrow(&n->work, &n->capwork, n->nwork + 1, sizeof(uint32_t), 1024)) return tpudistNoMemory;
   n->res[r].queued = 1;
   n->work[n->nwork++] = r;
   return tpudistSuccess;

@@ -14,7 +14,8 @@ typedef struct {
   double cap;      /* bytes/s */
   double bytes;    /* carried so far */
   uint32_t *flows; /* active flows */
-  uint32_t n, capn;
+  uint32_t n;
+  size_t capn;
   double level; /* max-min water level: what an unconstrained flow here gets */
   int failed, queued;
 } simRes;
