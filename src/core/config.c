@@ -49,8 +49,17 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_HOSTID", TD_CFG_STR, "", TD_OFF(hostid),
      "Overrides the host identity (hostname+boot id+netns hash) that decides who shares memory."},
     {"TPU_DIST_COMM_SECRET", TD_CFG_STR, "", TD_OFF(comm_secret),
-     "Private string mixed into the bootstrap secret of TPU_DIST_COMM_ID jobs (set it on shared "
-     "hosts)."},
+     "Job secret of TPU_DIST_COMM_ID jobs (the handshake key is derived from it; without it or "
+     "TPU_DIST_COMM_SECRET_FILE anyone who can reach host:port can join)."},
+    {"TPU_DIST_COMM_SECRET_FILE", TD_CFG_STR, "", TD_OFF(comm_secret_file),
+     "File holding the job secret of TPU_DIST_COMM_ID jobs (read once; refused if group or others "
+     "may read it)."},
+    {"TPU_DIST_HANDSHAKE_MS", TD_CFG_INT, "5000", TD_OFF(handshake_ms),
+     "A connection that has not finished its authentication handshake in this many ms is "
+     "dropped."},
+    {"TPU_DIST_MAX_HANDSHAKES", TD_CFG_INT, "64", TD_OFF(max_handshakes),
+     "Connections kept in their handshake at once per listener; a new one beyond drops the "
+     "oldest that has not sent its hello (bounds a flood's memory and descriptors)."},
     {"RANK", TD_CFG_INT, "-1", TD_OFF(env_rank), "Rank for tpudistCommInitEnv (torchrun style)."},
     {"WORLD_SIZE", TD_CFG_INT, "-1", TD_OFF(env_world_size),
      "Rank count for tpudistCommInitEnv (torchrun style)."},
