@@ -63,7 +63,8 @@ fi
 # jobs without mpirun (leak checking on): invalid arguments, a killed rank, fault injection
 cd "$src" || exit 1
 export TD_BUILDDIR=$src/build-asan
-for m in badargs flight abort mismatch hostile; do run fault-$m tests/fault/jobs.sh $m; done
+for m in badargs flight abort mismatch; do run fault-$m tests/fault/jobs.sh $m; done
+run fault-hostile tests/fault/hostile.sh
 run fault-inject tests/fault/inject.sh
 run fault-kill env TPU_DIST_TIMEOUT_MS=10000 tests/fault/kill.sh 2 4 8
 echo

@@ -259,8 +259,27 @@ static void acceptMakeRoom(tdComm *comm, tdSockCtx *c) {
   c->naccepting--;
 }
 
-void sockAcceptProgress(tdComm *comm, tdSockCtx *c, int *moved) {
+int sockAcceptPollFill(tdSockCtx *c, struct pollfd *pfd) {
+  int n = 0;
+  for (tdSockAccept *a = c->accepting; a; a = a->next) pfd[n++] = (struct pollfd){a->fd, POLLIN, 0};
+  return n;
+}
+
+void sockAcceptProgress(tdComm *comm, tdSockCtx *c, const struct pollfd *pfd, int n, int *moved) {
   int64_t now = netNowMs();
+  int i = 0;
+  for (tdSockAccept **pp = &c->accepting; *pp; i++) {
+    tdSockAccept *a = *pp;
+    int due = i >= n || pfd[i].revents || now - a->since_ms > c->handshake_ms;
+    if (due && acceptStep(comm, c, a, now)) {
+      *pp = a->next;
+      free(a);
+      c->naccepting--;
+      *moved = 1;
+    } else {
+      pp = &a->next;
+    }
+  }
   for (;;) {
     int fd;
     char err[TD_ERRLEN];
@@ -273,20 +292,13 @@ void sockAcceptProgress(tdComm *comm, tdSockCtx *c, int *moved) {
     }
     a->fd = fd;
     a->since_ms = now;
+    *moved = 1;
+    if (acceptStep(comm, c, a, now)) { /* the hello is often there already */
+      free(a);
+      continue;
+    }
     a->next = c->accepting;
     c->accepting = a;
     c->naccepting++;
-    *moved = 1;
-  }
-  for (tdSockAccept **pp = &c->accepting; *pp;) {
-    tdSockAccept *a = *pp;
-    if (acceptStep(comm, c, a, now)) {
-      *pp = a->next;
-      free(a);
-      c->naccepting--;
-      *moved = 1;
-    } else {
-      pp = &a->next;
-    }
   }
 }

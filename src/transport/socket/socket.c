@@ -76,7 +76,10 @@ static tpudistResult_t sockCommInit(tdComm *comm, tdPeerInfo *info) {
   comm->tp_ctx[i] = c;
   c->lfd = -1;
   c->peers = calloc((size_t)comm->nranks, sizeof(tdSockPeer));
-  c->pfd = calloc((size_t)comm->nranks + 1, sizeof(struct pollfd));
+  c->handshake_ms = cfg->handshake_ms > 0 ? cfg->handshake_ms : 1;
+  c->max_handshakes = cfg->max_handshakes > 0 ? cfg->max_handshakes : 1;
+  /* poll set: the listener, the peers, the connections in their handshake */
+  c->pfd = calloc((size_t)(comm->nranks + 1 + c->max_handshakes), sizeof(struct pollfd));
   c->pfd_peer = calloc((size_t)comm->nranks + 1, sizeof(int));
   c->active = calloc((size_t)comm->nranks, sizeof(int));
   c->stage = malloc(TD_SOCK_STAGE);
@@ -85,8 +88,6 @@ static tpudistResult_t sockCommInit(tdComm *comm, tdPeerInfo *info) {
   memset(c->stage, 0, TD_SOCK_STAGE); /* touched at setup, never faulted on the hot path */
   for (int p = 0; p < comm->nranks; p++) c->peers[p].fd = -1;
   if (comm->bootstrap) c->key = *bootstrapKey(comm->bootstrap);
-  c->handshake_ms = cfg->handshake_ms > 0 ? cfg->handshake_ms : 1;
-  c->max_handshakes = cfg->max_handshakes > 0 ? cfg->max_handshakes : 1;
   if (netLocalAddr(cfg->socket_ifname, &local, err) != tpudistSuccess ||
       netListen(&local, &c->lfd, &bound, err) != tpudistSuccess)
     return transportError(comm, tpudistSystemError, "socket transport: %s", err);
@@ -460,9 +461,10 @@ static tpudistResult_t sockProgress(tdComm *comm, int *progressed) {
     c->pfd[n] = (struct pollfd){pe->fd, ev, 0};
     c->pfd_peer[n++] = p;
   }
-  if (poll(c->pfd, (nfds_t)n, 0) < 0) return tpudistSuccess;
-  if (c->pfd[0].revents || c->accepting) sockAcceptProgress(comm, c, &moved);
-  for (int i = 1; i < n; i++) {
+  int npeers = n, nacc = sockAcceptPollFill(c, c->pfd + n);
+  if (poll(c->pfd, (nfds_t)(n + nacc), 0) < 0) return tpudistSuccess;
+  if (c->pfd[0].revents || nacc) sockAcceptProgress(comm, c, c->pfd + npeers, nacc, &moved);
+  for (int i = 1; i < npeers; i++) {
     int p = c->pfd_peer[i];
     short rev = c->pfd[i].revents;
     tdSockPeer *pe = &c->peers[p];

@@ -5,6 +5,8 @@
 #ifndef TD_SOCKET_PRIV_H_
 #define TD_SOCKET_PRIV_H_
 
+#include <poll.h>
+
 #include "auth.h"
 #include "registry.h"
 #include "socket.h"
@@ -107,9 +109,13 @@ typedef struct {
 tpudistResult_t sockPeerFail(tdComm *comm, tdSockCtx *c, int p, int state, const char *why);
 void sockMarkActive(tdSockCtx *c, int p);
 tpudistResult_t sockStartConnect(tdComm *comm, tdSockCtx *c, int p);
-/* sock_auth.c: the connector's handshake on events rev; the listener's pending connections. */
+/* sock_auth.c: the connector's handshake on events rev. */
 tpudistResult_t sockConnectorStep(tdComm *comm, tdSockCtx *c, int p, short rev, int *moved);
-void sockAcceptProgress(tdComm *comm, tdSockCtx *c, int *moved);
+/* The listener's connections in their handshake: sockAcceptPollFill writes one pollfd per
+ * connection (list order) and returns how many; after poll, sockAcceptProgress moves on those
+ * with events or past their deadline, then accepts what the listener holds. */
+int sockAcceptPollFill(tdSockCtx *c, struct pollfd *pfd);
+void sockAcceptProgress(tdComm *comm, tdSockCtx *c, const struct pollfd *pfd, int n, int *moved);
 /* Starts the connector's handshake on a new connection (the hello goes out when writable). */
 tpudistResult_t sockConnectorBegin(tdComm *comm, tdSockCtx *c, int p, char *err);
 
