@@ -116,17 +116,21 @@ static void feedStream(const uint8_t *data, size_t size) {
   netSetNonBlocking(sv[1]);
   sockTestAdopt(gComm, 1, sv[0]);
   postRecvs(x, nb, sel, reduce, buf);
+  int wfd = sv[1];
   for (int it = 0; sockTestPeerOpen(gComm, 1); it++) {
     if (it > 100000) abort(); /* the stream has ended: the connection must close */
     if (sent < slen) {
-      ssize_t n = send(sv[1], s + sent, slen - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
+      ssize_t n = send(wfd, s + sent, slen - sent, MSG_DONTWAIT | MSG_NOSIGNAL);
       if (n > 0) sent += (size_t)n;
-      if (sent == slen) close(sv[1]);
+    }
+    if (sent == slen && wfd >= 0) { /* all written: the peer closes */
+      close(wfd);
+      wfd = -1;
     }
     int progressed = 0;
     transportProgressAll(gComm, &progressed);
   }
-  if (sent < slen) close(sv[1]);
+  if (wfd >= 0) close(wfd);
   postRecvs(x + nb, na, sel + nb, reduce, buf + nb);
   for (int i = 0; i < nb + na; i++) {
     if (!x[i].done) abort(); /* would wait forever */
