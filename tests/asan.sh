@@ -4,7 +4,8 @@
 # tracked sources (a source tree configured in place cannot host an out-of-tree build), builds the
 # library and the tests, and runs there the unit suites, the schedule suite (up to 16 ranks) and a small MPI
 # (mpirun -np 2 / -np 3 tests/mpi/test_mpi, shm and socket), plus the fault jobs (tests/fault:
-# invalid arguments, flight record, abort, mismatch, hostile peers, fault injection, killed ranks).
+# invalid arguments, flight record, abort, mismatch, a hostile peer beside an 8-rank job, fault
+# injection, killed ranks).
 # Any sanitizer report (leaks included, except under mpirun) fails the run.
 #   tests/asan.sh [WORKDIR]     default: $TMPDIR/tpu_dist-asan (emptied first)
 set -uo pipefail
