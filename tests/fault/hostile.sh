@@ -9,7 +9,8 @@
 #   own traffic (AF_PACKET sniffer) replayed, a reflected challenge, a wrong secret, an oversized
 #   header, 2,000 idle connections over the 8 listeners, a slow sender, a never-finished handshake.
 # Every attack must be refused (hostile_peer checks each), the job must finish with exact results;
-# the job's slowdown against the same job alone is printed. TPU_DIST_HANDSHAKE_MS=2000 here.
+# the job's slowdown against the same job alone is printed, and first the handshakes' cost per
+# connection (tests/fault/handshake_cost). TPU_DIST_HANDSHAKE_MS=2000 here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/mpi/launch.sh
@@ -26,6 +27,9 @@ tmp=$(mktemp -d)
 trap 'rm -rf "$tmp"' EXIT
 each() { sed -n 's/.*: \([0-9.]*\) ms each.*/\1/p' "$1" | head -1; }
 initms() { sed -n 's/.*init \([0-9]*\) ms.*/\1/p' "$1" | head -1; }
+
+echo "== the cost of the handshakes (tests/fault/handshake_cost: 2 ranks, 20 communicators)"
+launch 2 $bd/tests/fault/handshake_cost 20 | grep handshake_cost || { echo "hostile: handshake_cost failed"; exit 1; }
 
 echo "== the job alone"
 launch 8 sh -c 'if [ "$RANK" != 0 ]; then sleep 3; fi; exec "$@"' sh $job hostile >"$tmp/alone.log" 2>&1
