@@ -4,7 +4,8 @@
 # tracked sources (a source tree configured in place cannot host an out-of-tree build), builds the
 # library and the tests, and runs there the unit suites, the schedule suite (up to 16 ranks) and a small MPI
 # (mpirun -np 2 / -np 3 tests/mpi/test_mpi, shm and socket), plus the fault jobs (tests/fault:
-# invalid arguments, flight record, abort, mismatch, hostile peers, fault injection, killed ranks).
+# invalid arguments, flight record, abort, mismatch, a hostile peer beside an 8-rank job, fault
+# injection, killed ranks).
 # Any sanitizer report (leaks included, except under mpirun) fails the run.
 #   tests/asan.sh [WORKDIR]     default: $TMPDIR/tpu_dist-asan (emptied first)
 set -uo pipefail
@@ -63,7 +64,8 @@ fi
 # jobs without mpirun (leak checking on): invalid arguments, a killed rank, fault injection
 cd "$src" || exit 1
 export TD_BUILDDIR=$src/build-asan
-for m in badargs flight abort mismatch hostile; do run fault-$m tests/fault/jobs.sh $m; done
+for m in badargs flight abort mismatch; do run fault-$m tests/fault/jobs.sh $m; done
+run fault-hostile tests/fault/hostile.sh
 run fault-inject tests/fault/inject.sh
 run fault-kill env TPU_DIST_TIMEOUT_MS=10000 tests/fault/kill.sh 2 4 8
 echo

@@ -44,20 +44,21 @@ suite stress-ring 480 tests/mpi/stress_ring.sh
 suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
 suite mpi-algos 420 tests/mpi/algos.sh
 suite dead-peer 90 tests/mpi/dead_peer.sh
-# fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, hostile connections
+# fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, a hostile peer beside an
+# 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)
 suite fault-kill 300 tests/fault/kill.sh
 suite fault-abort 60 tests/fault/jobs.sh abort
 suite fault-badargs 90 tests/fault/jobs.sh badargs
 suite fault-mismatch 90 tests/fault/jobs.sh mismatch
 suite fault-debug 90 tests/fault/jobs.sh debug
 suite mpi-debug 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debug mpirun -np 3 tests/mpi/test_mpi
-suite fault-hostile 90 tests/fault/jobs.sh hostile
+suite fault-hostile 120 tests/fault/hostile.sh
 suite tools-info 60 tests/mpi/tools_info.sh
 suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
 suite fault-flight 60 tests/fault/jobs.sh flight
 suite fault-inject 240 tests/fault/inject.sh
-# fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 60 s each)
-suite fuzz-replay 60 sh -c 'tests/fuzz/replay_bootstrap tests/fuzz/corpus/bootstrap && tests/fuzz/replay_socket tests/fuzz/corpus/socket'
+# fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 40 s each)
+suite fuzz-replay 60 sh -c 'for t in bootstrap socket sched topo config; do tests/fuzz/replay_$t tests/fuzz/corpus/$t || exit 1; done'
 suite fuzz 1200 tests/fuzz/run.sh
 # sanitizers: out-of-tree ASan+UBSan build; unit, sched, small MPI and fault jobs there
 suite asan 1800 tests/asan.sh

@@ -1,106 +1,63 @@
 /*
- * bootstrap.c - the out-of-band channel (see bootstrap.h).
+ * bootstrap.c - the out-of-band channel (see bootstrap.h): unique ids, the joining side of a
+ * rendezvous, allgather, barrier and split. The root's side is boot_admit.c; the messages and the
+ * handshake are in boot_priv.h, the cryptography in auth.c.
  *
- * Unique id (128 bytes): {magic, version, flags, secret, root address}. bootstrapGetUniqueId opens
- * an ephemeral listener (kept in a process table until rank 0's bootstrapInit takes it) and draws
- * the secret with getrandom(). With comm_id "host:port" (TPU_DIST_COMM_ID) nothing is opened: every
- * rank builds the same id, rank 0 listens on that address in bootstrapInit, and the secret is a
- * hash of the address string and TPU_DIST_COMM_SECRET (set the latter to a private value on shared
- * machines: without it anyone who knows host:port can join).
+ * Unique id (128 bytes): {magic, version, flags, 256-bit secret, root address}.
+ * bootstrapGetUniqueId opens an ephemeral listener (kept in a process table until rank 0's
+ * bootstrapInit takes it) and draws the secret with getrandom(). With comm_id "host:port"
+ * (TPU_DIST_COMM_ID) nothing is opened: every rank builds the same id, rank 0 listens on that
+ * address in bootstrapInit, and the key is derived (HKDF-SHA256) from TPU_DIST_COMM_SECRET or the
+ * contents of TPU_DIST_COMM_SECRET_FILE (read once; refused when group or others may read it) and
+ * the address. Without either, the key is derived from the address alone, which anyone can compute:
+ * on an address other than loopback one warning says so.
  *
  * Rendezvous (star through rank 0): every rank opens its own ephemeral listener, connects to the
- * root (retry with backoff until the timeout) and sends a hello {magic, secret, version, kind, tag,
- * rank, nranks, own listen address}. The root admits only hellos with the right secret (others are
- * answered with an error and dropped while the real ranks continue), and fails the whole
- * rendezvous, telling everyone why, on a version mismatch ("peer X runs tpu_dist version A, this
- * rank B"), a duplicate or out-of-range rank or a different nranks. It then sends every rank the
- * table of listen addresses. The connections to the root stay open: AllGather and Barrier go
- * through the root (gather, then broadcast the whole buffer).
+ * root (retry with backoff until the timeout) and runs the handshake: the root admits only ranks
+ * that prove knowledge of the key (others are answered "rejected" and dropped while the real ranks
+ * continue), and fails the whole rendezvous, telling everyone why, on a version mismatch ("peer X
+ * runs tpu_dist version A, this rank B"), a duplicate or out-of-range rank or a different nranks.
+ * It then sends every rank the table of listen addresses. A rank whose connection the root dropped
+ * before answering (a flood filled its handshake table) connects again. The connections to the
+ * root stay open: AllGather and Barrier go through the root (gather, then broadcast).
  *
  * Split: the members connect to their new rank 0's own listener (address from the parent table)
- * with a hello of kind SPLIT carrying the parent secret and the caller's tag; a rank that is new
+ * and prove the parent's key in a hello of kind SPLIT carrying the caller's tag; a rank that is new
  * rank 0 of one split may receive hellos for a later split first, which it keeps (stash) for that
- * split. No global rendezvous is needed, and the child owns new listeners so it can outlive its
- * parent. Every read is bounded in length and time (the communicator timeout) and every wait
- * polls an abort flag (bootstrapAbort).
+ * split. The child's key is derived from the parent's and the tag. No global rendezvous is needed,
+ * and the child owns new listeners so it can outlive its parent. Every read is bounded in length
+ * and time (the communicator timeout) and every wait polls an abort flag (bootstrapAbort).
  */
 #include "bootstrap.h"
 
 #include <errno.h>
+#include <fcntl.h>
 #include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/random.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <unistd.h>
 
+#include "boot_priv.h"
 #include "rt_config.h"
 #include "rt_log.h"
-#include "net.h"
 
-#define TD_BOOT_MAGIC 0x31306f6f62647470ull /* "ptdboo01" */
-#define TD_ID_FIXED 1u
-#define TD_HELLO_INIT 1u
-#define TD_HELLO_SPLIT 2u
-#define TD_HELLO_WAIT_MS 2000 /* how long the root waits for a connected peer's hello */
 #define TD_MAX_PENDING_IDS 16
-
-typedef struct {
-  uint64_t magic;
-  uint32_t version;
-  uint32_t flags;
-  uint64_t secret;
-  tdNetAddr root;
-} tdIdBody;
-
-typedef struct {
-  uint64_t magic;
-  uint64_t secret;
-  uint32_t version;
-  uint32_t kind;
-  uint64_t tag;
-  int32_t rank, nranks;
-  tdNetAddr addr;
-} tdHello;
-
-typedef struct {
-  uint64_t magic;
-  int32_t status;
-  int32_t nranks;
-  uint64_t nonce; /* drawn by the root: makes the hash unique even when an id is reused */
-  char msg[200];
-} tdReply;
+#define TD_SECRET_FILE_MAX 4096
 
 typedef struct {
   uint32_t op, rank;
   uint64_t len;
 } tdCollHdr;
 
-typedef struct tdStash {
-  int fd;
-  tdHello hello;
-  struct tdStash *next;
-} tdStash;
-
-struct tdBootstrap {
-  int rank, nranks;
-  uint64_t secret, hash;
-  int timeout_ms;
-  volatile int aborted;
-  int listen_fd;    /* own listener: the rendezvous point of splits where this rank is root */
-  tdNetAddr *addrs; /* nranks listen addresses */
-  int root_fd;      /* non-root: connection to rank 0 */
-  int *peer_fds;    /* root: connections to ranks 1..n-1 */
-  tdStash *stash;   /* hellos of later splits that arrived on listen_fd */
-};
-
 _Static_assert(sizeof(tdIdBody) <= sizeof(tpudistUniqueId), "unique id too small");
+_Static_assert(offsetof(tdIdBody, secret) == 16, "the secret sits at byte 16 of the id");
 
 /* Listeners opened by bootstrapGetUniqueId, waiting for rank 0's bootstrapInit. */
 static struct {
-  uint64_t secret;
+  tdKey key;
   int fd;
 } gPending[TD_MAX_PENDING_IDS];
 static int gNpending;
@@ -113,6 +70,10 @@ void bootstrapTestSetVersion(uint32_t version) {
   gVersion = version;
 }
 
+uint32_t bootVersion(void) {
+  return gVersion;
+}
+
 static uint64_t mix64(uint64_t x) {
   x ^= x >> 30;
   x *= 0xbf58476d1ce4e5b9ull;
@@ -121,11 +82,96 @@ static uint64_t mix64(uint64_t x) {
   return x ^ (x >> 31);
 }
 
+/* Host identity only (not a secret): FNV-1a then a mixer. */
 static uint64_t hashBytes(uint64_t h, const void *p, size_t n) {
   const unsigned char *c = p;
   h ^= 0xcbf29ce484222325ull;
   for (size_t i = 0; i < n; i++) h = (h ^ c[i]) * 0x100000001b3ull;
   return mix64(h);
+}
+
+/* TPU_DIST_COMM_SECRET_FILE, read once per process. */
+static struct {
+  pthread_once_t once;
+  tpudistResult_t res;
+  char err[TD_ERRLEN];
+  size_t len;
+  char data[TD_SECRET_FILE_MAX];
+} gSecretFile = {PTHREAD_ONCE_INIT, tpudistSuccess, "", 0, ""};
+
+static tpudistResult_t readSecretFile(const char *path, char *buf, size_t *len, char *err) {
+  struct stat st;
+  int fd = open(path, O_RDONLY | O_CLOEXEC | O_NOCTTY);
+  if (fd < 0)
+    return tdErr(err, tpudistInvalidArgument, "TPU_DIST_COMM_SECRET_FILE %s: %s", path,
+                 strerror(errno));
+  tpudistResult_t res = tpudistInvalidArgument;
+  ssize_t n = -1;
+  if (fstat(fd, &st) != 0 || !S_ISREG(st.st_mode))
+    tdErr(err, res, "TPU_DIST_COMM_SECRET_FILE %s is not a regular file", path);
+  else if (st.st_mode & (S_IRWXG | S_IRWXO))
+    tdErr(err, res,
+          "TPU_DIST_COMM_SECRET_FILE %s may be read or written by group or others (mode %03o): "
+          "chmod 600 it",
+          path, (unsigned)(st.st_mode & 0777));
+  else if (st.st_uid != geteuid())
+    tdErr(err, res, "TPU_DIST_COMM_SECRET_FILE %s belongs to another user (uid %u)", path,
+          (unsigned)st.st_uid);
+  else if ((n = read(fd, buf, TD_SECRET_FILE_MAX)) < 0)
+    tdErr(err, tpudistSystemError, "TPU_DIST_COMM_SECRET_FILE %s: %s", path, strerror(errno));
+  while (n > 0 && (buf[n - 1] == '\n' || buf[n - 1] == '\r' || buf[n - 1] == ' ')) n--;
+  if (n == 0)
+    tdErr(err, res, "TPU_DIST_COMM_SECRET_FILE %s is empty", path);
+  else if (n == TD_SECRET_FILE_MAX)
+    tdErr(err, res, "TPU_DIST_COMM_SECRET_FILE %s is longer than %d bytes", path,
+          TD_SECRET_FILE_MAX - 1);
+  else if (n > 0)
+    res = tpudistSuccess;
+  close(fd);
+  *len = n > 0 ? (size_t)n : 0;
+  return res;
+}
+
+static void loadSecretFile(void) {
+  gSecretFile.res = readSecretFile(configGet()->comm_secret_file, gSecretFile.data,
+                                   &gSecretFile.len, gSecretFile.err);
+}
+
+static int isLoopback(const tdNetAddr *a) {
+  static const uint8_t v6lo[16] = {0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 0, 1};
+  if (a->family == AF_INET) return a->addr[0] == 127;
+  return memcmp(a->addr, v6lo, 16) == 0;
+}
+
+/* The key of a TPU_DIST_COMM_ID job: HKDF of the configured secret, bound to the address. */
+static tpudistResult_t commIdKey(const char *comm_id, const tdNetAddr *root, tdKey *key,
+                                 char *err) {
+  static int warned;
+  const tdConfig *cfg = configGet();
+  const char *ikm = cfg->comm_secret;
+  size_t n = ikm ? strlen(ikm) : 0;
+  char label[320];
+  if (cfg->comm_secret && cfg->comm_secret_file)
+    return tdErr(err, tpudistInvalidArgument,
+                 "set TPU_DIST_COMM_SECRET or TPU_DIST_COMM_SECRET_FILE, not both");
+  if (cfg->comm_secret_file) {
+    pthread_once(&gSecretFile.once, loadSecretFile);
+    if (gSecretFile.res != tpudistSuccess)
+      return tdErr(err, gSecretFile.res, "%s", gSecretFile.err);
+    ikm = gSecretFile.data;
+    n = gSecretFile.len;
+  }
+  if (!ikm) {
+    ikm = comm_id; /* public: anyone can compute it */
+    n = strlen(comm_id);
+    if (!isLoopback(root) && !__atomic_exchange_n(&warned, 1, __ATOMIC_RELAXED))
+      logPrint(TD_LOG_WARN, TD_SUBSYS_BOOT, __FILE__, __LINE__,
+               "TPU_DIST_COMM_ID=%s without TPU_DIST_COMM_SECRET or TPU_DIST_COMM_SECRET_FILE: "
+               "anyone who can reach %s can join this job",
+               comm_id, comm_id);
+  }
+  snprintf(label, sizeof(label), "tpu_dist/comm-id/v1 %s", comm_id);
+  return authDeriveKey(ikm, n, label, key, err);
 }
 
 tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, char *err) {
@@ -134,16 +180,15 @@ tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, c
   b.magic = TD_BOOT_MAGIC;
   b.version = TPUDIST_VERSION_CODE;
   if (comm_id && *comm_id) {
+    tdKey key;
     TD_CHECK(netParseHostPort(comm_id, &b.root, err));
-    const char *sec = configGet()->comm_secret;
+    TD_CHECK(commIdKey(comm_id, &b.root, &key, err));
     b.flags = TD_ID_FIXED;
-    b.secret = hashBytes(0x5ec7e7, comm_id, strlen(comm_id));
-    if (sec) b.secret = hashBytes(b.secret, sec, strlen(sec));
+    memcpy(b.secret, key.b, sizeof(b.secret));
   } else {
     tdNetAddr local;
     int fd;
-    if (getrandom(&b.secret, sizeof(b.secret), 0) != (ssize_t)sizeof(b.secret))
-      return tdErr(err, tpudistSystemError, "getrandom: %s", strerror(errno));
+    TD_CHECK(authRandom(b.secret, sizeof(b.secret), err));
     TD_CHECK(netLocalAddr(configGet()->socket_ifname, &local, err));
     TD_CHECK(netListen(&local, &fd, &b.root, err));
     pthread_mutex_lock(&gPendingLock);
@@ -152,7 +197,7 @@ tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, c
       memmove(gPending, gPending + 1, sizeof(gPending[0]) * (TD_MAX_PENDING_IDS - 1));
       gNpending--;
     }
-    gPending[gNpending].secret = b.secret;
+    memcpy(gPending[gNpending].key.b, b.secret, sizeof(b.secret));
     gPending[gNpending].fd = fd;
     gNpending++;
     pthread_mutex_unlock(&gPendingLock);
@@ -162,11 +207,11 @@ tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, c
   return tpudistSuccess;
 }
 
-static int takePendingListener(uint64_t secret) {
+static int takePendingListener(const uint8_t *secret) {
   int fd = -1;
   pthread_mutex_lock(&gPendingLock);
   for (int i = 0; i < gNpending; i++) {
-    if (gPending[i].secret != secret) continue;
+    if (!authEqual(gPending[i].key.b, secret, TD_KEY_BYTES)) continue;
     fd = gPending[i].fd;
     gPending[i] = gPending[--gNpending];
     break;
@@ -246,17 +291,6 @@ static tpudistResult_t openOwnListener(tdBootstrap *bs, const tdNetAddr *ip, cha
   return tpudistSuccess;
 }
 
-static void sendReply(int fd, tpudistResult_t status, int nranks, const char *msg) {
-  tdReply r;
-  memset(&r, 0, sizeof(r));
-  r.magic = TD_BOOT_MAGIC;
-  r.status = status;
-  r.nranks = nranks;
-  snprintf(r.msg, sizeof(r.msg), "%s", msg ? msg : "");
-  char e[TD_ERRLEN];
-  netSendAll(fd, &r, sizeof(r), netNowMs() + 1000, NULL, "peer", e);
-}
-
 /* ---- wire checks ------------------------------------------------------------------------- */
 
 tpudistResult_t bootstrapAddrCheck(const void *addr, size_t len, char *err) {
@@ -269,15 +303,14 @@ tpudistResult_t bootstrapAddrCheck(const void *addr, size_t len, char *err) {
   return tpudistSuccess;
 }
 
-tdHelloVerdict bootstrapHelloCheck(const void *msg, size_t len, uint64_t secret, uint32_t version,
-                                   int nranks, int *rank, uint32_t *kind, uint64_t *tag, void *addr,
+tdHelloVerdict bootstrapHelloCheck(const void *msg, size_t len, uint32_t version, int nranks,
+                                   int *rank, uint32_t *kind, uint64_t *tag, void *addr,
                                    char *err) {
   tdHello h;
   char e[TD_ERRLEN];
   if (len != sizeof(h)) return TD_HELLO_FOREIGN;
   memcpy(&h, msg, sizeof(h));
   if (h.magic != TD_BOOT_MAGIC) return TD_HELLO_FOREIGN;
-  if (h.secret != secret) return TD_HELLO_BAD_SECRET;
   if (h.version != version) {
     tdErr(err, tpudistInvalidUsage, "bootstrap: peer %d runs tpu_dist version %u, this rank %u",
           h.rank, h.version, version);
@@ -299,21 +332,42 @@ tdHelloVerdict bootstrapHelloCheck(const void *msg, size_t len, uint64_t secret,
   return TD_HELLO_FATAL;
 }
 
-tpudistResult_t bootstrapReplyCheck(const void *msg, size_t len, int nranks, uint64_t *nonce,
+tpudistResult_t bootstrapChallengeCheck(const void *msg, size_t len, uint8_t *nonce, char *err) {
+  tdChallenge ch;
+  if (len != sizeof(ch))
+    return tdErr(err, tpudistRemoteError, "bootstrap: a challenge of %zu bytes", len);
+  memcpy(&ch, msg, sizeof(ch));
+  if (ch.magic != TD_BOOT_MAGIC)
+    return tdErr(err, tpudistRemoteError, "bootstrap: the root does not speak the protocol");
+  memcpy(nonce, ch.nonce, TD_NONCE_BYTES);
+  return tpudistSuccess;
+}
+
+tpudistResult_t bootstrapReplyCheck(const void *msg, size_t len, int nranks, const tdKey *key,
+                                    const void *transcript, size_t tlen, uint64_t *nonce,
                                     char *err) {
-  tdReply rep;
+  tdReply rep, want;
+  tdBootTranscript tr;
   if (len != sizeof(rep))
     return tdErr(err, tpudistRemoteError, "bootstrap: a reply of %zu bytes", len);
+  if (tlen != sizeof(tr)) return tdErr(err, tpudistInternalError, "bootstrap: bad transcript");
   memcpy(&rep, msg, sizeof(rep));
-  rep.msg[sizeof(rep.msg) - 1] = 0;
+  memcpy(&tr, transcript, sizeof(tr));
   if (rep.magic != TD_BOOT_MAGIC)
     return tdErr(err, tpudistRemoteError, "bootstrap: the root does not speak the protocol");
-  if (rep.status != tpudistSuccess) {
+  if (rep.status != tpudistSuccess) { /* a failure needs no proof: it only stops this rank */
+    rep.msg[sizeof(rep.msg) - 1] = 0;
     tpudistResult_t st = rep.status > tpudistSuccess && rep.status < tpudistNumResults
                              ? (tpudistResult_t)rep.status
                              : tpudistRemoteError;
     return tdErr(err, st, "bootstrap rejected by rank 0: %s", rep.msg);
   }
+  want = rep;
+  bootReplyMac(key, &tr, &want);
+  if (!authEqual(want.mac, rep.mac, sizeof(rep.mac)))
+    return tdErr(err, tpudistRemoteError,
+                 "bootstrap: rank 0 did not prove it knows the job secret (wrong secret, or "
+                 "another process at its address)");
   if (rep.nranks != nranks)
     return tdErr(err, tpudistRemoteError, "bootstrap: bad table length %d", rep.nranks);
   *nonce = rep.nonce;
@@ -330,180 +384,70 @@ tpudistResult_t bootstrapIdCheck(const tpudistUniqueId *id, char *err) {
   return tpudistSuccess;
 }
 
-/* Root side of a rendezvous: state of the ranks admitted so far. */
-typedef struct {
-  tdBootstrap *bs; /* the new channel (rank 0) */
-  uint64_t secret; /* what hellos must present */
-  uint32_t kind;
-  uint64_t tag;
-  int joined;
-} tdAdmit;
-
-/* Checks one hello. Returns 1 admitted, 0 dropped (fd closed), or a fatal error (< 0 sets err). */
-static int admitHello(tdAdmit *ad, int fd, const tdHello *h, char *err) {
-  tdBootstrap *bs = ad->bs;
-  int rank = -1;
-  tdNetAddr addr;
-  tdHelloVerdict v = bootstrapHelloCheck(h, sizeof(*h), ad->secret, gVersion, bs->nranks, &rank,
-                                         NULL, NULL, &addr, err);
-  if (v == TD_HELLO_FOREIGN) {
-    TD_WARN(TD_SUBSYS_BOOT, "bootstrap: dropped a connection that does not speak the protocol");
-    close(fd);
-    return 0;
-  }
-  if (v == TD_HELLO_BAD_SECRET) {
-    TD_WARN(TD_SUBSYS_BOOT, "bootstrap: rejected a peer (claiming rank %d) with a wrong secret",
-            h->rank);
-    sendReply(fd, tpudistInvalidUsage, 0, "rejected: wrong secret (unique id of another job?)");
-    close(fd);
-    return 0;
-  }
-  if (v == TD_HELLO_OK && bs->peer_fds[rank] >= 0) {
-    tdErr(err, tpudistInvalidUsage, "bootstrap: two processes presented rank %d", rank);
-  } else if (v == TD_HELLO_OK) {
-    bs->peer_fds[rank] = fd;
-    bs->addrs[rank] = addr;
-    ad->joined++;
-    return 1;
-  }
-  sendReply(fd, tpudistInvalidUsage, 0, err);
-  close(fd);
-  return -1;
-}
-
-/* Takes stashed hellos of this split from the parent's stash. */
-static tpudistResult_t admitStashed(tdAdmit *ad, tdBootstrap *owner, char *err) {
-  tdStash **pp = &owner->stash;
-  while (*pp) {
-    tdStash *s = *pp;
-    if (s->hello.kind == ad->kind && s->hello.tag == ad->tag) {
-      *pp = s->next;
-      int rc = admitHello(ad, s->fd, &s->hello, err);
-      free(s);
-      if (rc < 0) return tpudistInvalidUsage;
-    } else {
-      pp = &s->next;
-    }
-  }
+/* One handshake with the root on bs->root_fd; the reply in *rep on success. */
+static tpudistResult_t clientHandshake(tdBootstrap *bs, const tdKey *key, uint32_t kind,
+                                       uint64_t tag, int64_t deadline, const char *rs,
+                                       uint64_t *nonce, char *err) {
+  tdBootTranscript tr;
+  tdChallenge ch;
+  tdReply rep;
+  uint8_t proof[TD_MAC_BYTES];
+  char e[TD_ERRLEN];
+  memset(&tr, 0, sizeof(tr));
+  tr.hello.magic = TD_BOOT_MAGIC;
+  tr.hello.version = gVersion;
+  tr.hello.kind = kind;
+  tr.hello.tag = tag;
+  tr.hello.rank = bs->rank;
+  tr.hello.nranks = bs->nranks;
+  tr.hello.addr = bs->addrs[bs->rank];
+  TD_CHECK(authRandom(tr.hello.nonce, sizeof(tr.hello.nonce), err));
+  TD_CHECK(netSendAll(bs->root_fd, &tr.hello, sizeof(tr.hello), deadline, &bs->aborted, rs, err));
+  TD_CHECK(netRecvAll(bs->root_fd, &ch, sizeof(ch), deadline, &bs->aborted, rs, err));
+  tpudistResult_t r = bootstrapChallengeCheck(&ch, sizeof(ch), tr.nonce_r, e);
+  if (r != tpudistSuccess) return tdErr(err, r, "%s (from %s)", e, rs);
+  authMac(key, TD_BOOT_LABEL_RANK, &tr, sizeof(tr), NULL, 0, proof);
+  TD_CHECK(netSendAll(bs->root_fd, proof, sizeof(proof), deadline, &bs->aborted, rs, err));
+  TD_CHECK(netRecvAll(bs->root_fd, &rep, sizeof(rep), deadline, &bs->aborted, rs, err));
+  r = bootstrapReplyCheck(&rep, sizeof(rep), bs->nranks, key, &tr, sizeof(tr), nonce, e);
+  if (r != tpudistSuccess) return tdErr(err, r, "%s (from %s)", e, rs);
   return tpudistSuccess;
 }
 
-/* Accepts hellos on lfd until every rank has joined; later splits' hellos go to owner's stash. */
-static tpudistResult_t admitAll(tdAdmit *ad, int lfd, tdBootstrap *owner, int64_t deadline,
-                                char *err) {
-  tdBootstrap *bs = ad->bs;
-  if (owner) TD_CHECK(admitStashed(ad, owner, err));
-  while (ad->joined < bs->nranks - 1) {
-    int fd;
-    if (bs->aborted || (owner && owner->aborted))
-      return tdErr(err, tpudistAborted, "bootstrap aborted while waiting for peers");
-    if (netNowMs() >= deadline)
-      return tdErr(err, tpudistTimeout, "bootstrap: only %d of %d ranks joined before the timeout",
-                   ad->joined + 1, bs->nranks);
-    TD_CHECK(netAccept(lfd, &fd, err));
-    if (fd < 0) {
-      struct timespec ts = {0, 2000000};
-      nanosleep(&ts, NULL);
-      continue;
-    }
-    tdHello h;
-    char e[TD_ERRLEN];
-    if (netRecvAll(fd, &h, sizeof(h), TD_MIN(deadline, netNowMs() + TD_HELLO_WAIT_MS), &bs->aborted,
-                   "a connecting peer", e) != tpudistSuccess) {
-      TD_WARN(TD_SUBSYS_BOOT, "bootstrap: dropped a connection: %s", e);
-      close(fd);
-      continue;
-    }
-    if (owner && h.magic == TD_BOOT_MAGIC && h.secret == ad->secret &&
-        (h.kind != ad->kind || h.tag != ad->tag)) {
-      tdStash *s = malloc(sizeof(*s));
-      if (!s) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
-      s->fd = fd;
-      s->hello = h;
-      s->next = owner->stash;
-      owner->stash = s;
-      continue;
-    }
-    if (admitHello(ad, fd, &h, err) < 0) return tpudistInvalidUsage;
-  }
-  return tpudistSuccess;
-}
-
-/* Root: tells every admitted rank the result and, on success, the address table. */
-static tpudistResult_t rootFinish(tdBootstrap *bs, tpudistResult_t res, const char *msg,
-                                  int64_t deadline, char *err) {
-  uint64_t nonce = 0;
-  if (res == tpudistSuccess) {
-    if (getrandom(&nonce, sizeof(nonce), 0) != (ssize_t)sizeof(nonce))
-      nonce = mix64((uint64_t)netNowMs() ^ ((uint64_t)getpid() << 32));
-    bs->hash = mix64(bs->hash ^ nonce);
-  }
-  for (int r = 1; r < bs->nranks; r++) {
-    if (bs->peer_fds[r] < 0) continue;
-    tdReply rep;
-    memset(&rep, 0, sizeof(rep));
-    rep.magic = TD_BOOT_MAGIC;
-    rep.status = res;
-    rep.nranks = bs->nranks;
-    rep.nonce = nonce;
-    snprintf(rep.msg, sizeof(rep.msg), "%s", res == tpudistSuccess ? "" : msg);
-    char what[32];
-    snprintf(what, sizeof(what), "rank %d", r);
-    tpudistResult_t sr =
-        netSendAll(bs->peer_fds[r], &rep, sizeof(rep), deadline, &bs->aborted, what, err);
-    if (sr == tpudistSuccess && res == tpudistSuccess)
-      sr = netSendAll(bs->peer_fds[r], bs->addrs, sizeof(tdNetAddr) * (size_t)bs->nranks, deadline,
-                      &bs->aborted, what, err);
-    if (sr != tpudistSuccess && res == tpudistSuccess) return sr;
-  }
-  return res;
-}
-
-/* Root: runs a full rendezvous on lfd. */
-static tpudistResult_t rootRendezvous(tdBootstrap *bs, int lfd, tdBootstrap *owner, uint64_t secret,
-                                      uint32_t kind, uint64_t tag, char *err) {
-  int64_t deadline = netNowMs() + bs->timeout_ms;
-  tdAdmit ad = {bs, secret, kind, tag, 0};
-  tpudistResult_t res = admitAll(&ad, lfd, owner, deadline, err);
-  if (res != tpudistSuccess) {
-    rootFinish(bs, res, err ? err : "bootstrap failed on rank 0", deadline, NULL);
-    return res;
-  }
-  return rootFinish(bs, tpudistSuccess, NULL, deadline, err);
-}
-
-/* Non-root: connects to the root, opens its own listener on the route's local IP, sends its hello
- * and reads the table. */
-static tpudistResult_t clientJoin(tdBootstrap *bs, const tdNetAddr *root, uint64_t secret,
+/* Non-root: connects to the root, opens its own listener on the route's local IP, runs the
+ * handshake (again when the root dropped the connection before answering) and reads the table. */
+static tpudistResult_t clientJoin(tdBootstrap *bs, const tdNetAddr *root, const tdKey *key,
                                   uint32_t kind, uint64_t tag, char *err) {
   int64_t deadline = netNowMs() + bs->timeout_ms;
-  char rs[64];
-  netAddrStr(root, rs, sizeof(rs));
-  TD_CHECK(netConnectRetry(root, deadline, &bs->aborted, &bs->root_fd, err));
-  struct sockaddr_storage ss;
-  socklen_t sl = sizeof(ss);
-  tdNetAddr local;
-  getsockname(bs->root_fd, (struct sockaddr *)&ss, &sl);
-  netFromSockaddr((struct sockaddr *)&ss, &local);
-  TD_CHECK(openOwnListener(bs, &local, err));
-  tdHello h;
-  memset(&h, 0, sizeof(h));
-  h.magic = TD_BOOT_MAGIC;
-  h.secret = secret;
-  h.version = gVersion;
-  h.kind = kind;
-  h.tag = tag;
-  h.rank = bs->rank;
-  h.nranks = bs->nranks;
-  h.addr = bs->addrs[bs->rank];
-  TD_CHECK(netSendAll(bs->root_fd, &h, sizeof(h), deadline, &bs->aborted, rs, err));
-  tdReply rep;
+  char rs[64], e[TD_ERRLEN];
   uint64_t nonce = 0;
-  char e[TD_ERRLEN];
-  TD_CHECK(netRecvAll(bs->root_fd, &rep, sizeof(rep), deadline, &bs->aborted, rs, err));
-  tpudistResult_t r = bootstrapReplyCheck(&rep, sizeof(rep), bs->nranks, &nonce, e);
-  if (r != tpudistSuccess) return tdErr(err, r, "%s (from %s)", e, rs);
-  bs->hash = mix64(bs->hash ^ nonce);
+  netAddrStr(root, rs, sizeof(rs));
+  for (int attempt = 0;; attempt++) {
+    TD_CHECK(netConnectRetry(root, deadline, &bs->aborted, &bs->root_fd, err));
+    if (bs->listen_fd < 0) {
+      struct sockaddr_storage ss;
+      socklen_t sl = sizeof(ss);
+      tdNetAddr local;
+      getsockname(bs->root_fd, (struct sockaddr *)&ss, &sl);
+      netFromSockaddr((struct sockaddr *)&ss, &local);
+      TD_CHECK(openOwnListener(bs, &local, err));
+    }
+    tpudistResult_t r = clientHandshake(bs, key, kind, tag, deadline, rs, &nonce, e);
+    if (r == tpudistSuccess) break;
+    close(bs->root_fd);
+    bs->root_fd = -1;
+    /* dropped before an answer (the root's handshake table was full): try again */
+    int dropped = strstr(e, "closed the connection") || strstr(e, strerror(ECONNRESET)) ||
+                  strstr(e, strerror(EPIPE));
+    if (r != tpudistRemoteError || !dropped || netNowMs() >= deadline)
+      return tdErr(err, r, "%s", e);
+    TD_INFO(TD_SUBSYS_BOOT, "bootstrap: rank %d connects to %s again (attempt %d): %s", bs->rank,
+            rs, attempt + 2, e);
+    struct timespec ts = {0, (long)TD_MIN(attempt + 1, 50) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+  bs->hash ^= nonce;
+  bs->hash = authId64(&bs->key, "tpu_dist/comm-hash/v1", &bs->hash, sizeof(bs->hash));
   tdNetAddr mine = bs->addrs[bs->rank];
   TD_CHECK(netRecvAll(bs->root_fd, bs->addrs, sizeof(tdNetAddr) * (size_t)bs->nranks, deadline,
                       &bs->aborted, rs, err));
@@ -539,8 +483,8 @@ tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, i
                  nranks);
   tdBootstrap *bs = bsAlloc(rank, nranks, timeout_ms);
   if (!bs) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
-  bs->secret = b.secret;
-  bs->hash = hashBytes(b.secret, &b.root, sizeof(b.root));
+  memcpy(bs->key.b, b.secret, sizeof(bs->key.b));
+  bs->hash = authId64(&bs->key, "tpu_dist/comm-hash/v1", &b.root, sizeof(b.root));
   tpudistResult_t res;
   if (rank == 0) {
     int lfd = -1;
@@ -551,11 +495,12 @@ tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, i
       res = netLocalAddr(configGet()->socket_ifname, &local, err);
       if (res == tpudistSuccess) res = openOwnListener(bs, &local, err);
     }
-    if (res == tpudistSuccess) res = rootRendezvous(bs, lfd, NULL, b.secret, TD_HELLO_INIT, 0, err);
+    if (res == tpudistSuccess)
+      res = bootRootRendezvous(bs, lfd, NULL, &bs->key, TD_HELLO_INIT, 0, err);
     close(lfd);
     if (res != tpudistSuccess) goto fail;
   } else {
-    TD_CHECK_GOTO(clientJoin(bs, &b.root, b.secret, TD_HELLO_INIT, 0, err), res, fail);
+    TD_CHECK_GOTO(clientJoin(bs, &b.root, &bs->key, TD_HELLO_INIT, 0, err), res, fail);
   }
   TD_INFO(TD_SUBSYS_BOOT, "bootstrap: rank %d of %d joined (hash %016llx)", rank, nranks,
           (unsigned long long)bs->hash);
@@ -658,15 +603,16 @@ tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, i
                    members[i]);
   tdBootstrap *bs = bsAlloc(newrank, n, parent->timeout_ms);
   if (!bs) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
-  bs->secret = mix64(parent->secret ^ mix64(tag + 0x51u));
-  bs->hash = mix64(parent->hash ^ mix64(tag + 0x3bu));
+  authChildKey(&parent->key, "tpu_dist/split-key/v1", tag, &bs->key);
+  bs->hash = authId64(&bs->key, "tpu_dist/split-hash/v1", &parent->hash, sizeof(parent->hash));
   tpudistResult_t res;
   if (newrank == 0) {
     res = openOwnListener(bs, &parent->addrs[parent->rank], err);
     if (res == tpudistSuccess)
-      res = rootRendezvous(bs, parent->listen_fd, parent, parent->secret, TD_HELLO_SPLIT, tag, err);
+      res =
+          bootRootRendezvous(bs, parent->listen_fd, parent, &parent->key, TD_HELLO_SPLIT, tag, err);
   } else {
-    res = clientJoin(bs, &parent->addrs[members[0]], parent->secret, TD_HELLO_SPLIT, tag, err);
+    res = clientJoin(bs, &parent->addrs[members[0]], &parent->key, TD_HELLO_SPLIT, tag, err);
   }
   if (res != tpudistSuccess) {
     bootstrapFree(bs);
@@ -685,8 +631,8 @@ int bootstrapNranks(const tdBootstrap *bs) {
 uint64_t bootstrapCommHash(const tdBootstrap *bs) {
   return bs->hash;
 }
-uint64_t bootstrapSecret(const tdBootstrap *bs) {
-  return bs->secret;
+const tdKey *bootstrapKey(const tdBootstrap *bs) {
+  return &bs->key;
 }
 
 static size_t readSmallFile(const char *path, char *buf, size_t size) {

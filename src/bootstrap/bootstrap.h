@@ -6,17 +6,20 @@
 #ifndef TD_BOOTSTRAP_H_
 #define TD_BOOTSTRAP_H_
 
+#include "auth.h"
 #include "td_base.h"
 
 typedef struct tdBootstrap tdBootstrap;
 
-/* Fills id with this process's listening address (or comm_id "host:port" when given: then every
- * rank computes the same id) and a random secret. With comm_id, the secret is a hash of comm_id and
- * TPU_DIST_COMM_SECRET (callers pass configGet()->comm_id when the user set TPU_DIST_COMM_ID). An
- * id without comm_id must be used by rank 0 in this process (or a fork of it). */
+/* Fills id with this process's listening address and a random 256-bit secret (getrandom), or,
+ * with comm_id "host:port" (callers pass configGet()->comm_id when the user set TPU_DIST_COMM_ID),
+ * with that address and a key every rank derives alike from TPU_DIST_COMM_SECRET or
+ * TPU_DIST_COMM_SECRET_FILE (errors: both set, an unreadable file, a file group or others may
+ * read). An id without comm_id must be used by rank 0 in this process (or a fork of it). */
 tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, char *err);
-/* Rendezvous of nranks ranks through the id's root (the root is rank 0). Checks the secret and
- * the library version of every peer; bounded by timeout_ms. */
+/* Rendezvous of nranks ranks through the id's root (the root is rank 0). Every rank proves it
+ * knows the secret (challenge-response, boot_priv.h), and the root proves it to every rank; the
+ * root checks the library version of every peer; bounded by timeout_ms. */
 tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, int timeout_ms,
                               tdBootstrap **out, char *err);
 /* Same, rendezvous through an external store under prefix. */
@@ -39,12 +42,13 @@ int bootstrapPeerReleased(const tdBootstrap *bs, int peer);
 void bootstrapAbort(tdBootstrap *bs);
 void bootstrapFree(tdBootstrap *bs);
 
-/* Accessors: rank and size in this channel, a hash unique to the communicator (from the id's secret
- * and address, or the parent's hash and the split tag), and the secret peers must present. */
+/* Accessors: rank and size in this channel, a public hash unique to the communicator (derived
+ * from the key, the id's address and the root's nonce, or from the split's key), and the key peers
+ * must prove they know (transport handshakes use it too). */
 int bootstrapRank(const tdBootstrap *bs);
 int bootstrapNranks(const tdBootstrap *bs);
 uint64_t bootstrapCommHash(const tdBootstrap *bs);
-uint64_t bootstrapSecret(const tdBootstrap *bs);
+const tdKey *bootstrapKey(const tdBootstrap *bs);
 
 /* Tests only: the library version this process presents in its hello. */
 void bootstrapTestSetVersion(uint32_t version);
@@ -53,18 +57,21 @@ void bootstrapTestSetVersion(uint32_t version);
  * also the entry points of the fuzz targets in tests/fuzz) ---- */
 typedef enum {
   TD_HELLO_OK = 0,
-  TD_HELLO_FOREIGN,    /* not this protocol (short, or wrong magic): drop without an answer */
-  TD_HELLO_BAD_SECRET, /* our protocol without the secret: answer "rejected", drop */
-  TD_HELLO_FATAL /* a real rank with a conflicting setup: fail the rendezvous (err says why) */
+  TD_HELLO_FOREIGN, /* not this protocol (short, or wrong magic): drop without an answer */
+  TD_HELLO_FATAL    /* a real rank with a conflicting setup: fail the rendezvous (err says why) */
 } tdHelloVerdict;
-/* Checks a rendezvous hello of len bytes against the root's secret, version and nranks. On
- * TD_HELLO_OK: *rank, *kind, *tag and the rank's listen address (struct tdNetAddr, may be NULL). */
-tdHelloVerdict bootstrapHelloCheck(const void *msg, size_t len, uint64_t secret, uint32_t version,
-                                   int nranks, int *rank, uint32_t *kind, uint64_t *tag, void *addr,
-                                   char *err);
-/* Checks the root's reply of len bytes (magic, status, nranks); *nonce on success. A failure
- * status gives that status and the root's message in err. */
-tpudistResult_t bootstrapReplyCheck(const void *msg, size_t len, int nranks, uint64_t *nonce,
+/* Checks a rendezvous hello of len bytes (its sender has proved the key) against the root's
+ * version and nranks. On TD_HELLO_OK: *rank, *kind, *tag and the rank's listen address (struct
+ * tdNetAddr, may be NULL). */
+tdHelloVerdict bootstrapHelloCheck(const void *msg, size_t len, uint32_t version, int nranks,
+                                   int *rank, uint32_t *kind, uint64_t *tag, void *addr, char *err);
+/* Checks the root's challenge of len bytes (magic); its nonce (TD_NONCE_BYTES) into nonce. */
+tpudistResult_t bootstrapChallengeCheck(const void *msg, size_t len, uint8_t *nonce, char *err);
+/* Checks the root's reply of len bytes: a failure status gives that status and the root's message
+ * in err; a success needs the root's proof over transcript (this connection's hello and
+ * challenge nonce, tlen bytes) with key, and nranks; then *nonce. */
+tpudistResult_t bootstrapReplyCheck(const void *msg, size_t len, int nranks, const tdKey *key,
+                                    const void *transcript, size_t tlen, uint64_t *nonce,
                                     char *err);
 /* Checks a unique id (magic, flags, root address) before it is used. */
 tpudistResult_t bootstrapIdCheck(const tpudistUniqueId *id, char *err);

@@ -63,8 +63,17 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_HOSTID", cfgStr, "", TD_OFF(hostid), 0, 0,
      "Overrides the host identity (hostname+boot id+netns hash) that decides who shares memory."},
     {"TPU_DIST_COMM_SECRET", cfgStr, "", TD_OFF(comm_secret), 0, 0,
-     "Private string mixed into the bootstrap secret of TPU_DIST_COMM_ID jobs (set it on shared "
-     "hosts)."},
+     "Job secret of TPU_DIST_COMM_ID jobs (the handshake key is derived from it; without it or "
+     "TPU_DIST_COMM_SECRET_FILE anyone who can reach host:port can join)."},
+    {"TPU_DIST_COMM_SECRET_FILE", cfgStr, "", TD_OFF(comm_secret_file), 0, 0,
+     "File holding the job secret of TPU_DIST_COMM_ID jobs (read once; refused if group or others "
+     "may read it)."},
+    {"TPU_DIST_HANDSHAKE_MS", cfgInt, "5000", TD_OFF(handshake_ms), 1, INT_MAX,
+     "A connection that has not finished its authentication handshake in this many ms is "
+     "dropped."},
+    {"TPU_DIST_MAX_HANDSHAKES", cfgInt, "64", TD_OFF(max_handshakes), 1, 65536,
+     "Connections kept in their handshake at once per listener; a new one beyond drops the "
+     "oldest that has not sent its hello (bounds a flood's memory and descriptors)."},
     {"RANK", cfgInt, "-1", TD_OFF(env_rank), -1, INT_MAX,
      "Rank for tpudistCommInitEnv (torchrun style)."},
     {"WORLD_SIZE", cfgInt, "-1", TD_OFF(env_world_size), -1, INT_MAX,

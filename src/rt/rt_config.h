@@ -29,7 +29,10 @@ typedef struct {
   /* bootstrap */
   const char *comm_id;          /* TPU_DIST_COMM_ID host:port */
   const char *hostid;           /* TPU_DIST_HOSTID */
-  const char *comm_secret;      /* TPU_DIST_COMM_SECRET: mixed into the TPU_DIST_COMM_ID secret */
+  const char *comm_secret;      /* TPU_DIST_COMM_SECRET: key of TPU_DIST_COMM_ID jobs */
+  const char *comm_secret_file; /* TPU_DIST_COMM_SECRET_FILE: the same, from a private file */
+  int handshake_ms;             /* TPU_DIST_HANDSHAKE_MS: per-connection handshake deadline */
+  int max_handshakes;           /* TPU_DIST_MAX_HANDSHAKES: handshakes in progress per listener */
   int env_rank, env_world_size; /* RANK, WORLD_SIZE (-1 unset) */
   /* transports and executor */
   const char *transports;    /* TPU_DIST_TRANSPORTS */

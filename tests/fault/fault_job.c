@@ -22,12 +22,11 @@
  *   fault_job mismatch          TPU_DIST_CHECK=1: one rank passes a different count (then a
  *                               different root); every rank gets tpudistInvalidUsage and a message
  *                               naming the differing ranks, never a hang.
- *   fault_job hostile           rank 0 connects to every peer's socket-transport listener without
- *                               the secret and with garbage, then the job runs all-reduces.
+ *   fault_job hostile           exactly checked all-reduces for TD_HOSTILE_MS while
+ *                               tests/fault/hostile_peer attacks (tests/fault/hostile.sh); prints
+ *                               init time and time per iteration.
  *   fault_job flight            1 rank: after a timeout the log holds the flight record (each
  *                               operation's sequence, count, datatype, algorithm and state).
- *   fault_job attack HOST:PORT  not a rank: connects to a rendezvous point with a wrong secret,
- *                               garbage, a truncated hello and a silent connection.
  * Exit status 0 on success; each failure is printed with the rank.
  */
 #include <errno.h>
@@ -413,73 +412,48 @@ static int modeFlight(int rank, int n) {
   return gFail ? 1 : 0;
 }
 
-/* ---- hostile connections ----------------------------------------------------------------- */
+/* ---- the job beside a hostile peer (tests/fault/hostile.sh) ----------------------------- */
 
-/* Connects to a and sends len bytes of buf (then keeps the socket open when keep != NULL). */
-static int rawSend(const tdNetAddr *a, const void *buf, size_t len, int *keep) {
-  char err[TD_ERRLEN];
-  int fd = -1;
-  if (netConnectRetry(a, netNowMs() + 10000, NULL, &fd, err) != tpudistSuccess) {
-    fprintf(stderr, "attack: connect: %s\n", err);
-    return -1;
-  }
-  if (len) netSendAll(fd, buf, len, netNowMs() + 2000, NULL, "target", err);
-  if (keep)
-    *keep = fd;
-  else
-    close(fd);
-  return 0;
-}
-
-/* Garbage, a plausible but wrong hello, a truncated one and a silent connection. */
-static int attack(const tdNetAddr *a, uint64_t magic, size_t hello_len) {
-  unsigned char buf[256];
-  int silent = -1, rc = 0;
-  srand((unsigned)getpid());
-  for (size_t i = 0; i < sizeof(buf); i++) buf[i] = (unsigned char)rand();
-  rc |= rawSend(a, buf, sizeof(buf), NULL); /* garbage */
-  memcpy(buf, &magic, 8);                   /* right magic, random secret */
-  rc |= rawSend(a, buf, hello_len, NULL);
-  rc |= rawSend(a, buf, hello_len / 2, NULL); /* truncated */
-  rc |= rawSend(a, NULL, 0, &silent);         /* connects, says nothing */
-  memset(buf, 0xff, sizeof(buf));             /* all ones: huge counts and lengths */
-  rc |= rawSend(a, buf, sizeof(buf), NULL);
-  if (silent >= 0) close(silent);
-  return rc;
-}
-
-static int modeAttack(const char *hostport) {
-  tdNetAddr a;
-  char err[TD_ERRLEN];
-  if (netParseHostPort(hostport, &a, err) != tpudistSuccess) {
-    fprintf(stderr, "attack: %s\n", err);
-    return 1;
-  }
-  return attack(&a, 0x31306f6f62647470ull /* the bootstrap magic */, 64) ? 1 : 0;
-}
-
+/* Exactly checked all-reduces (1, 1000 and 65536 elements) until rank 0 has run TD_HOSTILE_MS;
+ * prints init time and time per iteration. Rank 0 writes every rank's socket-transport listener
+ * port to TD_HOSTILE_PORTS (what an attacker would find with a port scan). */
 static int modeHostile(int rank, int n) {
+  double t0 = nowMs();
   tpudistComm_t c = initEnv(n, rank);
   if (!c) return 1;
-  if (rank == 0) {
-    for (int p = 1; p < n; p++) {
+  double tinit = nowMs() - t0;
+  const char *ports = getenv("TD_HOSTILE_PORTS");
+  if (rank == 0 && ports) {
+    FILE *f = fopen(ports, "w");
+    for (int p = 0; f && p < n; p++) {
       tdNetAddr a;
       memcpy(&a, c->c.net.peers[p].sock_addr, sizeof(a));
-      if (attack(&a, 0x6b636f73647470ull /* the socket transport magic */, 32))
-        FAIL("could not reach rank %d's listener", p);
+      fprintf(f, "%u\n", a.port);
     }
+    if (f) fclose(f);
   }
-  int32_t *in = malloc(1 << 20), *out = malloc(1 << 20);
+  int ms = envInt("TD_HOSTILE_MS", 3000), iters = 0;
+  int32_t *in = malloc(65536 * 4), *out = malloc(65536 * 4), stop = 0;
   int vals[64];
   for (int q = 0; q < n; q++) vals[q] = q + 1;
-  size_t counts[] = {1, 1000, 200000};
-  for (int k = 0; k < 3; k++)
-    if (checkedAllReduce(c, rank + 1, n, vals, counts[k], in, out) != tpudistSuccess)
-      FAIL("all-reduce of %zu: %s", counts[k], tpudistGetLastError(c));
+  size_t counts[] = {1, 1000, 65536};
+  double t1 = nowMs();
+  while (!stop && !gFail) {
+    for (int k = 0; k < 3; k++)
+      if (checkedAllReduce(c, rank + 1, n, vals, counts[k], in, out) != tpudistSuccess)
+        FAIL("all-reduce of %zu: %s", counts[k], tpudistGetLastError(c));
+    int32_t mine = rank == 0 && nowMs() - t1 > ms;
+    if (tpudistAllReduce(&mine, &stop, 1, tpudistInt32, tpudistSum, c, NULL) != tpudistSuccess)
+      FAIL("stop flag: %s", tpudistGetLastError(c));
+    iters++;
+  }
+  double el = nowMs() - t1;
   if (tpudistCommDestroy(c) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
   free(in);
   free(out);
-  printf("rank %d: the job completed despite the hostile connections\n", rank);
+  if (rank == 0)
+    printf("rank 0: init %.0f ms, %d iterations in %.0f ms: %.3f ms each, results exact\n", tinit,
+           iters, el, el / iters);
   return gFail ? 1 : 0;
 }
 
@@ -487,11 +461,9 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) {
     fprintf(stderr,
-            "usage: fault_job kill VICTIM | abort | badargs | mismatch | debug | hostile | "
-            "attack HOST:PORT\n");
+            "usage: fault_job kill VICTIM | abort | badargs | mismatch | debug | hostile | flight\n");
     return 2;
   }
-  if (!strcmp(argv[1], "attack")) return argc > 2 ? modeAttack(argv[2]) : 2;
   int rank = envInt("RANK", -1), n = envInt("WORLD_SIZE", -1);
   if (rank < 0 || n < 1 || n > 64) {
     fprintf(stderr, "fault_job: set RANK and WORLD_SIZE (at most 64)\n");

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/fuzz/run.sh - builds the libFuzzer targets with clang (-fsanitize=fuzzer,address,undefined)
 # in an out-of-tree build of a clean copy of the tracked sources, and runs each for
-# TD_FUZZ_SECONDS (default 60) from its committed corpus (tests/fuzz/corpus/TARGET). A crash, a
+# TD_FUZZ_SECONDS (default 40) from its committed corpus (tests/fuzz/corpus/TARGET). A crash, a
 # sanitizer report or a leak fails the run and leaves the input in WORKDIR/TARGET-artifacts/.
 # New interesting inputs go to WORKDIR/TARGET-new/ (merge them into the corpus by hand with
 # -merge=1 when they are worth keeping).
@@ -9,7 +9,7 @@
 set -uo pipefail
 top=$(cd "$(dirname "$0")/../.." && pwd)
 work=${1:-${TMPDIR:-/tmp}/tpu_dist-fuzz}
-secs=${TD_FUZZ_SECONDS:-60}
+secs=${TD_FUZZ_SECONDS:-40}
 command -v clang >/dev/null || { echo "fuzz: clang is not installed"; exit 1; }
 src=$work/src
 # a fresh copy every run: copied files keep their times, so objects of an older copy could look
@@ -26,11 +26,12 @@ cflags="-g -O1 -fsanitize=fuzzer-no-link $san -DTD_KERNELS_PORTABLE"
 ../configure -q CC=clang CFLAGS="$cflags" >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
 make -j"${TD_MAKE_JOBS:-2}" libtdrt.la libtdpure.la >make.log 2>&1 ||
   { grep -E "error" make.log | head -20; exit 1; }
-inc="-I../include -I../topology -I../collectives -I../src -I../src/core -I../src/transport"
-inc+=" -I../src/bootstrap -I../src/exec -I../src/transport/socket -D_GNU_SOURCE"
-libs=".libs/libtdrt.a .libs/libtdpure.a -lm -pthread"
+inc="-I../include -I../base -I../topology -I../collectives -I../src/rt -I../src/bootstrap"
+inc+=" -I../src/transport -I../src/transport/shm -I../src/transport/socket -I../src/exec"
+inc+=" -I../src/core -D_GNU_SOURCE"
+libs=".libs/libtdrt.a .libs/libtdpure.a -lcrypto -lm -pthread"
 rc=0
-for t in bootstrap socket; do
+for t in bootstrap socket sched topo config; do
   clang -g -O1 -fsanitize=fuzzer $san $inc ../tests/fuzz/fuzz_$t.c $libs -o fuzz_$t ||
     { echo "fuzz: cannot build fuzz_$t"; exit 1; }
   mkdir -p "$work/$t-new" "$work/$t-artifacts"

@@ -3,15 +3,22 @@
  * children outlive their parent, a version mismatch and a duplicate rank reported clearly to
  * everyone, rendezvous through an external store and through TPU_DIST_COMM_ID (the same id twice
  * gives two distinct communicator hashes), bootstrapAbort from another thread, host identity.
+ * Authentication: a hello and proof recorded from a real rank and replayed, a reflected challenge,
+ * a wrong secret and a fake root are each refused while the real ranks complete; the
+ * TPU_DIST_COMM_ID secret (file permissions, both variables set, the warning without a secret).
  */
+#include <fcntl.h>
+#include <poll.h>
 #include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <time.h>
 #include <unistd.h>
 
 #include "../cu_main.h"
-#include "bootstrap.h"
+#include "boot_priv.h"
+#include "rt_config.h"
 #include "fork_ranks.h"
 #include "net.h"
 
@@ -216,6 +223,181 @@ static void testAbort(void) {
   CU_ASSERT_EQUAL(runRanks(2, bodyAbort, NULL, 30), 0);
 }
 
+/* ---- authentication ---------------------------------------------------------------------- */
+
+typedef struct {
+  tpudistUniqueId id; /* the job's id with the root address of the attacker's listener */
+  tpudistResult_t res;
+  char err[TD_ERRLEN];
+} tdDecoy;
+
+/* A real rank (it knows the secret) that joins the attacker's fake root. */
+static void *decoyJoin(void *arg) {
+  tdDecoy *d = arg;
+  tdBootstrap *bs = NULL;
+  d->res = bootstrapInit(&d->id, 1, 2, 3000, &bs, d->err);
+  if (d->res == tpudistSuccess) bootstrapFree(bs);
+  return NULL;
+}
+
+static int rawConnect(const tdNetAddr *a) {
+  char err[TD_ERRLEN];
+  int fd = -1;
+  if (netConnectRetry(a, netNowMs() + 5000, NULL, &fd, err) != tpudistSuccess) return -1;
+  return fd;
+}
+
+/* Sends hello, reads the challenge, sends proof; returns the reply's status (-1: no reply). */
+static int tryHandshake(const tdNetAddr *root, const tdHello *h, const uint8_t *proof_or_null,
+                        char *msg) {
+  char err[TD_ERRLEN];
+  tdChallenge ch;
+  tdReply rep;
+  int fd = rawConnect(root), st = -1;
+  int64_t dl = netNowMs() + 5000;
+  if (fd < 0) return -1;
+  if (netSendAll(fd, h, sizeof(*h), dl, NULL, "root", err) == tpudistSuccess &&
+      netRecvAll(fd, &ch, sizeof(ch), dl, NULL, "root", err) == tpudistSuccess) {
+    /* no proof given: reflect the root's own challenge back as the proof */
+    const uint8_t *p = proof_or_null ? proof_or_null : ch.nonce;
+    if (netSendAll(fd, p, TD_MAC_BYTES, dl, NULL, "root", err) == tpudistSuccess &&
+        netRecvAll(fd, &rep, sizeof(rep), dl, NULL, "root", err) == tpudistSuccess) {
+      st = rep.status;
+      snprintf(msg, TD_ERRLEN, "%.200s", rep.msg);
+    }
+  }
+  close(fd);
+  return st;
+}
+
+/* The attacker: records a real rank's hello and proof at a fake root (answering with a forged
+ * success, which the rank must refuse), then replays them to the real root, reflects the real
+ * root's challenge, and joins with a wrong secret; all refused. */
+static int bodyAttacker(const tpudistUniqueId *id) {
+  char err[TD_ERRLEN], msg[TD_ERRLEN];
+  tdIdBody b;
+  tdDecoy d;
+  tdNetAddr lo, bound;
+  int lfd, fd;
+  memcpy(&b, id->internal, sizeof(b));
+  CHILD_CHECK(netParseHostPort("127.0.0.1:1", &lo, err) == tpudistSuccess);
+  lo.port = 0;
+  CHILD_CHECK(netListen(&lo, &lfd, &bound, err) == tpudistSuccess);
+  tdIdBody fake = b;
+  fake.root = bound;
+  fake.flags = TD_ID_FIXED; /* the decoy is not root: it only connects */
+  memset(&d, 0, sizeof(d));
+  memcpy(d.id.internal, &fake, sizeof(fake));
+  pthread_t t;
+  pthread_create(&t, NULL, decoyJoin, &d);
+  struct pollfd p = {lfd, POLLIN, 0};
+  CHILD_CHECK(poll(&p, 1, 5000) == 1 && netAccept(lfd, &fd, err) == tpudistSuccess && fd >= 0);
+  tdHello h;
+  uint8_t proof[TD_MAC_BYTES];
+  tdChallenge ch = {TD_BOOT_MAGIC, {7, 7, 7}};
+  int64_t dl = netNowMs() + 5000;
+  CHILD_CHECK(netRecvAll(fd, &h, sizeof(h), dl, NULL, "decoy", err) == tpudistSuccess);
+  CHILD_CHECK(netSendAll(fd, &ch, sizeof(ch), dl, NULL, "decoy", err) == tpudistSuccess);
+  CHILD_CHECK(netRecvAll(fd, proof, sizeof(proof), dl, NULL, "decoy", err) == tpudistSuccess);
+  tdReply forged;
+  memset(&forged, 0, sizeof(forged));
+  forged.magic = TD_BOOT_MAGIC;
+  forged.nranks = 2; /* success, without the root's proof */
+  CHILD_CHECK(netSendAll(fd, &forged, sizeof(forged), dl, NULL, "decoy", err) == tpudistSuccess);
+  pthread_join(t, NULL);
+  close(fd);
+  close(lfd);
+  if (!strstr(d.err, "did not prove")) fprintf(stderr, "decoy: %s\n", d.err);
+  CHILD_CHECK(d.res != tpudistSuccess && strstr(d.err, "did not prove it knows the job secret"));
+  /* replay the recorded hello and proof to the real root: a fresh challenge refuses them */
+  CHILD_CHECK(tryHandshake(&b.root, &h, proof, msg) == tpudistInvalidUsage);
+  CHILD_CHECK(strstr(msg, "wrong secret") != NULL);
+  /* reflection: the root's own challenge sent back as the proof */
+  CHILD_CHECK(tryHandshake(&b.root, &h, NULL, msg) == tpudistInvalidUsage);
+  /* a wrong secret */
+  tpudistUniqueId bad = *id;
+  tdBootstrap *bs;
+  bad.internal[20] ^= 0x5a;
+  CHILD_CHECK(bootstrapInit(&bad, 1, 2, 5000, &bs, err) == tpudistInvalidUsage);
+  CHILD_CHECK(strstr(err, "wrong secret") != NULL);
+  return 0;
+}
+
+static int bodyAuth(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  (void)n;
+  char err[TD_ERRLEN];
+  tdBootstrap *bs;
+  if (rank == 2) return bodyAttacker(id);
+  if (rank == 1) usleep(1500000); /* the attacks come first */
+  CHILD_CHECK(bootstrapInit(id, rank, 2, 20000, &bs, err) == tpudistSuccess);
+  int v[2] = {0};
+  v[rank] = 70 + rank;
+  CHILD_CHECK(bootstrapAllGather(bs, v, sizeof(int), err) == tpudistSuccess);
+  CHILD_CHECK(v[0] == 70 && v[1] == 71);
+  bootstrapFree(bs);
+  return 0;
+}
+
+static void testAuth(void) {
+  CU_ASSERT_EQUAL(runRanks(3, bodyAuth, NULL, 60), 0);
+}
+
+/* TPU_DIST_COMM_ID keys (each case in its own process: the secret file is read once). */
+static int bodySecret(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)rank;
+  (void)n;
+  (void)id;
+  char err[TD_ERRLEN] = "", path[] = "/tmp/td_secret_XXXXXX";
+  tdConfig *cfg = (tdConfig *)configGet(); /* tests only: set the variables after the fact */
+  tpudistUniqueId a, b;
+  int which = (int)(intptr_t)arg, fd = mkstemp(path);
+  CHILD_CHECK(fd >= 0 && write(fd, "s3cret value\n", 13) == 13);
+  close(fd);
+  cfg->comm_secret = NULL;
+  cfg->comm_secret_file = path;
+  if (which == 0) { /* 0600: accepted, and another key than without a secret */
+    CHILD_CHECK(bootstrapGetUniqueId(&a, "127.0.0.1:29999", err) == tpudistSuccess);
+    cfg->comm_secret_file = NULL;
+    CHILD_CHECK(bootstrapGetUniqueId(&b, "127.0.0.1:29999", err) == tpudistSuccess);
+    CHILD_CHECK(memcmp(a.internal + 16, b.internal + 16, TD_KEY_BYTES) != 0);
+    cfg->comm_secret = "s3cret value"; /* the same secret from the variable: the same key */
+    CHILD_CHECK(bootstrapGetUniqueId(&b, "127.0.0.1:29999", err) == tpudistSuccess);
+    CHILD_CHECK(memcmp(a.internal + 16, b.internal + 16, TD_KEY_BYTES) == 0);
+    CHILD_CHECK(bootstrapGetUniqueId(&b, "127.0.0.1:29998", err) == tpudistSuccess);
+    CHILD_CHECK(memcmp(a.internal + 16, b.internal + 16, TD_KEY_BYTES) != 0);
+  } else if (which == 1) { /* readable by others: refused with the reason */
+    chmod(path, 0644);
+    CHILD_CHECK(bootstrapGetUniqueId(&a, "127.0.0.1:29999", err) == tpudistInvalidArgument);
+    CHILD_CHECK(strstr(err, "group or others") && strstr(err, "chmod 600"));
+  } else if (which == 2) { /* both set */
+    cfg->comm_secret = "x";
+    CHILD_CHECK(bootstrapGetUniqueId(&a, "127.0.0.1:29999", err) == tpudistInvalidArgument);
+    CHILD_CHECK(strstr(err, "not both") != NULL);
+  } else { /* no secret on a non-loopback address: one warning, however many ids */
+    char log[] = "/tmp/td_warn_XXXXXX", buf[4096] = "";
+    int lf = mkstemp(log), saved = dup(2);
+    cfg->comm_secret_file = NULL;
+    dup2(lf, 2);
+    for (int i = 0; i < 3; i++)
+      CHILD_CHECK(bootstrapGetUniqueId(&a, "10.254.253.252:29500", err) == tpudistSuccess);
+    CHILD_CHECK(bootstrapGetUniqueId(&a, "127.0.0.1:29500", err) == tpudistSuccess);
+    fflush(stderr);
+    dup2(saved, 2);
+    CHILD_CHECK(pread(lf, buf, sizeof(buf) - 1, 0) > 0);
+    close(lf);
+    unlink(log);
+    char *w = strstr(buf, "anyone who can reach 10.254.253.252:29500 can join");
+    CHILD_CHECK(w && !strstr(w + 1, "anyone who can reach"));
+  }
+  unlink(path);
+  return 0;
+}
+
+static void testCommIdSecret(void) {
+  for (intptr_t c = 0; c < 4; c++) CU_ASSERT_EQUAL(runRanks(1, bodySecret, (void *)c, 30), 0);
+}
+
 static void testHostHash(void) {
   CU_ASSERT_EQUAL(bootstrapHostHash(NULL), bootstrapHostHash(NULL));
   CU_ASSERT_NOT_EQUAL(bootstrapHostHash("a"), bootstrapHostHash("b"));
@@ -229,6 +411,8 @@ int main(void) {
       {"version mismatch and duplicate rank", testVersionAndDuplicate},
       {"store and TPU_DIST_COMM_ID rendezvous", testStoreAndCommId},
       {"bootstrapAbort unblocks", testAbort},
+      {"replayed, reflected, wrong-secret and fake-root handshakes refused", testAuth},
+      {"TPU_DIST_COMM_ID secret: file, permissions, warning", testCommIdSecret},
       CU_TEST_INFO_NULL,
   };
   return tdCUnitMain("unit-bootstrap", tests);
