@@ -5,7 +5,9 @@
 #   1. mpirun with a hostfile and the cluster's rsh agent: tests/mpi/test_mpi exact across
 #      2 hosts x 2 ranks and 4 hosts x 2 ranks; inside a host ranks use shm, across hosts TCP
 #   2. TPU_DIST_COMM_ID across 4 hosts (tools/main_job, results checked), on the second network
-#      through TPU_DIST_SOCKET_IFNAME=eth1: the INFO log shows the listener on that network
+#      through TPU_DIST_SOCKET_IFNAME=eth1: the INFO log shows the listener on that network; then
+#      srun's variables (SLURM_PROCID/NTASKS/LOCALID) and 2 slices (MEGASCALE_NUM_SLICES/SLICE_ID)
+#      on 2 hosts x 2 ranks, and a contradicting MEGASCALE_SLICE_ID refused
 #   3. a whole host killed (every rank in its namespace, SIGKILL) mid-collective: every survivor
 #      gets tpudistRemoteError naming a peer within TPU_DIST_TIMEOUT_MS + 2 s (cluster_job)
 #   4. a host's link set down mid-collective: every rank (the cut-off host's too) fails with a
@@ -46,6 +48,9 @@ for h in 2 4; do
   # rank 0 (host 0) reaches rank 1 (host 0) with shm and rank 2 (host 1) with socket
   grep -q ': rank 0 reaches rank 1 with shm' <<<"$out" || fail "$h hosts: ranks on one host do not use shm"
   grep -q ': rank 0 reaches rank 2 with socket' <<<"$out" || fail "$h hosts: ranks on two hosts do not use TCP"
+  # the flat world communicator knows its hosts (the outer level)
+  grep -q ": rank 0 of $((2 * h)), topology flat($((2 * h))):hosts=2," <<<"$out" ||
+    fail "$h hosts: the world communicator's topology is not flat($((2 * h))):hosts=2"
 done
 
 # ---- 2. TPU_DIST_COMM_ID across hosts, on the second network ----------------------------------
@@ -66,6 +71,36 @@ for r in 0 1 2 3; do
 done
 grep -q 'reaches rank 1 with socket' "$tmp/commid.0" || fail "COMM_ID: rank 0 does not reach rank 1 over TCP"
 grep -c ' ok' "$tmp/commid.0" | sed 's/^/main_job rank 0: results ok: /'
+
+echo "== srun-style variables and multislice: main_job on 2 hosts x 2 ranks, 2 slices"
+p=$(port)
+pids=()
+for r in 0 1 2 3; do
+  env -u RANK -u WORLD_SIZE SLURM_PROCID=$r SLURM_NTASKS=4 SLURM_LOCALID=$((r % 2)) \
+    MEGASCALE_NUM_SLICES=2 MEGASCALE_SLICE_ID=$((r / 2)) TPU_DIST_TOPOLOGY=2 TPU_DIST_DEBUG=INFO \
+    TPU_DIST_COMM_ID="$($C addr "$N"0):$p" TPU_DIST_TIMEOUT_MS=30000 \
+    timeout 120 $C exec "$N$((r / 2))" "$B/tools/main_job" --small >"$tmp/slurm.$r" 2>&1 &
+  pids+=($!)
+done
+for r in 0 1 2 3; do wait "${pids[$r]}" || { fail "main_job (srun-style) rank $r failed"; tail -5 "$tmp/slurm.$r"; }; done
+grep -q 'rank 3 of 4 from SLURM_PROCID/NTASKS, local rank 1' "$tmp/slurm.3" || fail "rank 3: rank not taken from SLURM_*"
+grep -q 'rank 0 of 4, topology 2:slices=2,' "$tmp/slurm.0" || fail "rank 0: topology is not 2:slices=2"
+grep -h 'WRONG' "$tmp"/slurm.* && fail "main_job (srun-style): wrong results"
+# a slice id that contradicts the rank's slice is refused, naming both
+out=$(env -u RANK -u WORLD_SIZE SLURM_PROCID=0 SLURM_NTASKS=1 MEGASCALE_NUM_SLICES=1 \
+  MEGASCALE_SLICE_ID=0 TPU_DIST_COMM_ID="$($C addr "$N"0):$(port)" timeout 30 \
+  $C exec "$N"0 "$B/tools/main_job" --small 2>&1) || fail "1 rank, 1 slice: $out"
+p=$(port)
+for r in 0 1; do # 2 slices of 1 rank, both claiming slice 0: rank 1 must refuse
+  RANK=$r WORLD_SIZE=2 MEGASCALE_NUM_SLICES=2 MEGASCALE_SLICE_ID=0 TPU_DIST_TIMEOUT_MS=3000 \
+    TPU_DIST_COMM_ID="$($C addr "$N"0):$p" timeout 30 $C exec "$N$r" "$B/tools/main_job" --small \
+    >"$tmp/slice.$r" 2>&1 &
+  pids[$r]=$!
+done
+wait "${pids[0]}"
+wait "${pids[1]}" && fail "a contradicting MEGASCALE_SLICE_ID was accepted"
+grep -q 'MEGASCALE_SLICE_ID=0 but rank 1 is in slice 1' "$tmp/slice.1" ||
+  fail "the slice mismatch is not named: $(tail -3 "$tmp/slice.1")"
 
 # ---- 3, 4. faults across hosts -----------------------------------------------------------------
 # fault HOW HOSTS: HOSTS x 2 ranks of cluster_job loop; once all are ready the last host is killed
