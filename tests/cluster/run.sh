@@ -8,9 +8,11 @@
 #      through TPU_DIST_SOCKET_IFNAME=eth1: the INFO log shows the listener on that network; then
 #      srun's variables (SLURM_PROCID/NTASKS/LOCALID) and 2 slices (MEGASCALE_NUM_SLICES/SLICE_ID)
 #      on 2 hosts x 2 ranks, and a contradicting MEGASCALE_SLICE_ID refused
-#   3. a whole host killed (every rank in its namespace, SIGKILL) mid-collective: every survivor
+#   3. torchrun --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d in each host: the tpu_dist
+#      backend exact (tests/cluster/torch_job.py), shm inside a host, TCP across
+#   4. a whole host killed (every rank in its namespace, SIGKILL) mid-collective: every survivor
 #      gets tpudistRemoteError naming a peer within TPU_DIST_TIMEOUT_MS + 2 s (cluster_job)
-#   4. a host's link set down mid-collective: every rank (the cut-off host's too) fails with a
+#   5. a host's link set down mid-collective: every rank (the cut-off host's too) fails with a
 #      timeout or remote error naming a peer within the timeout + 2 s; nothing hangs
 # Needs root (network namespaces). TD_CLUSTER_NET picks the subnet (default 10.217.49).
 set -uo pipefail
@@ -101,6 +103,28 @@ wait "${pids[0]}"
 wait "${pids[1]}" && fail "a contradicting MEGASCALE_SLICE_ID was accepted"
 grep -q 'MEGASCALE_SLICE_ID=0 but rank 1 is in slice 1' "$tmp/slice.1" ||
   fail "the slice mismatch is not named: $(tail -3 "$tmp/slice.1")"
+
+# ---- torchrun across 2 hosts x 2 ranks, c10d rendezvous on host 0 ----------------------------
+echo "== torchrun: 2 hosts x 2 ranks, the tpu_dist backend"
+(cd python && PKG_CONFIG_PATH="$PWD/.." /usr/bin/python3 setup.py -q build_ext --inplace >/dev/null 2>&1) ||
+  fail "the torch extension does not build"
+p=$(port)
+pids=()
+for h in 0 1; do
+  PYTHONPATH="$PWD/python" TPU_DIST_DEBUG=INFO TPU_DIST_TIMEOUT_MS=30000 timeout 150 \
+    $C exec "$N$h" /usr/bin/python3 -m torch.distributed.run --nnodes 2 --nproc_per_node 2 \
+    --rdzv_backend c10d --rdzv_endpoint "$N"0:$p --rdzv_id cluster$$ tests/cluster/torch_job.py \
+    >"$tmp/torch.$h" 2>&1 &
+  pids+=($!)
+done
+for h in 0 1; do wait "${pids[$h]}" || { fail "torchrun on ${N}$h failed"; tail -15 "$tmp/torch.$h"; }; done
+grep -h '^torch_job' "$tmp"/torch.*
+[ "$(grep -h '^torch_job rank .*: ok$' "$tmp"/torch.* | wc -l)" -eq 4 ] || fail "torchrun: not 4 ranks ok"
+for h in 0 1; do
+  [ "$(grep -c "^torch_job rank .* on $N$h: ok" "$tmp/torch.$h")" -eq 2 ] || fail "torchrun: not 2 ranks ok on $N$h"
+done
+grep -q 'reaches rank [0-9] with socket' "$tmp/torch.0" || fail "torchrun: no pair across hosts over TCP"
+grep -q 'reaches rank [0-9] with shm' "$tmp/torch.0" || fail "torchrun: no pair inside a host over shm"
 
 # ---- 3, 4. faults across hosts -----------------------------------------------------------------
 # fault HOW HOSTS: HOSTS x 2 ranks of cluster_job loop; once all are ready the last host is killed
