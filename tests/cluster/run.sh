@@ -3,7 +3,8 @@
 # namespaces joined by a bridge, each link shaped to 2 Gbit/s, a second network on eth1), torn
 # down on every exit.
 #   1. mpirun with a hostfile and the cluster's rsh agent: tests/mpi/test_mpi exact across
-#      2 hosts x 2 ranks and 4 hosts x 2 ranks; inside a host ranks use shm, across hosts TCP
+#      2 hosts x 2 ranks and 4 hosts x 2 ranks; inside a host ranks use shm, across hosts TCP;
+#      the hierarchical all-reduce (hier) forced on 4 hosts, exact
 #   2. TPU_DIST_COMM_ID across 4 hosts (tools/main_job, results checked), on the second network
 #      through TPU_DIST_SOCKET_IFNAME=eth1: the INFO log shows the listener on that network; then
 #      srun's variables (SLURM_PROCID/NTASKS/LOCALID) and 2 slices (MEGASCALE_NUM_SLICES/SLICE_ID)
@@ -54,6 +55,14 @@ for h in 2 4; do
   grep -q ": rank 0 of $((2 * h)), topology flat($((2 * h))):hosts=2," <<<"$out" ||
     fail "$h hosts: the world communicator's topology is not flat($((2 * h))):hosts=2"
 done
+
+echo "== mpirun: all-reduce hier (hosts as the outer level) on 4 hosts x 2 ranks"
+out=$(TPU_DIST_DEBUG=WARN TPU_DIST_ALGO=allreduce=hier TD_MPI_ONLY=large mpi 4 2 -x TPU_DIST_ALGO -x TD_MPI_ONLY \
+  "$B/tests/mpi/test_mpi" --expect-algo allreduce=hier --expect-from 0 2>&1)
+st=$?
+grep -E '^test_mpi|FAIL' <<<"$out" | head -20
+[ $st -eq 0 ] || fail "test_mpi with allreduce=hier on 4 hosts: status $st"
+grep -q "test_mpi np 8: [0-9]* checks, 0 failures" <<<"$out" || fail "allreduce=hier: no clean summary"
 
 # ---- 2. TPU_DIST_COMM_ID across hosts, on the second network ----------------------------------
 echo "== COMM_ID: main_job on 4 hosts x 1 rank, TPU_DIST_SOCKET_IFNAME=eth1"
