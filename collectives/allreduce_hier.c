@@ -53,8 +53,8 @@ static tpudistResult_t localReduceScatter(const hierCtx *c) {
   TD_CHECK(schedPush(c->s, schedSend(next, superChunk(c, c->own, c->l))));
   for (int s = 0; s < c->L - 1; s++) {
     int ch = c->l - s - 1;
-    TD_CHECK(schedPush(c->s, schedRecvReduce(prev, superChunk(c, c->own, ch),
-                                             superChunk(c, TD_BUF_OUTPUT, ch))));
+    TD_CHECK(schedPush(
+        c->s, schedRecvReduce(prev, superChunk(c, c->own, ch), superChunk(c, TD_BUF_OUTPUT, ch))));
     if (s < c->L - 2) TD_CHECK(schedPush(c->s, schedSend(next, superChunk(c, TD_BUF_OUTPUT, ch))));
   }
   return tpudistSuccess;
@@ -69,8 +69,8 @@ static tpudistResult_t crossAllReduce(const hierCtx *c, int j, tdBufKind own) {
   TD_CHECK(schedPush(c->s, schedSend(next, schedRef(own, CH(q), 1))));
   for (int s = 0; s < G - 1; s++) {
     uint32_t ch = CH(q - s - 1);
-    TD_CHECK(schedPush(c->s, schedRecvReduce(prev, schedRef(own, ch, 1),
-                                             schedRef(TD_BUF_OUTPUT, ch, 1))));
+    TD_CHECK(schedPush(
+        c->s, schedRecvReduce(prev, schedRef(own, ch, 1), schedRef(TD_BUF_OUTPUT, ch, 1))));
     TD_CHECK(schedPush(c->s, schedSend(next, schedRef(TD_BUF_OUTPUT, ch, 1))));
   }
   for (int s = 0; s < G - 1; s++) {

@@ -126,8 +126,7 @@ static tpudistResult_t parseOption(const char **p, parsedSpec *ps, char *err) {
     if (ps->slices) return tdErr(err, tpudistInvalidArgument, "slices given twice");
     *p = s + 7;
     ps->slices = topoParseNum(p);
-    if (ps->slices < 1)
-      return tdErr(err, tpudistInvalidArgument, "slices: expected a number >= 1");
+    if (ps->slices < 1) return tdErr(err, tpudistInvalidArgument, "slices: expected a number >= 1");
     return tpudistSuccess;
   }
   size_t w = strcspn(s, ":");

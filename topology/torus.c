@@ -336,14 +336,16 @@ void topoFormat(const tdTopo *t, char *buf, size_t len) {
   if (t->ndims == 0) {
     int n = t->nranks / ns;
     pos = (size_t)snprintf(buf, len, "flat(%d)", n);
-    if (hasHosts(t) && pos < len) pos = appendList(buf, len, pos, ":hosts=", t->host_bounds, 1, ',');
+    if (hasHosts(t) && pos < len)
+      pos = appendList(buf, len, pos, ":hosts=", t->host_bounds, 1, ',');
   } else {
     pos = appendList(buf, len, 0, "", t->dims, nd, 'x');
     int custom = 0;
     for (int a = 0; a < nd; a++) custom |= t->wrap[a] != topoDefaultWrap(t->dims, a, t->twisted);
     if (custom) pos = appendList(buf, len, pos, ":wrap=", t->wrap, nd, ',');
     if (t->twisted) pos = appendList(buf, len, pos, ":twist", NULL, 0, 0);
-    if (hasHosts(t) && pos < len) pos = appendList(buf, len, pos, ":hosts=", t->host_bounds, nd, ',');
+    if (hasHosts(t) && pos < len)
+      pos = appendList(buf, len, pos, ":hosts=", t->host_bounds, nd, ',');
   }
   if (ns > 1 && pos < len) appendList(buf, len, pos, ":slices=", &ns, 1, ',');
 }

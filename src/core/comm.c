@@ -246,8 +246,8 @@ TPUDIST_API tpudistResult_t tpudistCommInitEnv(tpudistComm_t *comm, int nranks, 
                      "WORLD_SIZE, or launch with mpirun or srun)",
                      rank, nranks);
   if (er == cfg->slurm_procid && cfg->slurm_localid >= 0 && !strcmp(from, "SLURM_PROCID/NTASKS"))
-    TD_INFO(TD_SUBSYS_INIT, "CommInitEnv: rank %d of %d from %s, local rank %d", rank, nranks,
-            from, cfg->slurm_localid);
+    TD_INFO(TD_SUBSYS_INIT, "CommInitEnv: rank %d of %d from %s, local rank %d", rank, nranks, from,
+            cfg->slurm_localid);
   else
     TD_INFO(TD_SUBSYS_INIT, "CommInitEnv: rank %d of %d from %s", rank, nranks, from);
   tpudistResult_t r = bootstrapGetUniqueId(&id, cfg->comm_id, err);

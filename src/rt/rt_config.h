@@ -25,8 +25,8 @@ typedef struct {
   const char *sched_file;     /* TPU_DIST_SCHED_FILE */
   const char *tpu_accelerator_type, *tpu_topology, *tpu_topology_wrap, *tpu_topology_alt,
       *tpu_chips_per_host_bounds; /* TPU_* runtime variables */
-  int megascale_num_slices;      /* MEGASCALE_NUM_SLICES (0 unset) */
-  int megascale_slice_id;        /* MEGASCALE_SLICE_ID (-1 unset) */
+  int megascale_num_slices;       /* MEGASCALE_NUM_SLICES (0 unset) */
+  int megascale_slice_id;         /* MEGASCALE_SLICE_ID (-1 unset) */
   /* bootstrap */
   const char *comm_id;          /* TPU_DIST_COMM_ID host:port */
   const char *hostid;           /* TPU_DIST_HOSTID */

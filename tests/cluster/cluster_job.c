@@ -6,12 +6,11 @@
  *                         exactly checked int32 sum all-reduces of TD_CLUSTER_COUNT elements
  *                         (default 1 Mi) in a loop. After the first one completes the rank prints
  *                         "ready". The harness then kills a whole host or sets its link down:
- *                         every survivor must see the call fail with tpudistRemoteError (with "timeout": that or
- *                         tpudistTimeout, for a link that goes silent) within
- *                         TPU_DIST_TIMEOUT_MS + 2 s, with a message that names a peer rank, and
- *                         destroy the communicator within 2 s. No failure after TD_CLUSTER_MAX_S
- *                         (default 60) seconds is a failure too.
- * Prints "rank R: failed after T ms: MESSAGE" and exits 0 when the survivor behaved; 1 otherwise.
+ *                         every survivor must see the call fail with tpudistRemoteError (with
+ * "timeout": that or tpudistTimeout, for a link that goes silent) within TPU_DIST_TIMEOUT_MS + 2 s,
+ * with a message that names a peer rank, and destroy the communicator within 2 s. No failure after
+ * TD_CLUSTER_MAX_S (default 60) seconds is a failure too. Prints "rank R: failed after T ms:
+ * MESSAGE" and exits 0 when the survivor behaved; 1 otherwise.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -32,8 +31,8 @@ static long envLong(const char *name, long dflt) {
 }
 
 /* One exactly checked all-reduce; returns its result, or tpudistInternalError on a wrong value. */
-static tpudistResult_t checkedAllReduce(tpudistComm_t c, int rank, int n, size_t count,
-                                        int32_t *in, int32_t *out) {
+static tpudistResult_t checkedAllReduce(tpudistComm_t c, int rank, int n, size_t count, int32_t *in,
+                                        int32_t *out) {
   for (size_t i = 0; i < count; i++) in[i] = (rank + 1) * 1000 + (int32_t)(i % 977);
   tpudistResult_t r = tpudistAllReduce(in, out, count, tpudistInt32, tpudistSum, c, NULL);
   if (r != tpudistSuccess) return r;
@@ -111,8 +110,9 @@ int main(int argc, char **argv) {
   const char *rs = getenv("RANK"), *ns = getenv("WORLD_SIZE");
   int allowTimeout = argc > 2 && !strcmp(argv[2], "timeout");
   if (argc < 2 || strcmp(argv[1], "loop") || (argc > 2 && !allowTimeout) || !rs || !ns) {
-    fprintf(stderr, "usage: RANK=R WORLD_SIZE=N TPU_DIST_COMM_ID=HOST:PORT cluster_job loop "
-                    "[timeout]\n");
+    fprintf(stderr,
+            "usage: RANK=R WORLD_SIZE=N TPU_DIST_COMM_ID=HOST:PORT cluster_job loop "
+            "[timeout]\n");
     return 2;
   }
   return modeLoop(atoi(rs), atoi(ns), allowTimeout);

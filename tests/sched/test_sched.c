@@ -617,10 +617,18 @@ int main(void) {
   for (int i = 0; i < g_nranks_cases; i++) topoInitFlat(&g_topo[i], g_ranks[i]);
   /* the tori themselves, so that topology-aware generators run too */
   /* and the levels above one slice (slices, hosts), for the hierarchical generators */
-  static const char *const tori[] = {"2x2",           "3x3",          "4x4",
-                                     "2x2x2",         "2x2:slices=2", "3:hosts=1:slices=3",
-                                     "flat(4):hosts=2", "flat(3):slices=2", "2x4:hosts=2,1",
-                                     "4x2x2",         "4x4x4",        "4x4x8"};
+  static const char *const tori[] = {"2x2",
+                                     "3x3",
+                                     "4x4",
+                                     "2x2x2",
+                                     "2x2:slices=2",
+                                     "3:hosts=1:slices=3",
+                                     "flat(4):hosts=2",
+                                     "flat(3):slices=2",
+                                     "2x4:hosts=2,1",
+                                     "4x2x2",
+                                     "4x4x4",
+                                     "4x4x8"};
   for (size_t i = 0; i < sizeof(tori) / sizeof(tori[0]) - (g_full ? 0 : 2); i++) {
     char err[TD_ERRLEN];
     if (topoParse(tori[i], 0, &g_topo[g_nranks_cases], err) != tpudistSuccess) {
