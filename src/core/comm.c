@@ -114,9 +114,10 @@ static int commRanksPerHost(const tdNet *n) {
   while (per < n->nranks && n->peers[per].host_hash == n->peers[0].host_hash) per++;
   if (n->nranks % per) return 0;
   for (int r = 0; r < n->nranks; r++)
-    if (n->peers[r].host_hash != n->peers[r - r % per].host_hash ||
-        (r % per == 0 && r > 0 && n->peers[r].host_hash == n->peers[r - per].host_hash))
-      return 0;
+    if (n->peers[r].host_hash != n->peers[r - r % per].host_hash) return 0;
+  for (int b = per; b < n->nranks; b += per) /* each host one block: no hash twice */
+    for (int e = 0; e < b; e += per)
+      if (n->peers[b].host_hash == n->peers[e].host_hash) return 0;
   return per;
 }
 
