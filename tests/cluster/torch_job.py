@@ -4,10 +4,13 @@ checked exactly, then the host and transport facts printed for the suite to chec
 
     torchrun --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d --rdzv_endpoint HOST0:PORT \\
         tests/cluster/torch_job.py
+
+TD_BENCH=1 (with TD_BACKEND=gloo or tpu_dist) times all-reduces instead (docs/performance.md).
 """
 import os
 import socket
 import sys
+import time
 
 import torch
 import torch.distributed as dist
@@ -15,8 +18,30 @@ import torch.distributed as dist
 import tpu_dist  # noqa: F401  (registers the backend)
 
 
+def bench(backend, rank, n):
+    """TD_BENCH=1: median all-reduce time at 1, 4 and 16 MiB (float32), busbw printed by rank 0."""
+    for nbytes in (1 << 20, 4 << 20, 16 << 20):
+        t = torch.ones(nbytes // 4, dtype=torch.float32)
+        times = []
+        for i in range(7):
+            dist.barrier()
+            t0 = time.perf_counter()
+            dist.all_reduce(t)
+            times.append(time.perf_counter() - t0)
+        times.sort()
+        med = times[len(times) // 2]
+        if rank == 0:
+            print("bench %s allreduce %d ranks %d bytes: %.0f us, busbw %.3f GB/s" % (
+                backend, n, nbytes, med * 1e6, nbytes * 2.0 * (n - 1) / n / med / 1e9), flush=True)
+
+
 def main():
-    dist.init_process_group("tpu_dist", init_method="env://")
+    backend = os.environ.get("TD_BACKEND", "tpu_dist")
+    dist.init_process_group(backend, init_method="env://")
+    if os.environ.get("TD_BENCH") == "1":
+        bench(backend, dist.get_rank(), dist.get_world_size())
+        dist.destroy_process_group()
+        return 0
     rank, n = dist.get_rank(), dist.get_world_size()
     bad = 0
     for count in (7, 1 << 20):
