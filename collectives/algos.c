@@ -26,6 +26,7 @@ const tdAlgo tdAlgoTable[] = {
     {TD_COLL_ALLTOALLV, "direct", genAlltoallvDirect, TD_ALGO_V_LOCAL},
     {TD_COLL_SENDRECV, "direct", genSendrecvDirect, 0},
     {TD_COLL_ALLREDUCE, "torus", genAllreduceTorus, 0},
+    {TD_COLL_ALLREDUCE, "hier", genAllreduceHier, 0},
     {TD_COLL_ALLGATHER, "torus", genAllgatherTorus, 0},
     {TD_COLL_REDUCESCATTER, "torus", genReducescatterTorus, 0},
     {TD_COLL_ALLTOALL, "torus", genAlltoallTorus, 0},

@@ -76,6 +76,7 @@ tpudistResult_t genSendrecvDirect(const tdCollArgs *a, tdSched *s, char *err);
 /* Torus generators (allreduce_torus.c, allgather_torus.c, reducescatter_torus.c,
  * alltoall_torus.c) and Bruck all-to-all (alltoall_bruck.c). */
 tpudistResult_t genAllreduceTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllreduceHier(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAllgatherTorus(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genReducescatterTorus(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAlltoallTorus(const tdCollArgs *a, tdSched *s, char *err);

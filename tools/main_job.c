@@ -2,8 +2,8 @@
  * main_job.c - the main job (scripts/main-job): every collective at a few sizes on the world
  * communicator; per collective and size it prints the algorithm (tpudistLastAlgorithm), the time
  * per call, the bus bandwidth, and whether the result checked out (exact: integer inputs whose
- * every result is known in closed form). Bootstraps through MPI's environment when run under
- * mpirun (OMPI_COMM_WORLD_RANK/SIZE with TPU_DIST_COMM_ID), else RANK/WORLD_SIZE.
+ * every result is known in closed form). Bootstraps through TPU_DIST_COMM_ID with the rank and
+ * size tpudistCommInitEnv finds (RANK/WORLD_SIZE, else OMPI_COMM_WORLD_*, else SLURM_*).
  *
  *   main_job [--small]     --small: only the smallest size, one timed call (valgrind, smoke tests)
  */
@@ -155,11 +155,8 @@ static int measure(Coll c, size_t cnt, int iters, tpudistComm_t comm, int32_t *s
 
 int main(int argc, char **argv) {
   int small = argc > 1 && !strcmp(argv[1], "--small"); /* one small size, one timed call */
-  const char *er = getenv("OMPI_COMM_WORLD_RANK"), *en = getenv("OMPI_COMM_WORLD_SIZE");
-  gRank = er ? atoi(er) : -1;
-  gN = en ? atoi(en) : -1;
-  tpudistComm_t comm;
-  if (tpudistCommInitEnv(&comm, gN, gRank, NULL) != tpudistSuccess) {
+  tpudistComm_t comm; /* rank and size from RANK/WORLD_SIZE, mpirun's or srun's variables */
+  if (tpudistCommInitEnv(&comm, -1, -1, NULL) != tpudistSuccess) {
     fprintf(stderr, "main_job: init: %s\n", tpudistGetLastError(NULL));
     return 1;
   }

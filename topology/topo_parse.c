@@ -2,12 +2,15 @@
  * topo_parse.c - the pure parser of TPU_DIST_TOPOLOGY (the caller passes the string; nothing here
  * reads the environment). Syntax (docs/topology.md):
  *
- *   AxB[xC[xD]][:wrap=W,W,...][:twist][:hosts=H,H,...]     or     flat | flat(N)
+ *   AxB[xC[xD]][:wrap=W,W,...][:twist][:hosts=H,H,...][:slices=S]
+ *   flat | flat(N) [:hosts=K][:slices=S]
  *
  * Lengths are >= 1, at most 4 of them (x fastest). Without :wrap every axis of length >= 3 wraps
  * (with :twist, x, y and z wrap). :wrap gives one 0/1 per axis; :hosts gives the chips per host
  * along each axis (each dividing its axis) and makes the rank order host-blocked. Options may come
- * in any order, each at most once. Every rejection says what is wrong and where.
+ * in any order, each at most once. :slices=S makes S such slices joined by DCN (the shape and the
+ * other options describe one slice; flat(N) is N ranks per slice, :hosts=K ranks per host). Every
+ * rejection says what is wrong and where.
  */
 #include <ctype.h>
 #include <string.h>
@@ -92,6 +95,7 @@ typedef struct {
   int haveWrap, wrap[TD_MAX_DIMS + 1], nwrap;
   int twist;
   int haveHosts, hosts[TD_MAX_DIMS + 1], nhosts;
+  int slices; /* 0 = not given */
 } parsedSpec;
 
 static tpudistResult_t parseOption(const char **p, parsedSpec *ps, char *err) {
@@ -118,15 +122,21 @@ static tpudistResult_t parseOption(const char **p, parsedSpec *ps, char *err) {
     ps->haveHosts = 1;
     return parseList(p, ps->hosts, &ps->nhosts, "hosts", err);
   }
+  if (strncmp(s, "slices=", 7) == 0) {
+    if (ps->slices) return tdErr(err, tpudistInvalidArgument, "slices given twice");
+    *p = s + 7;
+    ps->slices = topoParseNum(p);
+    if (ps->slices < 1) return tdErr(err, tpudistInvalidArgument, "slices: expected a number >= 1");
+    return tpudistSuccess;
+  }
   size_t w = strcspn(s, ":");
-  return tdErr(err, tpudistInvalidArgument, "unknown option '%.*s' (expected wrap=, twist, hosts=)",
-               (int)TD_MIN(w, 32), s);
+  return tdErr(err, tpudistInvalidArgument,
+               "unknown option '%.*s' (expected wrap=, twist, hosts=, slices=)", (int)TD_MIN(w, 32),
+               s);
 }
 
-static tpudistResult_t parseSpec(const char *s, parsedSpec *ps, char *err) {
-  const char *p = s;
-  memset(ps, 0, sizeof(*ps));
-  TD_CHECK(topoParseDims(&p, TD_MAX_DIMS, ps->dims, &ps->ndims, "dimensions", err));
+/* The options from p to the end of s. */
+static tpudistResult_t parseOptions(const char *s, const char *p, parsedSpec *ps, char *err) {
   while (*p == ':') {
     p++;
     TD_CHECK(parseOption(&p, ps, err));
@@ -134,6 +144,14 @@ static tpudistResult_t parseSpec(const char *s, parsedSpec *ps, char *err) {
   if (*p != '\0')
     return tdErr(err, tpudistInvalidArgument, "unexpected '%c' at position %d", *p,
                  (int)(p - s) + 1);
+  return tpudistSuccess;
+}
+
+static tpudistResult_t parseSpec(const char *s, parsedSpec *ps, char *err) {
+  const char *p = s;
+  memset(ps, 0, sizeof(*ps));
+  TD_CHECK(topoParseDims(&p, TD_MAX_DIMS, ps->dims, &ps->ndims, "dimensions", err));
+  TD_CHECK(parseOptions(s, p, ps, err));
   if (ps->haveWrap && ps->nwrap != ps->ndims)
     return tdErr(err, tpudistInvalidArgument, "wrap lists %d value%s for %d dimensions", ps->nwrap,
                  ps->nwrap == 1 ? "" : "s", ps->ndims);
@@ -143,21 +161,34 @@ static tpudistResult_t parseSpec(const char *s, parsedSpec *ps, char *err) {
   return tpudistSuccess;
 }
 
+/* flat, flat(N), each with :hosts=K and :slices=S (N ranks per slice). */
 static tpudistResult_t parseFlat(const char *s, int nranks, tdTopo *out, char *err) {
   const char *p = s + 4;
-  int n = nranks > 0 ? nranks : 0;
+  int n = -1;
+  parsedSpec ps;
+  memset(&ps, 0, sizeof(ps));
   if (*p == '(') {
     p++;
     n = topoParseNum(&p);
-    if (n < 1 || *p != ')' || p[1] != '\0')
+    if (n < 1 || *p != ')')
       return tdErr(err, tpudistInvalidArgument, "expected flat or flat(N) with N >= 1");
-    if (nranks > 0 && n != nranks)
-      return tdErr(err, tpudistInvalidArgument,
-                   "flat(%d) has %d ranks but the communicator has %d ranks", n, n, nranks);
-  } else if (*p != '\0') {
-    return tdErr(err, tpudistInvalidArgument, "expected flat or flat(N) with N >= 1");
+    p++;
   }
+  if (*p != '\0' && *p != ':')
+    return tdErr(err, tpudistInvalidArgument, "expected flat or flat(N) with N >= 1");
+  TD_CHECK(parseOptions(s, p, &ps, err));
+  if (ps.haveWrap || ps.twist || (ps.haveHosts && ps.nhosts != 1))
+    return tdErr(err, tpudistInvalidArgument,
+                 "a flat topology takes only hosts=K (ranks per host) and slices=S");
+  int ns = ps.slices ? ps.slices : 1;
+  if (n < 0) n = nranks > 0 && nranks % ns == 0 ? nranks / ns : 0;
+  if (nranks > 0 && (long long)n * ns != nranks)
+    return tdErr(err, tpudistInvalidArgument,
+                 "flat(%d)%s has %lld ranks but the communicator has %d ranks", n,
+                 ns > 1 ? " x slices" : "", (long long)n * ns, nranks);
   topoInitFlat(out, n);
+  TD_CHECK(topoSetSlices(out, ns, err));
+  if (ps.haveHosts) TD_CHECK(topoSetFlatHosts(out, ps.hosts[0], err));
   return tpudistSuccess;
 }
 
@@ -168,6 +199,7 @@ static tpudistResult_t parseTrimmed(const char *s, int nranks, tdTopo *out, char
   TD_CHECK(parseSpec(s, &ps, err));
   TD_CHECK(topoInit(out, ps.ndims, ps.dims, ps.haveWrap ? ps.wrap : NULL, ps.twist, err));
   if (ps.haveHosts) TD_CHECK(topoSetHostBounds(out, ps.hosts, err));
+  if (ps.slices) TD_CHECK(topoSetSlices(out, ps.slices, err));
   if (nranks > 0 && out->nranks != nranks) {
     char shape[64];
     topoFormat(out, shape, sizeof(shape));

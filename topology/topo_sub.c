@@ -79,8 +79,13 @@ void topoSubBlock(const tdTopo *parent, const int *members, int n, tdTopo *out) 
     if (aligned && topoSetHostBounds(&hosted, parent->host_bounds, NULL) == tpudistSuccess &&
         sameOrder(parent, &hosted, lo, members, n)) {
       *out = hosted;
+      if (topoNumSlices(parent) > 1 && out->dims[out->ndims - 1] > 1)
+        out->slices = out->dims[out->ndims - 1];
       return;
     }
   }
   if (sameOrder(parent, &child, lo, members, n)) *out = child;
+  /* the slice level survives where the block spans more than one slice */
+  if (out->ndims == parent->ndims && topoNumSlices(parent) > 1 && out->dims[out->ndims - 1] > 1)
+    out->slices = out->dims[out->ndims - 1];
 }

@@ -100,7 +100,15 @@ tpudistResult_t topoInit(tdTopo *t, int ndims, const int *dims, const int *wrap,
 }
 
 static int hasHosts(const tdTopo *t) {
-  return t->ndims > 0 && t->host_bounds[0] > 0;
+  return t->host_bounds[0] > 0;
+}
+
+/* Ranks per host when the host level is known. */
+static int hostRanks(const tdTopo *t) {
+  if (t->ndims == 0) return t->host_bounds[0];
+  int per = 1;
+  for (int a = 0; a < t->ndims; a++) per *= t->host_bounds[a];
+  return per;
 }
 
 tpudistResult_t topoSetHostBounds(tdTopo *t, const int *bounds, char *err) {
@@ -298,16 +306,12 @@ int topoRoute(const tdTopo *t, int src, int dst, tdHop *hops, int maxhops) {
 int topoHostOf(const tdTopo *t, int rank) {
   if (rank < 0 || rank >= t->nranks) return -1;
   if (!hasHosts(t)) return rank;
-  int per = 1;
-  for (int a = 0; a < t->ndims; a++) per *= t->host_bounds[a];
-  return rank / per;
+  return rank / hostRanks(t);
 }
 
 int topoNumHosts(const tdTopo *t) {
   if (!hasHosts(t)) return t->nranks;
-  int per = 1;
-  for (int a = 0; a < t->ndims; a++) per *= t->host_bounds[a];
-  return t->nranks / per;
+  return t->nranks / hostRanks(t);
 }
 
 /* Appends lead then v[0..n) joined by sep; returns the new length (at most len - 1). */
@@ -327,15 +331,21 @@ static size_t appendList(char *buf, size_t len, size_t pos, const char *lead, co
 void topoFormat(const tdTopo *t, char *buf, size_t len) {
   if (!buf || len == 0) return;
   buf[0] = '\0';
+  int ns = topoNumSlices(t), nd = t->ndims - (ns > 1 && t->ndims > 0); /* one slice's axes */
+  size_t pos;
   if (t->ndims == 0) {
-    snprintf(buf, len, "flat(%d)", t->nranks);
-    return;
+    int n = t->nranks / ns;
+    pos = (size_t)snprintf(buf, len, "flat(%d)", n);
+    if (hasHosts(t) && pos < len)
+      pos = appendList(buf, len, pos, ":hosts=", t->host_bounds, 1, ',');
+  } else {
+    pos = appendList(buf, len, 0, "", t->dims, nd, 'x');
+    int custom = 0;
+    for (int a = 0; a < nd; a++) custom |= t->wrap[a] != topoDefaultWrap(t->dims, a, t->twisted);
+    if (custom) pos = appendList(buf, len, pos, ":wrap=", t->wrap, nd, ',');
+    if (t->twisted) pos = appendList(buf, len, pos, ":twist", NULL, 0, 0);
+    if (hasHosts(t) && pos < len)
+      pos = appendList(buf, len, pos, ":hosts=", t->host_bounds, nd, ',');
   }
-  size_t pos = appendList(buf, len, 0, "", t->dims, t->ndims, 'x');
-  int custom = 0;
-  for (int a = 0; a < t->ndims; a++)
-    custom |= t->wrap[a] != topoDefaultWrap(t->dims, a, t->twisted);
-  if (custom) pos = appendList(buf, len, pos, ":wrap=", t->wrap, t->ndims, ',');
-  if (t->twisted) pos = appendList(buf, len, pos, ":twist", NULL, 0, 0);
-  if (hasHosts(t) && pos < len) appendList(buf, len, pos, ":hosts=", t->host_bounds, t->ndims, ',');
+  if (ns > 1 && pos < len) appendList(buf, len, pos, ":slices=", &ns, 1, ',');
 }

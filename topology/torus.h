@@ -19,7 +19,11 @@ typedef struct {
   int dims[TD_MAX_DIMS];        /* unused axes are 1 */
   int wrap[TD_MAX_DIMS];        /* 1 if the axis is a ring, 0 if a line */
   int twisted;                  /* twisted torus wiring (n x n x 2n or n x 2n x 2n), see torus.c */
-  int host_bounds[TD_MAX_DIMS]; /* chips per host along each axis; all 0 = unknown */
+  int host_bounds[TD_MAX_DIMS]; /* chips per host along each axis; all 0 = unknown (flat:
+                                   host_bounds[0] = ranks per host) */
+  int slices;                   /* 0 or 1: one slice. S > 1: slices joined by DCN; on a torus the
+                                   last axis (length S, a line) is the slice level, the others
+                                   one slice's ICI torus; ranks are slice-major */
 } tdTopo;
 
 /* One hop of a route: from rank along axis in direction dir (+1 / -1), arriving at rank to.
@@ -65,8 +69,21 @@ int topoHops(const tdTopo *t, int src, int dst);
 int topoHostOf(const tdTopo *t, int rank);
 int topoNumHosts(const tdTopo *t);
 
-/* Parses TPU_DIST_TOPOLOGY: AxB[xC[xD]] with optional ":wrap=1,1,0", ":twist" and ":hosts=2,2,1"
- * (chips per host), or "flat" / "flat(N)". Without a wrap spec every axis of length >= 3 wraps
+/* Slices as the outer level: t (one slice's torus of at most 3 axes, or flat(N)) becomes S of them
+ * joined by DCN (slice-major ranks; on a torus a last axis of length S that does not wrap). S == 1
+ * is a no-op. A twisted or already sliced topology is refused. */
+tpudistResult_t topoSetSlices(tdTopo *t, int slices, char *err);
+/* 1 when not sliced. */
+int topoNumSlices(const tdTopo *t);
+/* Slice of a rank (0 when not sliced, -1 out of range). */
+int topoSliceOf(const tdTopo *t, int rank);
+/* Flat topology: ranks per host (host-blocked, dividing nranks); 0 clears it. */
+tpudistResult_t topoSetFlatHosts(tdTopo *t, int per_host, char *err);
+
+/* Parses TPU_DIST_TOPOLOGY: AxB[xC[xD]] with optional ":wrap=1,1,0", ":twist", ":hosts=2,2,1"
+ * (chips per host) and ":slices=S" (S such slices joined by DCN; the other options describe one
+ * slice), or "flat" / "flat(N)" with optional ":hosts=K" (ranks per host) and ":slices=S" (N per
+ * slice). Without a wrap spec every axis of length >= 3 wraps
  * (with :twist, x, y and z wrap). nranks > 0 must equal the product (the message says both
  * numbers); nranks <= 0 skips that check. */
 tpudistResult_t topoParse(const char *spec, int nranks, tdTopo *out, char *err);

@@ -121,6 +121,20 @@ static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
   return tpudistSuccess;
 }
 
+/* Ranks per host when every host holds the same number of consecutive ranks (the host level of
+ * a flat communicator), else 0. */
+static int commRanksPerHost(const tdNet *n) {
+  int per = 1;
+  while (per < n->nranks && n->peers[per].host_hash == n->peers[0].host_hash) per++;
+  if (n->nranks % per) return 0;
+  for (int r = 0; r < n->nranks; r++)
+    if (n->peers[r].host_hash != n->peers[r - r % per].host_hash) return 0;
+  for (int b = per; b < n->nranks; b += per) /* each host one block: no hash twice */
+    for (int e = 0; e < b; e += per)
+      if (n->peers[b].host_hash == n->peers[e].host_hash) return 0;
+  return per;
+}
+
 /* Topology: config.topology, else the parent's sub-block, else TPU_DIST_TOPOLOGY, else the TPU
  * runtime variables, else flat. */
 static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
@@ -133,7 +147,15 @@ static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const 
     return tpudistSuccess;
   }
   const char *source;
-  return configTopology(cfg, c->net.nranks, &c->topo, &source, err);
+  TD_CHECK(configTopology(cfg, c->net.nranks, &c->topo, &source, err));
+  int slice = topoSliceOf(&c->topo, c->net.rank);
+  if (cfg->megascale_slice_id >= 0 && topoNumSlices(&c->topo) > 1 &&
+      cfg->megascale_slice_id != slice)
+    return tdErr(err, tpudistInvalidArgument,
+                 "MEGASCALE_SLICE_ID=%d but rank %d is in slice %d (ranks are slice-major)",
+                 cfg->megascale_slice_id, c->net.rank, slice);
+  if (c->topo.ndims == 0) topoSetFlatHosts(&c->topo, commRanksPerHost(&c->net), NULL);
+  return tpudistSuccess;
 }
 
 /* Everything after the bootstrap channel exists: transports, peer exchange, topology,
@@ -226,12 +248,25 @@ TPUDIST_API tpudistResult_t tpudistCommInitEnv(tpudistComm_t *comm, int nranks, 
   tpudistUniqueId id;
   if (!cfg->comm_id)
     return commError(NULL, tpudistInvalidArgument, "CommInitEnv: TPU_DIST_COMM_ID is not set");
-  if (nranks < 0) nranks = cfg->env_world_size;
-  if (rank < 0) rank = cfg->env_rank;
-  if (nranks < 1 || rank < 0)
+  /* rank and size from one launcher: torchrun's, else mpirun's, else srun's */
+  const char *from = "RANK/WORLD_SIZE";
+  int er = cfg->env_rank, en = cfg->env_world_size;
+  if (er < 0 && en < 0 && cfg->ompi_rank >= 0)
+    from = "OMPI_COMM_WORLD_RANK/SIZE", er = cfg->ompi_rank, en = cfg->ompi_size;
+  else if (er < 0 && en < 0 && cfg->slurm_procid >= 0)
+    from = "SLURM_PROCID/NTASKS", er = cfg->slurm_procid, en = cfg->slurm_ntasks;
+  if (nranks < 0) nranks = en;
+  if (rank < 0) rank = er;
+  if (nranks < 1 || rank < 0 || rank >= nranks)
     return commError(NULL, tpudistInvalidArgument,
-                     "CommInitEnv: rank %d / size %d not given (set RANK and WORLD_SIZE)", rank,
-                     nranks);
+                     "CommInitEnv: rank %d / size %d not given or out of range (set RANK and "
+                     "WORLD_SIZE, or launch with mpirun or srun)",
+                     rank, nranks);
+  if (er == cfg->slurm_procid && cfg->slurm_localid >= 0 && !strcmp(from, "SLURM_PROCID/NTASKS"))
+    TD_INFO(TD_SUBSYS_INIT, "CommInitEnv: rank %d of %d from %s, local rank %d", rank, nranks, from,
+            cfg->slurm_localid);
+  else
+    TD_INFO(TD_SUBSYS_INIT, "CommInitEnv: rank %d of %d from %s", rank, nranks, from);
   tpudistResult_t r = bootstrapGetUniqueId(&id, cfg->comm_id, err);
   if (r != tpudistSuccess) return commErrorMsg(NULL, r, err);
   return initCommon(comm, nranks, &id, rank, NULL, NULL, config);

@@ -26,6 +26,8 @@ typedef struct {
   const char *sched_file;     /* TPU_DIST_SCHED_FILE */
   const char *tpu_accelerator_type, *tpu_topology, *tpu_topology_wrap, *tpu_topology_alt,
       *tpu_chips_per_host_bounds; /* TPU_* runtime variables */
+  int megascale_num_slices;       /* MEGASCALE_NUM_SLICES (0 unset) */
+  int megascale_slice_id;         /* MEGASCALE_SLICE_ID (-1 unset) */
   /* bootstrap */
   const char *comm_id;          /* TPU_DIST_COMM_ID host:port */
   const char *hostid;           /* TPU_DIST_HOSTID */
@@ -34,6 +36,8 @@ typedef struct {
   int handshake_ms;             /* TPU_DIST_HANDSHAKE_MS: per-connection handshake deadline */
   int max_handshakes;           /* TPU_DIST_MAX_HANDSHAKES: handshakes in progress per listener */
   int env_rank, env_world_size; /* RANK, WORLD_SIZE (-1 unset) */
+  int ompi_rank, ompi_size;     /* OMPI_COMM_WORLD_RANK, OMPI_COMM_WORLD_SIZE (-1 unset) */
+  int slurm_procid, slurm_ntasks, slurm_localid; /* SLURM_PROCID, SLURM_NTASKS, SLURM_LOCALID */
   /* transports and executor */
   const char *transports;    /* TPU_DIST_TRANSPORTS */
   const char *socket_ifname; /* TPU_DIST_SOCKET_IFNAME */

@@ -3,8 +3,11 @@
  */
 #include "rt_topo.h"
 
-tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, const char **source,
-                               char *err) {
+#include <string.h>
+
+/* One slice's topology (ranks per slice, or <= 0 for unchecked). */
+static tpudistResult_t sliceTopology(const tdConfig *cfg, int nranks, tdTopo *out,
+                                     const char **source, char *err) {
   if (cfg->topology) {
     *source = "TPU_DIST_TOPOLOGY";
     return topoParse(cfg->topology, nranks, out, err);
@@ -18,5 +21,31 @@ tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, con
   if (nranks < 1)
     return tdErr(err, tpudistInvalidArgument, "no topology configured and no rank count given");
   topoInitFlat(out, nranks);
+  return tpudistSuccess;
+}
+
+tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, const char **source,
+                               char *err) {
+  int ns = cfg->megascale_num_slices;
+  if (ns <= 1) return sliceTopology(cfg, nranks, out, source, err);
+  /* MEGASCALE_NUM_SLICES: the configured topology is one slice, unless it names its slices */
+  if (nranks > 0 && nranks % ns != 0)
+    return tdErr(err, tpudistInvalidArgument,
+                 "MEGASCALE_NUM_SLICES=%d does not divide the communicator's %d ranks", ns, nranks);
+  tdTopo t;
+  int named = cfg->topology && strstr(cfg->topology, "slices=");
+  TD_CHECK(sliceTopology(cfg, named ? nranks : (nranks > 0 ? nranks / ns : 0), &t, source, err));
+  if (topoNumSlices(&t) == 1) TD_CHECK(topoSetSlices(&t, ns, err));
+  if (topoNumSlices(&t) != ns)
+    return tdErr(err, tpudistInvalidArgument,
+                 "MEGASCALE_NUM_SLICES=%d but TPU_DIST_TOPOLOGY='%s' has %d slices", ns,
+                 cfg->topology, topoNumSlices(&t));
+  if (nranks > 0 && t.nranks != nranks) {
+    char shape[64];
+    topoFormat(&t, shape, sizeof(shape));
+    return tdErr(err, tpudistInvalidArgument, "%s has %d ranks but the communicator has %d ranks",
+                 shape, t.nranks, nranks);
+  }
+  *out = t;
   return tpudistSuccess;
 }

@@ -8,7 +8,7 @@ source tests/mpi/launch.sh
 set -o pipefail
 for n in 2 3; do
   echo "== commid: $n ranks"
-  # main_job reads OMPI_COMM_WORLD_* only under mpirun; here RANK/WORLD_SIZE
+  # RANK/WORLD_SIZE; OMPI_COMM_WORLD_* would win only without them
   launch "$n" env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE tools/main_job --small || exit 1
 done
 # a configuration value that does not parse: the communicator refuses to start, naming it

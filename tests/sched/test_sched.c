@@ -616,18 +616,28 @@ int main(void) {
     g_ranks[g_nranks_cases++] = full[i];
   for (int i = 0; i < g_nranks_cases; i++) topoInitFlat(&g_topo[i], g_ranks[i]);
   /* the tori themselves, so that topology-aware generators run too */
-  static const char *const tori[] = {"2x2", "3x3", "4x4", "2x2x2", "4x2x2", "4x4x4", "4x4x8"};
+  /* and the levels above one slice (slices, hosts), for the hierarchical generators */
+  static const char *const tori[] = {"2x2",
+                                     "3x3",
+                                     "4x4",
+                                     "2x2x2",
+                                     "2x2:slices=2",
+                                     "3:hosts=1:slices=3",
+                                     "flat(4):hosts=2",
+                                     "flat(3):slices=2",
+                                     "2x4:hosts=2,1",
+                                     "4x2x2",
+                                     "4x4x4",
+                                     "4x4x8"};
   for (size_t i = 0; i < sizeof(tori) / sizeof(tori[0]) - (g_full ? 0 : 2); i++) {
-    int n = 1;
-    for (const char *q = tori[i]; *q; q++)
-      if (*q >= '0' && *q <= '9' && (q == tori[i] || q[-1] == 'x')) n *= atoi(q);
     char err[TD_ERRLEN];
-    if (topoParse(tori[i], n, &g_topo[g_nranks_cases], err) != tpudistSuccess) {
+    if (topoParse(tori[i], 0, &g_topo[g_nranks_cases], err) != tpudistSuccess) {
       printf("topology %s: %s\n", tori[i], err);
       return 1;
     }
     g_spec[g_nranks_cases] = tori[i];
-    g_ranks[g_nranks_cases++] = n;
+    g_ranks[g_nranks_cases] = g_topo[g_nranks_cases].nranks;
+    g_nranks_cases++;
   }
   setvbuf(stdout, NULL, _IOLBF, 0);
   CU_TestInfo tests[] = {

@@ -425,6 +425,49 @@ static void testParseErrors(void) {
   expectBad("0x4", 0, "topology '0x4': ");
 }
 
+/* Slices as the outer level (DCN between, the ICI torus inside), and hosts of a flat topology. */
+static void testSlices(void) {
+  tdTopo t = parseOk("4x4x4:slices=2", 128);
+  CU_ASSERT(t.ndims == 4 && t.dims[3] == 2 && !t.wrap[3] && t.wrap[0] && t.wrap[2]);
+  CU_ASSERT(topoNumSlices(&t) == 2 && topoSliceOf(&t, 63) == 0 && topoSliceOf(&t, 64) == 1);
+  CU_ASSERT(topoSliceOf(&t, 128) == -1);
+  /* inside a slice the torus neighbours; across slices the slice axis */
+  CU_ASSERT_EQUAL(topoNeighbor(&t, 3, 0, +1), 0);
+  CU_ASSERT_EQUAL(topoNeighbor(&t, 5, 3, +1), 69);
+  CU_ASSERT_EQUAL(topoNeighbor(&t, 69, 3, +1), -1);
+  /* hosts stay inside their slice: 2x2x1 chips per host, 16 hosts per slice */
+  t = parseOk("4x4x4:hosts=2,2,1:slices=2", 128);
+  CU_ASSERT(topoNumHosts(&t) == 32 && topoHostOf(&t, 64) == 16 && topoHostOf(&t, 63) == 15);
+  t = parseOk("2x2:slices=4", 16);
+  CU_ASSERT(topoNumSlices(&t) == 4 && topoSliceOf(&t, 13) == 3 && !t.wrap[2]);
+  /* flat slices and hosts: flat(N) is N ranks per slice */
+  t = parseOk("flat(4):slices=2", 8);
+  CU_ASSERT(t.ndims == 0 && t.nranks == 8 && topoSliceOf(&t, 5) == 1 && topoNumHosts(&t) == 8);
+  t = parseOk("flat:hosts=2", 6);
+  CU_ASSERT(topoNumHosts(&t) == 3 && topoHostOf(&t, 3) == 1 && topoNumSlices(&t) == 1);
+  t = parseOk("flat:hosts=2:slices=2", 8);
+  CU_ASSERT(topoNumHosts(&t) == 4 && topoHostOf(&t, 5) == 2 && topoSliceOf(&t, 5) == 1);
+  CU_ASSERT_EQUAL(topoSetFlatHosts(&t, 3, err), tpudistInvalidArgument);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "do not divide 4 ranks per slice"));
+  /* a sub-block: one slice of two is that slice's torus; a block across both keeps two */
+  t = parseOk("2x2:slices=2", 8);
+  int one[] = {4, 5, 6, 7}, across[] = {0, 1, 4, 5};
+  tdTopo sub;
+  topoSubBlock(&t, one, 4, &sub);
+  CU_ASSERT(sub.ndims == 3 && topoNumSlices(&sub) == 1 && sub.nranks == 4);
+  topoSubBlock(&t, across, 4, &sub);
+  CU_ASSERT(topoNumSlices(&sub) == 2 && topoSliceOf(&sub, 2) == 1);
+  /* errors */
+  expectBad("4x4:slices=0", 0, "slices: expected a number >= 1");
+  expectBad("4x4:slices=2:slices=2", 0, "slices given twice");
+  expectBad("2x2x2x2:slices=2", 0, "leaves no axis for the slice level");
+  expectBad("4x4x8:twist:slices=2", 0, "slices of a twisted torus are not supported");
+  expectBad("4x4:slices=2", 16, "has 32 ranks but the communicator has 16 ranks");
+  expectBad("flat(4):slices=2", 4, "has 8 ranks but the communicator has 4 ranks");
+  expectBad("flat:wrap=1", 4, "takes only hosts=K");
+  expectBad("flat:hosts=3", 4, "do not divide");
+}
+
 static void checkFormat(const char *spec, const char *want) {
   tdTopo t = parseOk(spec, 0), back;
   char buf[64];
@@ -436,6 +479,10 @@ static void checkFormat(const char *spec, const char *want) {
 
 static void testParseFormat(void) {
   checkFormat("4x4x4", "4x4x4");
+  checkFormat("4x4x4:slices=2", "4x4x4:slices=2");
+  checkFormat("4x4:wrap=1,0:hosts=2,2:slices=3", "4x4:wrap=1,0:hosts=2,2:slices=3");
+  checkFormat("flat(4):slices=2", "flat(4):slices=2");
+  checkFormat("flat(6):hosts=3", "flat(6):hosts=3");
   checkFormat(" 4X4x8:twist ", "4x4x8:twist");
   checkFormat("4x4:wrap=1,0", "4x4:wrap=1,0");
   checkFormat("4x4:wrap=1,1", "4x4");
@@ -571,6 +618,7 @@ int main(void) {
       {"sub-blocks for split", testSubBlock},
       {"parse errors", testParseErrors},
       {"parse and format", testParseFormat},
+      {"slices and flat hosts", testSlices},
       {"TPU wrap rules per generation", testTpuWrapRules},
       {"TPU default shapes and errors", testTpuDefaults},
       {"TPU twist, cores and hosts", testTpuTwistAndCores},

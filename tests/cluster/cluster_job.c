@@ -1,0 +1,119 @@
+/*
+ * cluster_job.c - the multi-host fault job (tests/cluster/run.sh). Ranks start without mpirun
+ * (TPU_DIST_COMM_ID, RANK, WORLD_SIZE), spread over the hosts of scripts/cluster.
+ *
+ *   cluster_job loop [timeout]
+ *                         exactly checked int32 sum all-reduces of TD_CLUSTER_COUNT elements
+ *                         (default 1 Mi) in a loop. After the first one completes the rank prints
+ *                         "ready". The harness then kills a whole host or sets its link down:
+ *                         every survivor must see the call fail with tpudistRemoteError (with
+ * "timeout": that or tpudistTimeout, for a link that goes silent) within TPU_DIST_TIMEOUT_MS + 2 s,
+ * with a message that names a peer rank, and destroy the communicator within 2 s. No failure after
+ * TD_CLUSTER_MAX_S (default 60) seconds is a failure too. Prints "rank R: failed after T ms:
+ * MESSAGE" and exits 0 when the survivor behaved; 1 otherwise.
+ */
+#include <stdio.h>
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "tpu_dist.h"
+
+static double nowMs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
+}
+
+static long envLong(const char *name, long dflt) {
+  const char *v = getenv(name);
+  return v && *v ? atol(v) : dflt;
+}
+
+/* One exactly checked all-reduce; returns its result, or tpudistInternalError on a wrong value. */
+static tpudistResult_t checkedAllReduce(tpudistComm_t c, int rank, int n, size_t count, int32_t *in,
+                                        int32_t *out) {
+  for (size_t i = 0; i < count; i++) in[i] = (rank + 1) * 1000 + (int32_t)(i % 977);
+  tpudistResult_t r = tpudistAllReduce(in, out, count, tpudistInt32, tpudistSum, c, NULL);
+  if (r != tpudistSuccess) return r;
+  int32_t base = 1000 * n * (n + 1) / 2;
+  for (size_t i = 0; i < count; i++) {
+    int32_t e = base + n * (int32_t)(i % 977);
+    if (out[i] != e) {
+      fprintf(stderr, "rank %d: FAIL: element %zu is %d, expected %d\n", rank, i, out[i], e);
+      return tpudistInternalError;
+    }
+  }
+  return tpudistSuccess;
+}
+
+/* Does msg name a peer: "rank N" with N another rank of the job? */
+static int namesPeer(const char *msg, int self, int n) {
+  for (const char *p = strstr(msg, "rank "); p; p = strstr(p + 1, "rank ")) {
+    int q = atoi(p + 5);
+    if (q != self && q >= 0 && q < n && p[5] >= '0' && p[5] <= '9') return 1;
+  }
+  return 0;
+}
+
+static int modeLoop(int rank, int n, int allowTimeout) {
+  long timeout = envLong("TPU_DIST_TIMEOUT_MS", 300000);
+  double maxMs = envLong("TD_CLUSTER_MAX_S", 60) * 1e3;
+  size_t count = (size_t)envLong("TD_CLUSTER_COUNT", 1 << 20);
+  int32_t *in = malloc(count * 4), *out = malloc(count * 4);
+  tpudistComm_t c = NULL;
+  tpudistResult_t r = tpudistCommInitEnv(&c, n, rank, NULL);
+  if (r != tpudistSuccess || !in || !out) {
+    fprintf(stderr, "rank %d: FAIL: init: %s\n", rank, tpudistGetLastError(NULL));
+    return 1;
+  }
+  double start = nowMs(), t0 = start, t1 = start;
+  long it;
+  for (it = 0; r == tpudistSuccess && t1 - start < maxMs; it++) {
+    t0 = nowMs();
+    r = checkedAllReduce(c, rank, n, count, in, out);
+    t1 = nowMs();
+    if (it == 0 && r == tpudistSuccess) {
+      printf("rank %d: ready\n", rank);
+      fflush(stdout);
+    }
+  }
+  int bad = 0;
+  const char *msg = tpudistGetLastError(c);
+  if (r == tpudistSuccess) {
+    fprintf(stderr, "rank %d: FAIL: no error after %ld all-reduces (%.0f s)\n", rank, it,
+            maxMs / 1e3);
+    bad = 1;
+  } else {
+    printf("rank %d: failed after %.0f ms (iteration %ld): %s: %s\n", rank, t1 - t0, it - 1,
+           tpudistGetErrorString(r), msg);
+    if (r != tpudistRemoteError && !(allowTimeout && r == tpudistTimeout))
+      bad = fprintf(stderr, "rank %d: FAIL: not a remote error%s\n", rank,
+                    allowTimeout ? " or a timeout" : "");
+    if (!namesPeer(msg, rank, n))
+      bad = fprintf(stderr, "rank %d: FAIL: the message names no peer rank\n", rank);
+    if (t1 - t0 > timeout + 2000.0)
+      bad = fprintf(stderr, "rank %d: FAIL: the error took %.0f ms (timeout %ld ms)\n", rank,
+                    t1 - t0, timeout);
+  }
+  double d0 = nowMs();
+  tpudistCommDestroy(c);
+  if (nowMs() - d0 > 2000.0)
+    bad = fprintf(stderr, "rank %d: FAIL: destroy took %.0f ms\n", rank, nowMs() - d0);
+  free(in);
+  free(out);
+  fflush(stdout);
+  return bad ? 1 : 0;
+}
+
+int main(int argc, char **argv) {
+  const char *rs = getenv("RANK"), *ns = getenv("WORLD_SIZE");
+  int allowTimeout = argc > 2 && !strcmp(argv[2], "timeout");
+  if (argc < 2 || strcmp(argv[1], "loop") || (argc > 2 && !allowTimeout) || !rs || !ns) {
+    fprintf(stderr,
+            "usage: RANK=R WORLD_SIZE=N TPU_DIST_COMM_ID=HOST:PORT cluster_job loop "
+            "[timeout]\n");
+    return 2;
+  }
+  return modeLoop(atoi(rs), atoi(ns), allowTimeout);
+}
