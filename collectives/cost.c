@@ -184,17 +184,19 @@ static int endCmp(const void *x, const void *y) {
 static void rankEnds(tdCostPlan *p, int r, uint32_t *scnt, uint32_t *rcnt, cpEnd *ends, size_t *n) {
   const tdSched *s = &p->scheds[r];
   for (uint32_t st = 0; st < s->nstreams; st++) {
-    memset(scnt, 0, sizeof(uint32_t) * (size_t)p->nranks);
-    memset(rcnt, 0, sizeof(uint32_t) * (size_t)p->nranks);
+    memset(scnt, 0, sizeof(uint32_t) * (size_t)p->npeers);
+    memset(rcnt, 0, sizeof(uint32_t) * (size_t)p->npeers);
     uint32_t base = p->streams[p->rank_streams[r] + st].first;
     for (uint32_t i = 0; i < s->streams[st].nsteps; i++) {
       const tdStep *step = &s->streams[st].steps[i];
       int sp = schedSendPeer(step), rp = schedRecvPeer(step);
       p->steps[base + i].smatch = p->steps[base + i].rmatch = TD_COST_NONE;
-      if (sp >= 0 && sp < p->nranks)
+      if (sp >= 0 && sp < p->npeers)
         ends[(*n)++] = (cpEnd){makeKey(r, sp, st, scnt[sp]++), base + i, 0};
-      if (rp >= 0 && rp < p->nranks)
-        ends[(*n)++] = (cpEnd){makeKey(rp, r, st, rcnt[rp]++), base + i, 1};
+      if (rp >= 0 && rp < p->npeers) /* symmetric: the send is rank 0's to mirror[rp] */
+        ends[(*n)++] = (cpEnd){
+            p->mirror ? makeKey(r, p->mirror[rp], st, rcnt[rp]++) : makeKey(rp, r, st, rcnt[rp]++),
+            base + i, 1};
     }
   }
 }
@@ -202,14 +204,14 @@ static void rankEnds(tdCostPlan *p, int r, uint32_t *scnt, uint32_t *rcnt, cpEnd
 /* Pairs every send end with its receive end (count-independent). */
 static tpudistResult_t planMatch(tdCostPlan *p, char *err) {
   cpEnd *ends = malloc(sizeof(cpEnd) * ((size_t)p->nsteps * 2 + 1));
-  uint32_t *cnt = malloc(sizeof(uint32_t) * (size_t)p->nranks * 2);
+  uint32_t *cnt = malloc(sizeof(uint32_t) * (size_t)p->npeers * 2);
   if (!ends || !cnt) {
     free(ends);
     free(cnt);
     return tpudistNoMemory;
   }
   size_t n = 0;
-  for (int r = 0; r < p->nranks; r++) rankEnds(p, r, cnt, cnt + p->nranks, ends, &n);
+  for (int r = 0; r < p->nranks; r++) rankEnds(p, r, cnt, cnt + p->npeers, ends, &n);
   qsort(ends, n, sizeof(cpEnd), endCmp);
   tpudistResult_t res = tpudistSuccess;
   for (size_t i = 0; i < n && res == tpudistSuccess; i += 2) {
@@ -269,7 +271,8 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
       r = streamPreds(p, &cap, rk, st);
   if (r != tpudistSuccess) return tdErr(err, r, "cost: cannot prepare the schedules");
   for (size_t i = 0; i < p->npreds; i++) p->steps[p->preds[i]].needed = 1;
-  /* links: torus (rank, axis, direction), then one issue port per rank; flat: out, in ports */
+  /* links: torus (rank, axis, direction), then one issue port per rank; flat: out, in ports;
+     symmetric: (axis, direction) classes and rank 0's issue port; flat: one out, one in */
   size_t nl = p->topo && p->topo->ndims > 0
                   ? (size_t)p->nranks * (size_t)p->topo->ndims * 2 + (size_t)p->nranks
                   : (size_t)p->nranks * 2;
@@ -285,8 +288,9 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   p->tmp_links = malloc(sizeof(uint32_t) * TD_COST_MAX_HOPS);
   if (!p->done || !p->busy || !p->next || !p->posted_s || !p->floor || !p->hops || !p->tmp_links)
     return tpudistNoMemory;
-  if (p->topo && p->topo->ndims > 0 && p->nranks <= TD_COST_ROUTE_CACHE_RANKS) {
-    size_t n2 = (size_t)p->nranks * (size_t)p->nranks;
+  if (p->topo && p->topo->ndims > 0) {
+    p->route_by_step = p->nranks > TD_COST_ROUTE_CACHE_RANKS || p->mirror;
+    size_t n2 = p->route_by_step ? (size_t)p->nsteps + 1 : (size_t)p->nranks * (size_t)p->nranks;
     p->route_first = malloc(sizeof(uint32_t) * n2);
     p->route_len = malloc(sizeof(uint16_t) * n2);
     if (!p->route_first || !p->route_len) return tpudistNoMemory;
@@ -304,8 +308,34 @@ tpudistResult_t costPlanCreate(const tdTopo *topo, tdSched *scheds, int nranks, 
     return tpudistNoMemory;
   }
   p->topo = topo;
-  p->nranks = nranks;
+  p->nranks = p->npeers = nranks;
   p->scheds = scheds;
+  tpudistResult_t r = planPrepare(p, err);
+  if (r != tpudistSuccess) {
+    costPlanFree(p);
+    return r;
+  }
+  *out = p;
+  return tpudistSuccess;
+}
+
+tpudistResult_t costPlanCreateSym(const tdTopo *topo, int npeers, tdSched *sched, const int *mirror,
+                                  tdCostPlan **out, char *err) {
+  tdCostPlan *p = calloc(1, sizeof(*p));
+  int *m = malloc(sizeof(int) * (size_t)(npeers > 0 ? npeers : 1));
+  if (!p || !m) {
+    free(p);
+    free(m);
+    schedFree(sched);
+    free(sched);
+    return tpudistNoMemory;
+  }
+  memcpy(m, mirror, sizeof(int) * (size_t)npeers);
+  p->topo = topo;
+  p->nranks = 1;
+  p->npeers = npeers;
+  p->mirror = m;
+  p->scheds = sched;
   tpudistResult_t r = planPrepare(p, err);
   if (r != tpudistSuccess) {
     costPlanFree(p);
@@ -317,6 +347,7 @@ tpudistResult_t costPlanCreate(const tdTopo *topo, tdSched *scheds, int nranks, 
 
 void costPlanFree(tdCostPlan *p) {
   if (!p) return;
+  free(p->mirror);
   for (int r = 0; r < p->nranks && p->scheds; r++) schedFree(&p->scheds[r]);
   free(p->scheds);
   free(p->steps);
