@@ -34,6 +34,7 @@
 #define MOE_TOPK 8
 #define MOE_HIDDEN 4096
 #define MOE_ELEM 2 /* bfloat16 */
+#define MOE_WINDOW 4096
 
 /* Tokens per expert out of one chip's T (expected counts, at most T each, summing to T k). */
 static void popularity(int zipf, uint64_t tokens, uint64_t *per) {
@@ -132,7 +133,9 @@ static double runA2av(const simConfig *cfg, const char *algo, const uint64_t *m)
   return r.time;
 }
 
-int simMoe(const simConfig *cfg, const char *algos, uint64_t tokens, const char *csv_path) {
+int simMoe(const simConfig *cfg_in, const char *algos, uint64_t tokens, const char *csv_path) {
+  simConfig c = *cfg_in, *cfg = &c;
+  if (c.window < MOE_WINDOW) c.window = MOE_WINDOW; /* a rank's plan at once: no regenerations */
   int n = cfg->topo->nranks;
   if (n % MOE_EXPERTS) {
     fprintf(stderr, "tpudist-sim: --moe needs a multiple of %d chips (%d)\n", MOE_EXPERTS, n);
