@@ -14,26 +14,31 @@
  * All-to-all-v is costed as all-to-all with equal blocks for algorithms that have an all-to-all
  * twin of the same name (same step structure); others with an equal count matrix per bucket.
  *
- * Up to TD_SELECT_MAX_RANKS ranks for all-to-all(v) and TD_SELECT_MAX_RANKS for the other
- * collectives every rank is simulated (contention depends on all flows; trees are not
- * rank-symmetric), within a deterministic work budget, so that every rank builds the same table:
- * TD_SELECT_WORK_BUDGET (12 M) step evaluations (steps of a plan x buckets evaluated) in all,
- * estimated as rank 0's steps x ranks x buckets before the others are generated. 64 ranks on
- * 4x4x4 are costed in full.
+ * Up to TD_SELECT_MAX_RANKS (256) ranks every rank is simulated (contention depends on all
+ * flows; trees are not rank-symmetric), within a deterministic work budget, so that every rank
+ * builds the same table: TD_SELECT_WORK_BUDGET (12 M) step evaluations (steps of a plan x buckets
+ * evaluated) in all, estimated as rank 0's steps x ranks x buckets before the others are
+ * generated; a candidate past it is ranked after the costed ones by a fixed order (latency
+ * algorithms first up to 64 KiB, bandwidth algorithms above). 64 ranks on 4x4x4 are costed in
+ * full. (The cut-off, measured: costing every rank at 512 ranks on 8x8x8 took 4.4 s of CPU and
+ * still left candidates to the fixed order; by symmetry it takes 0.05 s and costs all but the
+ * chains. Up to 256 ranks the tables are those of full costing, as before.)
  *
- * Pod scale (above those counts, or past the budget): a candidate whose plans are images of rank
- * 0's under a symmetry of the rank set is costed from rank 0's plan alone (costPlanCreateSym):
- * translations of a torus that wraps on every axis (twisted or not: every chip is then a
- * translate of chip 0; the torus all-reduce, all-gather, reduce-scatter and all-to-all), else
- * cyclic shifts of rank numbers (ring, pairwise, Bruck, direct: exact for matching, links then
- * approximate, since the shift of a route is not a route), else exclusive-or of rank numbers
- * (recursive doubling and Rabenseifner at a power of two). The symmetry is checked, not assumed:
- * the plans of a few ranks (one step along each torus axis; rank 1, the middle and the last) must
- * be rank 0's with every peer mapped, step for step. Rooted plans (trees, chains) and shapes that
- * break every symmetry (an axis without wrap breaks translations; a rank count that is not a
- * power of two breaks exclusive-or, recursive doubling then folds ranks) are simulated in full
- * within the budget; what does not fit is ranked after the costed ones by a fixed order (latency
- * algorithms first up to 64 KiB, bandwidth algorithms above) and named on the header line.
+ * Pod scale (more ranks): a candidate whose plans are images of rank 0's under a symmetry of the
+ * rank set is costed from rank 0's plan alone (costPlanCreateSym): translations of a torus that
+ * wraps on every axis (twisted or not: every chip is then a translate of chip 0; the torus
+ * all-reduce, all-gather, reduce-scatter and all-to-all on plain tori), else cyclic shifts of
+ * rank numbers (ring, pairwise, Bruck, direct: exact for matching, links then approximate, since
+ * the shift of a route is not a route), else exclusive-or of rank numbers (recursive doubling and
+ * Rabenseifner at a power of two). The symmetry is checked, not assumed: the plans of sample ranks
+ * (a diagonal translate; rank 1 and the last) must have rank 0's messages with every peer mapped
+ * (isImage). Rooted plans (trees, chains) and shapes that break every symmetry (an axis without
+ * wrap breaks translations; a rank count that is not a power of two breaks exclusive-or, where
+ * recursive doubling folds ranks; the twisted torus all-reduce, whose ranks' plans differ) are
+ * costed with every rank's plan if they fit TD_SELECT_POD_FULL_STEPS and, per collective,
+ * TD_SELECT_POD_FULL_WORK; pod-scale costing evaluates every 4th bucket (every 8th in full) and
+ * interpolates between (podInterpolate). What does not fit is ranked after the costed ones and
+ * named on the header line, except the head of the fixed order (orderClass).
  */
 #include "select.h"
 
