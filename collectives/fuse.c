@@ -130,7 +130,7 @@ typedef struct {
   uint32_t nends;
   uint32_t *unit_first; /* per unit: its entries in unit_steps (nends + 1) */
   uint32_t *unit_steps;
-  uint32_t *sends;    /* steps that send, by (peer, step) */
+  uint64_t *sends;    /* steps that send, as peer << 32 | step, sorted */
   uint32_t *send_pos; /* per step: its entry in sends[] */
   uint32_t *alive;    /* per entry of sends[]: the next entry at or after it not removed (a
                          disjoint-set forest with path halving); nsends = none */
@@ -144,12 +144,9 @@ static int endCmp(const void *x, const void *y) {
   return a < b ? -1 : (a > b);
 }
 
-static const tdStream *g_sort_stream; /* for sendCmp (qsort has no context argument) */
-
+/* A send as (peer << 32 | step): sorted, the sends by (peer, step). */
 static int sendCmp(const void *x, const void *y) {
-  uint32_t a = *(const uint32_t *)x, b = *(const uint32_t *)y;
-  int pa = schedSendPeer(&g_sort_stream->steps[a]), pb = schedSendPeer(&g_sort_stream->steps[b]);
-  if (pa != pb) return pa < pb ? -1 : 1;
+  uint64_t a = *(const uint64_t *)x, b = *(const uint64_t *)y;
   return a < b ? -1 : (a > b);
 }
 
@@ -262,18 +259,19 @@ static int indexBuild(const tdSched *s, const tdStream *st, fuseIndex *x) {
   *x = (fuseIndex){.s = s};
   x->dst = malloc(sizeof(tdSpan) * n);
   x->ends = malloc(sizeof(uint64_t) * 4 * (size_t)n);
-  x->sends = malloc(sizeof(uint32_t) * n);
+  x->sends = malloc(sizeof(uint64_t) * n);
   x->send_pos = malloc(sizeof(uint32_t) * n);
   x->alive = malloc(sizeof(uint32_t) * (n + 1));
   if (!x->dst || !x->ends || !x->sends || !x->send_pos || !x->alive || !indexSpans(s, st, x) ||
       !indexUnits(st, x))
     return indexFree(x), 0;
-  for (uint32_t i = 0; i < n; i++)
-    if (schedSendPeer(&st->steps[i]) >= 0) x->sends[x->nsends++] = i;
-  g_sort_stream = st;
-  qsort(x->sends, x->nsends, sizeof(uint32_t), sendCmp);
+  for (uint32_t i = 0; i < n; i++) {
+    int p = schedSendPeer(&st->steps[i]);
+    if (p >= 0) x->sends[x->nsends++] = (uint64_t)(uint32_t)p << 32 | i;
+  }
+  qsort(x->sends, x->nsends, sizeof(uint64_t), sendCmp);
   for (uint32_t e = 0; e <= x->nsends; e++) x->alive[e] = e;
-  for (uint32_t e = 0; e < x->nsends; e++) x->send_pos[x->sends[e]] = e;
+  for (uint32_t e = 0; e < x->nsends; e++) x->send_pos[(uint32_t)x->sends[e]] = e;
   return 1;
 }
 
@@ -300,12 +298,12 @@ static uint32_t nextToucher(const fuseIndex *x, const uint8_t *removed, uint32_t
 }
 
 /* The first entry of sends[] sending to peer from a step after i. */
-static uint32_t firstSendAfter(const tdStream *st, const fuseIndex *x, int peer, uint32_t i) {
+static uint32_t firstSendAfter(const fuseIndex *x, int peer, uint32_t i) {
+  uint64_t key = (uint64_t)(uint32_t)peer << 32 | i;
   uint32_t lo = 0, hi = x->nsends;
   while (lo < hi) {
-    uint32_t mid = lo + (hi - lo) / 2, q = x->sends[mid];
-    int p = schedSendPeer(&st->steps[q]);
-    if (p < peer || (p == peer && q <= i))
+    uint32_t mid = lo + (hi - lo) / 2;
+    if (x->sends[mid] <= key)
       lo = mid + 1;
     else
       hi = mid;
@@ -324,7 +322,7 @@ static int findPartnerIndexed(const tdStream *st, fuseIndex *x, const uint8_t *r
   const tdStep *snd = &st->steps[j];
   if (snd->op != TD_STEP_SEND || !schedSameRef(snd->src, rcv->dst)) return 0;
   /* no send to the same peer between i and j: the first live one of that peer after i is j */
-  if (aliveFind(x->alive, firstSendAfter(st, x, snd->peer, i)) != x->send_pos[j]) return 0;
+  if (aliveFind(x->alive, firstSendAfter(x, snd->peer, i)) != x->send_pos[j]) return 0;
   if (!depsContain(rcv->deps, snd->deps[0]) || !depsContain(rcv->deps, snd->deps[1])) return 0;
   for (uint32_t k = nextToucher(x, removed, lo, hi, j); k != TD_FUSE_NONE;
        k = nextToucher(x, removed, lo, hi, k)) { /* later readers, as laterReadersOk */

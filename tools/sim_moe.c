@@ -181,6 +181,7 @@ int simMoe(const simConfig *cfg_in, const char *algos, uint64_t tokens, const ch
         if (csv)
           fprintf(csv, "%d,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s\n", n, spread ? "spread" : "local",
                   zipf ? "zipf" : "uniform", al, td, tc, bound, bis, pick);
+        if (csv) fflush(csv);
         fflush(stdout);
       }
       free(m);
