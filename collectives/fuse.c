@@ -121,6 +121,7 @@ static int laterReadersOk(const tdSched *s, const tdStream *st, const uint8_t *r
  * those specially), two chunkings of one space or more than TD_FUSE_INDEX_FANOUT units per step
  * on average is scanned instead. */
 #define TD_FUSE_INDEX_FANOUT 16
+#define TD_FUSE_INDEX_MIN_STEPS 256 /* shorter streams are scanned */
 #define TD_FUSE_NONE UINT32_MAX
 
 typedef struct {
@@ -408,23 +409,24 @@ static int fuseStream(tdSched *s, uint32_t si) {
   markDepTargets(s, si, target, n);
   int any = 0;
   fuseIndex x;
-  int indexed = indexBuild(s, st, &x);
+  int indexed = -1; /* built at the first receive that may fuse (nothing is removed before) */
   for (uint32_t i = 0; i < n; i++) map[i] = i;
   for (uint32_t i = 0; i < n; i++) {
     tdStep *rcv = &st->steps[i];
     uint32_t j;
     if (rcv->op != TD_STEP_RECV && rcv->op != TD_STEP_RECV_REDUCE) continue;
     if (target[i]) continue;
+    if (indexed < 0) indexed = n >= TD_FUSE_INDEX_MIN_STEPS && indexBuild(s, st, &x);
     if (indexed ? !findPartnerIndexed(st, &x, removed, i, &j) : !findPartner(s, st, removed, i, &j))
       continue;
     rcv->op = rcv->op == TD_STEP_RECV ? TD_STEP_RECV_COPY_SEND : TD_STEP_RECV_REDUCE_SEND;
     rcv->peer2 = st->steps[j].peer;
     removed[j] = 1;
-    if (indexed) x.alive[x.send_pos[j]] = x.send_pos[j] + 1;
+    if (indexed > 0) x.alive[x.send_pos[j]] = x.send_pos[j] + 1;
     map[j] = i;
     any = 1;
   }
-  if (indexed) indexFree(&x);
+  if (indexed > 0) indexFree(&x);
   if (any) compact(s, si, removed, map);
   free(removed);
   free(map);
