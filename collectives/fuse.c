@@ -26,10 +26,12 @@
  * buffer); refs there compare by chunk index when both layouts split blocks alike, and are taken
  * to overlap otherwise.
  *
- * Cost: a stream whose refs are pairwise equal or disjoint in memory (every all-to-all, the
- * torus plans: one block per ref) is fused through an index: per memory span, the steps that
- * touch it in order, and per peer, the steps that send to it; O(steps log steps). Other streams
- * scan from each receive to its partner: O(steps x scan length). Plus one pass over all deps.
+ * Cost: a stream of at least 256 steps with at least 64 receives that may fuse (the torus plans,
+ * the all-to-alls) is fused through an index: the memory units its refs cut each buffer into, with
+ * the steps that touch each unit in order, and the steps that send, by peer; O(steps log steps).
+ * Other streams, and those with a ref of unknown extent, an empty ref or two chunkings of one
+ * buffer, scan from each receive to its partner: O(steps x scan length). Both give the same
+ * fusions. Plus one pass over all deps.
  */
 #include <stdlib.h>
 
@@ -121,7 +123,8 @@ static int laterReadersOk(const tdSched *s, const tdStream *st, const uint8_t *r
  * those specially), two chunkings of one space or more than TD_FUSE_INDEX_FANOUT units per step
  * on average is scanned instead. */
 #define TD_FUSE_INDEX_FANOUT 16
-#define TD_FUSE_INDEX_MIN_STEPS 256 /* shorter streams are scanned */
+#define TD_FUSE_INDEX_MIN_STEPS 256 /* shorter streams are scanned, */
+#define TD_FUSE_INDEX_MIN_RECVS 64  /* and those with fewer receives that may fuse */
 #define TD_FUSE_NONE UINT32_MAX
 
 typedef struct {
@@ -409,24 +412,28 @@ static int fuseStream(tdSched *s, uint32_t si) {
   markDepTargets(s, si, target, n);
   int any = 0;
   fuseIndex x;
-  int indexed = -1; /* built at the first receive that may fuse (nothing is removed before) */
+  uint32_t cand = 0; /* receives that may fuse: a few are scanned, many use the index */
+  for (uint32_t i = 0; i < n; i++)
+    cand +=
+        !target[i] && (st->steps[i].op == TD_STEP_RECV || st->steps[i].op == TD_STEP_RECV_REDUCE);
+  int indexed =
+      n >= TD_FUSE_INDEX_MIN_STEPS && cand >= TD_FUSE_INDEX_MIN_RECVS && indexBuild(s, st, &x);
   for (uint32_t i = 0; i < n; i++) map[i] = i;
   for (uint32_t i = 0; i < n; i++) {
     tdStep *rcv = &st->steps[i];
     uint32_t j;
     if (rcv->op != TD_STEP_RECV && rcv->op != TD_STEP_RECV_REDUCE) continue;
     if (target[i]) continue;
-    if (indexed < 0) indexed = n >= TD_FUSE_INDEX_MIN_STEPS && indexBuild(s, st, &x);
     if (indexed ? !findPartnerIndexed(st, &x, removed, i, &j) : !findPartner(s, st, removed, i, &j))
       continue;
     rcv->op = rcv->op == TD_STEP_RECV ? TD_STEP_RECV_COPY_SEND : TD_STEP_RECV_REDUCE_SEND;
     rcv->peer2 = st->steps[j].peer;
     removed[j] = 1;
-    if (indexed > 0) x.alive[x.send_pos[j]] = x.send_pos[j] + 1;
+    if (indexed) x.alive[x.send_pos[j]] = x.send_pos[j] + 1;
     map[j] = i;
     any = 1;
   }
-  if (indexed > 0) indexFree(&x);
+  if (indexed) indexFree(&x);
   if (any) compact(s, si, removed, map);
   free(removed);
   free(map);
