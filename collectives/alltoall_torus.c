@@ -16,7 +16,9 @@
  * about V * max(A,B,C) / (8 W1) on a plain torus with wrap (the reference's (V/N) max / (4W),
  * W = 2 W1), less on a twisted torus whose routes are shorter; store and forward adds one block
  * time per hop, and the latency is the longest route in hops. One step per block per hop
- * (about P * mean hops messages per rank), so the schedule is long for large P.
+ * (about P * mean hops messages per rank), so the schedule is long for large P. Generating one
+ * rank's plan costs one route per coordinate difference and two translations per hop of it:
+ * O(P * mean hops), in proportion to that rank's own steps (then a sort of its events).
  * Preconditions: torus topology with nranks chips whose routes go through neighbours; no
  * in-place form. Scratch: one block per block this rank forwards.
  */
@@ -48,24 +50,6 @@ static int evCmp(const void *x, const void *y) {
 static tpudistResult_t evPush(a2aList *l, a2aEv e) {
   if (tdGrow(&l->ev, &l->cap, l->n + 1, sizeof(a2aEv), 256)) return tpudistNoMemory;
   l->ev[l->n++] = e;
-  return tpudistSuccess;
-}
-
-/* Adds this rank's events for the route of block (s, d). */
-static tpudistResult_t routeEvents(const tdTopo *t, int me, int s, int d, tdHop *hops, a2aList *l,
-                                   char *err) {
-  int nh = topoRoute(t, s, d, hops, A2A_MAX_HOPS);
-  if (nh > A2A_MAX_HOPS || nh < 1)
-    return tdErr(err, tpudistNotSupported, "route %d -> %d has %d hops", s, d, nh);
-  for (int k = 0; k < nh; k++) {
-    int from = hops[k].from, to = k + 1 < nh ? hops[k + 1].from : d;
-    if (k == 0 && from != s)
-      return tdErr(err, tpudistInternalError, "route does not start at %d", s);
-    if (topoNeighbor(t, from, hops[k].axis, hops[k].dir) != to)
-      return tdErr(err, tpudistNotSupported, "route hop %d -> %d is not a link", from, to);
-    if (from == me) TD_CHECK(evPush(l, (a2aEv){(uint32_t)k, 1, s, d, to}));
-    if (to == me) TD_CHECK(evPush(l, (a2aEv){(uint32_t)k, 0, s, d, from}));
-  }
   return tpudistSuccess;
 }
 
@@ -143,14 +127,56 @@ static tpudistResult_t a2aEmit(const tdCollArgs *a, tdSched *s, const a2aList *l
   return tpudistSuccess;
 }
 
-/* Untwisted tori: a dimension-ordered route s -> d only visits ranks that equal s or d on every
- * axis but (at most) the one being travelled, so others need no route computed. */
-static int mayPass(const tdTopo *t, const int (*c)[TD_MAX_DIMS], int me, int s, int d) {
-  if (t->twisted) return 1;
-  int off = 0;
-  for (int b = 0; b < t->ndims; b++)
-    if (c[me][b] != c[s][b] && c[me][b] != c[d][b]) off++;
-  return off <= 1;
+/* The routes as group translates: on every torus of the model the route s -> d depends only on
+ * the difference of their coordinates (per axis modulo a ring's length, the twist's long-axis
+ * shift included), so the route of every pair is a translate of the route from one source with
+ * the same difference (topoTranslate). This rank's events for the pairs of one difference, cs -> cd
+ * (coordinates): at hop k of that route it sends for the pair whose source is me - o_k (o_k the
+ * route's offset after k hops) and receives for the one whose source is me - o_(k+1). */
+static tpudistResult_t classEvents(const tdCollArgs *a, const int *me, const int *cs, const int *cd,
+                                   tdHop *hops, a2aList *l, char *err) {
+  const tdTopo *t = a->topo;
+  int src = topoCoordsToRank(t, cs), dst = topoCoordsToRank(t, cd);
+  int nh = topoRoute(t, src, dst, hops, A2A_MAX_HOPS);
+  if (nh > A2A_MAX_HOPS || nh < 1)
+    return tdErr(err, tpudistNotSupported, "route %d -> %d has %d hops", src, dst, nh);
+  int tot[TD_MAX_DIMS] = {0}, o[TD_MAX_DIMS] = {0}, c[TD_MAX_DIMS], sc[TD_MAX_DIMS];
+  for (int k = 0; k < nh; k++) tot[hops[k].axis] += hops[k].dir;
+  for (int k = 0; k < nh; k++) {
+    int ax = hops[k].axis, dir = hops[k].dir;
+    for (int side = 0; side < 2; side++) { /* 0: me sends hop k, 1: me receives it */
+      if (side) o[ax] += dir;
+      for (int b = 0; b < TD_MAX_DIMS; b++) c[b] = -o[b];
+      int s = topoTranslate(t, me, c, sc); /* the pair's source: me - o */
+      if (s < 0) continue;
+      int d = topoTranslate(t, sc, tot, NULL);
+      if (d < 0 || vcount(a, s, d) == 0) continue;
+      int peer = topoNeighbor(t, a->rank, ax, side ? -dir : dir);
+      TD_CHECK(evPush(l, (a2aEv){(uint32_t)k, !side, s, d, peer}));
+    }
+  }
+  return tpudistSuccess;
+}
+
+/* Every difference class once: per axis 0 .. len-1 on a ring, -(len-1) .. len-1 on a line. */
+static tpudistResult_t allEvents(const tdCollArgs *a, tdHop *hops, a2aList *l, char *err) {
+  const tdTopo *t = a->topo;
+  int me[TD_MAX_DIMS], lo[TD_MAX_DIMS] = {0}, v[TD_MAX_DIMS] = {0}, cs[TD_MAX_DIMS],
+                       cd[TD_MAX_DIMS];
+  topoRankToCoords(t, a->rank, me);
+  for (int b = 0; b < t->ndims; b++) v[b] = lo[b] = t->wrap[b] ? 0 : 1 - t->dims[b];
+  for (;;) {
+    int zero = 1;
+    for (int b = 0; b < TD_MAX_DIMS; b++) {
+      cs[b] = v[b] < 0 ? -v[b] : 0;
+      cd[b] = v[b] < 0 ? 0 : v[b];
+      zero &= v[b] == 0;
+    }
+    if (!zero) TD_CHECK(classEvents(a, me, cs, cd, hops, l, err));
+    int b = 0;
+    for (; b < t->ndims && ++v[b] >= t->dims[b]; b++) v[b] = lo[b];
+    if (b == t->ndims) return tpudistSuccess;
+  }
 }
 
 static tpudistResult_t genA2A(const tdCollArgs *a, tdSched *s, char *err) {
@@ -165,14 +191,7 @@ static tpudistResult_t genA2A(const tdCollArgs *a, tdSched *s, char *err) {
     return tdErr(err, tpudistInvalidArgument, "alltoallv needs the count matrix and displacements");
   a2aList l = {0}, tr = {0};
   tdHop *hops = malloc(sizeof(tdHop) * A2A_MAX_HOPS);
-  int(*c)[TD_MAX_DIMS] = malloc(sizeof(*c) * (size_t)a->nranks);
-  tpudistResult_t r = hops && c ? tpudistSuccess : tpudistNoMemory;
-  for (int q = 0; q < a->nranks && c; q++) topoRankToCoords(a->topo, q, c[q]);
-  for (int src = 0; src < a->nranks && r == tpudistSuccess; src++)
-    for (int dst = 0; dst < a->nranks && r == tpudistSuccess; dst++)
-      if (src != dst && vcount(a, src, dst) > 0 && mayPass(a->topo, c, a->rank, src, dst))
-        r = routeEvents(a->topo, a->rank, src, dst, hops, &l, err);
-  free(c);
+  tpudistResult_t r = hops ? allEvents(a, hops, &l, err) : tpudistNoMemory;
   for (size_t i = 0; i < l.n && r == tpudistSuccess; i++)
     if (!l.ev[i].send && l.ev[i].d != a->rank) r = evPush(&tr, l.ev[i]);
   if (r == tpudistSuccess) {

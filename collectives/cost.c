@@ -191,8 +191,11 @@ static void rankEnds(tdCostPlan *p, int r, tdOrdCount *c, cpEnd *ends, size_t *n
       p->steps[base + i].smatch = p->steps[base + i].rmatch = TD_COST_NONE;
       if (so != TD_NO_ORD)
         ends[(*n)++] = (cpEnd){makeKey(r, schedSendPeer(&steps[i]), st, so), base + i, 0};
-      if (ro != TD_NO_ORD)
-        ends[(*n)++] = (cpEnd){makeKey(schedRecvPeer(&steps[i]), r, st, ro), base + i, 1};
+      if (ro != TD_NO_ORD) { /* symmetric: the send is rank 0's to mirror[rp] */
+        int rp = schedRecvPeer(&steps[i]);
+        ends[(*n)++] = (cpEnd){
+            p->mirror ? makeKey(r, p->mirror[rp], st, ro) : makeKey(rp, r, st, ro), base + i, 1};
+      }
     }
     schedOrdReset(c, steps, s->streams[st].nsteps);
   }
@@ -201,14 +204,14 @@ static void rankEnds(tdCostPlan *p, int r, tdOrdCount *c, cpEnd *ends, size_t *n
 /* Pairs every send end with its receive end (count-independent). */
 static tpudistResult_t planMatch(tdCostPlan *p, char *err) {
   cpEnd *ends = malloc(sizeof(cpEnd) * ((size_t)p->nsteps * 2 + 1));
-  uint32_t *cnt = calloc((size_t)p->nranks * 2, sizeof(uint32_t));
+  uint32_t *cnt = calloc((size_t)p->npeers * 2, sizeof(uint32_t));
   if (!ends || !cnt) {
     free(ends);
     free(cnt);
     return tpudistNoMemory;
   }
   size_t n = 0;
-  tdOrdCount c = {cnt, cnt + p->nranks, p->nranks};
+  tdOrdCount c = {cnt, cnt + p->npeers, p->npeers};
   for (int r = 0; r < p->nranks; r++) rankEnds(p, r, &c, ends, &n);
   qsort(ends, n, sizeof(cpEnd), endCmp);
   tpudistResult_t res = tpudistSuccess;
@@ -269,7 +272,8 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
       r = streamPreds(p, &cap, rk, st);
   if (r != tpudistSuccess) return tdErr(err, r, "cost: cannot prepare the schedules");
   for (size_t i = 0; i < p->npreds; i++) p->steps[p->preds[i]].needed = 1;
-  /* links: torus (rank, axis, direction), then one issue port per rank; flat: out, in ports */
+  /* links: torus (rank, axis, direction), then one issue port per rank; flat: out, in ports;
+     symmetric: (axis, direction) classes and rank 0's issue port; flat: one out, one in */
   size_t nl = p->topo && p->topo->ndims > 0
                   ? (size_t)p->nranks * (size_t)p->topo->ndims * 2 + (size_t)p->nranks
                   : (size_t)p->nranks * 2;
@@ -285,8 +289,9 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   p->tmp_links = malloc(sizeof(uint32_t) * TD_COST_MAX_HOPS);
   if (!p->done || !p->busy || !p->next || !p->posted_s || !p->floor || !p->hops || !p->tmp_links)
     return tpudistNoMemory;
-  if (p->topo && p->topo->ndims > 0 && p->nranks <= TD_COST_ROUTE_CACHE_RANKS) {
-    size_t n2 = (size_t)p->nranks * (size_t)p->nranks;
+  if (p->topo && p->topo->ndims > 0) {
+    p->route_by_step = p->nranks > TD_COST_ROUTE_CACHE_RANKS || p->mirror;
+    size_t n2 = p->route_by_step ? (size_t)p->nsteps + 1 : (size_t)p->nranks * (size_t)p->nranks;
     p->route_first = malloc(sizeof(uint32_t) * n2);
     p->route_len = malloc(sizeof(uint16_t) * n2);
     if (!p->route_first || !p->route_len) return tpudistNoMemory;
@@ -304,8 +309,34 @@ tpudistResult_t costPlanCreate(const tdTopo *topo, tdSched *scheds, int nranks, 
     return tpudistNoMemory;
   }
   p->topo = topo;
-  p->nranks = nranks;
+  p->nranks = p->npeers = nranks;
   p->scheds = scheds;
+  tpudistResult_t r = planPrepare(p, err);
+  if (r != tpudistSuccess) {
+    costPlanFree(p);
+    return r;
+  }
+  *out = p;
+  return tpudistSuccess;
+}
+
+tpudistResult_t costPlanCreateSym(const tdTopo *topo, int npeers, tdSched *sched, const int *mirror,
+                                  tdCostPlan **out, char *err) {
+  tdCostPlan *p = calloc(1, sizeof(*p));
+  int *m = malloc(sizeof(int) * (size_t)(npeers > 0 ? npeers : 1));
+  if (!p || !m) {
+    free(p);
+    free(m);
+    schedFree(sched);
+    free(sched);
+    return tpudistNoMemory;
+  }
+  memcpy(m, mirror, sizeof(int) * (size_t)npeers);
+  p->topo = topo;
+  p->nranks = 1;
+  p->npeers = npeers;
+  p->mirror = m;
+  p->scheds = sched;
   tpudistResult_t r = planPrepare(p, err);
   if (r != tpudistSuccess) {
     costPlanFree(p);
@@ -317,6 +348,7 @@ tpudistResult_t costPlanCreate(const tdTopo *topo, tdSched *scheds, int nranks, 
 
 void costPlanFree(tdCostPlan *p) {
   if (!p) return;
+  free(p->mirror);
   for (int r = 0; r < p->nranks && p->scheds; r++) schedFree(&p->scheds[r]);
   free(p->scheds);
   free(p->steps);

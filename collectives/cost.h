@@ -47,6 +47,16 @@ typedef struct tdCostPlan tdCostPlan;
  * failure). topo must outlive the plan. */
 tpudistResult_t costPlanCreate(const tdTopo *topo, tdSched *scheds, int nranks, tdCostPlan **out,
                                char *err);
+/* A symmetric plan (pod scale): one schedule, rank 0's, stands for every rank, each running its
+ * image under a symmetry of the rank set (a translation of a wrapped torus, a cyclic shift or an
+ * exclusive-or of rank numbers) that maps 0 to it. mirror (npeers entries) names, for each peer q
+ * rank 0 receives from, the peer rank 0 sends the same message to in its own frame (the image of
+ * 0 under the inverse symmetry: -q for translations and shifts, q for exclusive-or). Links are
+ * costed per class: every link of one axis and direction carries what rank 0's messages put on
+ * any of them (exact for translations of a wrapped torus; an approximation otherwise), a flat
+ * topology as one out port and one in port. Takes ownership of sched (malloc'ed, one entry). */
+tpudistResult_t costPlanCreateSym(const tdTopo *topo, int npeers, tdSched *sched, const int *mirror,
+                                  tdCostPlan **out, char *err);
 /* Generates every rank's schedule for args (args->rank ignored) with algorithm algo. For
  * alltoallv args->v_counts is required; displacements are taken as packed. */
 tpudistResult_t costPlanGenerate(const tdCollArgs *args, const char *algo, tdCostPlan **out,

@@ -56,8 +56,8 @@ static cpEvent heapPop(tdCostPlan *p) {
 }
 
 /* Links (indices into busy[]) of the torus route src -> dst, cached per pair when possible. */
-static int routeLinks(tdCostPlan *p, int src, int dst, const uint32_t **links) {
-  size_t pair = (size_t)src * (size_t)p->nranks + (size_t)dst;
+static int routeLinks(tdCostPlan *p, uint32_t gs, int src, int dst, const uint32_t **links) {
+  size_t pair = p->route_by_step ? gs : (size_t)src * (size_t)p->nranks + (size_t)dst;
   if (p->route_first && p->route_first[pair] != TD_COST_NONE) {
     *links = p->route_links + p->route_first[pair];
     return p->route_len[pair];
@@ -66,9 +66,9 @@ static int routeLinks(tdCostPlan *p, int src, int dst, const uint32_t **links) {
   if (nh < 0 || nh > TD_COST_MAX_HOPS) nh = 0;
   for (int h = 0; h < nh; h++) {
     const tdHop *hp = &p->hops[h];
+    size_t from = p->mirror ? 0 : (size_t)hp->from; /* symmetric: the link's class */
     p->tmp_links[h] =
-        (uint32_t)(((size_t)hp->from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 +
-                   (hp->dir > 0));
+        (uint32_t)((from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 + (hp->dir > 0));
   }
   *links = p->tmp_links;
   if (!p->route_first || nh > UINT16_MAX) return nh;
@@ -89,8 +89,8 @@ static int routeLinks(tdCostPlan *p, int src, int dst, const uint32_t **links) {
 
 /* Reserves the links from src to dst for bytes starting at t0. Returns the arrival time (no
  * earlier than floor + one piece) and in *first when the first piece has arrived. */
-static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t0, double floor,
-                       double *first) {
+static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t bytes, double t0,
+                       double floor, double *first) {
   const tdCostModel *m = p->m;
   double piece = m->piece_bytes > 0 ? TD_MIN((double)bytes, m->piece_bytes) : (double)bytes;
   if (src == dst) {
@@ -102,13 +102,13 @@ static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t
   uint32_t ports[2];
   double bw = flat ? m->copy_bw : m->link_bw, dt = (double)bytes / bw;
   if (flat) { /* sender's out port, receiver's in port, each busy overhead + bytes / copy_bw */
-    ports[0] = (uint32_t)src * 2, ports[1] = (uint32_t)dst * 2 + 1;
+    ports[0] = (uint32_t)src * 2, ports[1] = (uint32_t)(p->mirror ? 0 : dst) * 2 + 1;
     links = ports, nh = 2, dt += m->msg_overhead;
   } else { /* the sender's issue port, then the route */
     size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src;
     t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
     p->busy[inj] = t0;
-    nh = routeLinks(p, src, dst, &links);
+    nh = routeLinks(p, gs, src, dst, &links);
   }
   double fin = t0, start = t0;
   for (int h = 0; h < nh; h++) {
@@ -123,10 +123,17 @@ static double linkTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t
   return TD_MAX(fin, floor + piece / bw) + lat * m->hop_latency;
 }
 
+/* Where a message goes: its receiver, or in a symmetric plan the sender's peer. */
+static int msgDest(const tdCostPlan *p, uint32_t gs, uint32_t gr) {
+  if (!p->mirror) return p->steps[gr].rank;
+  const cpStep *s = &p->steps[gs];
+  return schedSendPeer(&p->scheds[0].streams[s->stream].steps[s->idx]);
+}
+
 static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double t0) {
   uint64_t bytes = refBytes(p, p->steps[gs].rank, p->steps[gs].wire);
   int fwd = (tdStepSemTable[p->steps[gs].op].flags & TD_SEM_WIRE_IN) != 0; /* fused sender */
-  double first, fin = linkTime(p, p->steps[gs].rank, p->steps[gr].rank, bytes, t0,
+  double first, fin = linkTime(p, gs, p->steps[gs].rank, msgDest(p, gs, gr), bytes, t0,
                                fwd ? p->floor[gs] : 0, &first);
   p->messages++;
   TD_CHECK(heapPush(p, fin, gs, 0));

@@ -36,6 +36,8 @@ typedef struct {
 struct tdCostPlan {
   const tdTopo *topo;
   int nranks;
+  int npeers;  /* ranks the peers of the schedules range over (nranks unless symmetric) */
+  int *mirror; /* symmetric plans (costPlanCreateSym): npeers entries; NULL otherwise */
   tdSched *scheds;
   cpStep *steps;
   uint32_t nsteps;
@@ -61,8 +63,10 @@ struct tdCostPlan {
   uint64_t messages;
   double link_bytes;
   tdHop *hops;
-  /* route cache per (src, dst) when nranks <= TD_COST_ROUTE_CACHE_RANKS: links of the route */
-  uint32_t *route_first; /* nranks^2, UINT32_MAX = not computed yet */
+  /* route cache: links of the route per (src, dst) when nranks <= TD_COST_ROUTE_CACHE_RANKS,
+     else (and in symmetric plans) per sending step */
+  int route_by_step;
+  uint32_t *route_first; /* nranks^2 or nsteps, UINT32_MAX = not computed yet */
   uint16_t *route_len;
   uint32_t *route_links, *tmp_links;
   size_t nroute_links, caproute_links;

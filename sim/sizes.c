@@ -41,10 +41,8 @@ double simBusFactor(tdColl coll, int nranks) {
   }
 }
 
-/* The library's selection (select.h): its first candidate for (coll, bytes) that the simulator
- * can run. The torus all-to-all's per-rank plan holds every block's route through the rank
- * (O(N^2 hops) to build: 41 s for one rank of 4096), so above 1024 ranks the next candidate is
- * taken. Falls back to the first generator that accepts the shape when selection fails. */
+/* The library's selection (select.h): its first candidate for (coll, bytes). Falls back to the
+ * first generator that accepts the shape when selection fails. */
 tpudistResult_t simSelectAlgo(const tdTopo *topo, tdColl coll, uint64_t bytes, char *out,
                               size_t len, char *err) {
   tdSelectTable *t = NULL;
@@ -53,11 +51,8 @@ tpudistResult_t simSelectAlgo(const tdTopo *topo, tdColl coll, uint64_t bytes, c
   char e2[TD_ERRLEN];
   if (selectBuild(topo, topo->nranks, NULL, &t, e2) == tpudistSuccess)
     n = selectCandidates(t, coll, bytes, names, TD_SELECT_MAX_CANDIDATES);
-  for (int i = 0; i < n; i++) {
-    if ((coll == TD_COLL_ALLTOALL || coll == TD_COLL_ALLTOALLV) && !strcmp(names[i], "torus") &&
-        topo->nranks > 1024)
-      continue;
-    snprintf(out, len, "%s", names[i]);
+  if (n > 0) {
+    snprintf(out, len, "%s", names[0]);
     selectFree(t);
     return tpudistSuccess;
   }

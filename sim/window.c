@@ -81,7 +81,20 @@ tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing) {
   a.rank = r;
   tdSched s;
   memset(&s, 0, sizeof(s));
+  uint64_t *dis = NULL; /* all-to-all-v from a count matrix: this rank's packed displacements */
+  if (a.coll == TD_COLL_ALLTOALLV && a.v_counts && !a.v_local) {
+    if (!(dis = malloc(sizeof(uint64_t) * 2 * (size_t)e->nranks))) return tpudistNoMemory;
+    for (int q = 0; q < e->nranks; q++) {
+      dis[q] = q ? dis[q - 1] + a.v_counts[(size_t)r * (size_t)e->nranks + (size_t)q - 1] : 0;
+      dis[e->nranks + q] =
+          q ? dis[e->nranks + q - 1] + a.v_counts[(size_t)(q - 1) * (size_t)e->nranks + (size_t)r]
+            : 0;
+    }
+    a.v_sdispls = dis;
+    a.v_rdispls = dis + e->nranks;
+  }
   tpudistResult_t res = algoGenerate(&a, e->algo, &s, e->err);
+  free(dis);
   e->generations++;
   if (res == tpudistSuccess && e->cfg->fuse) schedFuse(&s);
   if (res != tpudistSuccess) {

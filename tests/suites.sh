@@ -20,6 +20,7 @@ suite unit-transport 180 tests/unit/test_transport
 suite unit-exec 180 tests/unit/test_exec
 suite sim 600 tests/sim/test_sim
 suite sim-scale 900 tests/sim/scale.sh
+suite pod-scale 300 tests/sim/podscale.sh
 suite sched 600 tests/sched/test_sched
 suite torch 900 tests/torch/run.sh
 suite bench-smoke 600 tests/bench/smoke.sh

@@ -5,6 +5,7 @@
  *   tpudist-sim ... --sweep [--min 1K --max 1G --algos ring,tree,torus --csv F --plot F.png]
  *   tpudist-sim ... --compare-algos
  *   tpudist-sim ... --functional --bytes 4K [--dtype int32 --op max]
+ *   tpudist-sim --preset v7 --topology 16x16x32 --moe [--moe-tokens 2048 --algos a,b --csv F]
  *
  * Prints time, algbw, busbw (NCCL conventions) and link utilisation. A shape that is not a slice
  * the preset's generation sells is simulated with a warning.
@@ -19,11 +20,13 @@
 #include "algos.h"
 #include "kernels.h"
 #include "sim.h"
+#include "sim_moe.h"
 
 typedef struct {
   const char *preset, *topology, *coll, *algo, *algos, *csv, *plot, *fail, *dump;
   uint64_t bytes, min, max;
-  int twist, sweep, compare, functional, root, window, depth, dma, quiet, step, fractional;
+  int twist, sweep, compare, functional, root, window, depth, dma, quiet, step, fractional, moe;
+  uint64_t moe_tokens;
   double link_bw, latency, inj_bw, overhead, piece;
   tpudistDataType_t dtype;
   tpudistRedOp_t op;
@@ -37,7 +40,8 @@ static void usage(FILE *f) {
           "         [--bytes N[K|M|G]] [--algo NAME|auto] [--root R]\n"
           "         [--sweep [--min N] [--max N] [--step F] [--algos a,b,c] [--csv FILE] [--plot "
           "FILE.png]]\n"
-          "         [--compare-algos] [--functional [--dtype float32|int32|float64|int64]\n"
+          "         [--compare-algos] [--moe [--moe-tokens N] [--algos a,b] [--csv FILE]]\n"
+          "         [--functional [--dtype float32|int32|float64|int64]\n"
           "         [--op sum|max|min] [--fractional] [--dump-outputs FILE]]\n"
           "         [--fail-links R:AXIS:DIR,...]\n"
           "         [--link-bw B/s] [--latency S] [--overhead S] [--inj-bw B/s] [--piece BYTES]\n"
@@ -97,6 +101,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->functional = 1, need = 0;
     else if (!strcmp(a, "--fractional"))
       o->fractional = 1, need = 0;
+    else if (!strcmp(a, "--moe"))
+      o->moe = 1, need = 0;
     else if (!strcmp(a, "--quiet"))
       o->quiet = 1, need = 0;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
@@ -145,6 +151,9 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       if (parseDtype(v, &o->dtype)) return fprintf(stderr, "tpudist-sim: dtype %s?\n", v), -1;
     } else if (!strcmp(a, "--op")) {
       if (parseOp(v, &o->op)) return fprintf(stderr, "tpudist-sim: op %s?\n", v), -1;
+    } else if (!strcmp(a, "--moe-tokens")) {
+      if (parseSize(v, &o->moe_tokens) || !o->moe_tokens)
+        return fprintf(stderr, "tpudist-sim: tokens %s?\n", v), -1;
     } else if (!strcmp(a, "--bytes") || !strcmp(a, "--min") || !strcmp(a, "--max")) {
       uint64_t *dst = a[2] == 'b' ? &o->bytes : a[3] == 'i' ? &o->min : &o->max;
       if (parseSize(v, dst)) return fprintf(stderr, "tpudist-sim: size %s?\n", v), -1;
@@ -374,7 +383,9 @@ int main(int argc, char **argv) {
     printf("preset %s (link %.3g B/s per direction, %.3g s per hop)  topology %s  %d chips\n",
            p->name, cfg.p.link_bw, cfg.p.hop_latency, topo, t.nranks);
   int rc;
-  if (o.compare) {
+  if (o.moe) {
+    rc = simMoe(&cfg, o.algos, o.moe_tokens ? o.moe_tokens : 2048, o.csv);
+  } else if (o.compare) {
     rc = compareAlgos(&o, &cfg, (tdColl)coll);
   } else if (o.sweep) {
     rc = sweep(&o, &cfg, (tdColl)coll, argv[0]);

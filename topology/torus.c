@@ -202,6 +202,23 @@ static int stepCoords(const tdTopo *t, int *c, int axis, int dir) {
   return 1;
 }
 
+int topoTranslate(const tdTopo *t, const int *c, const int *delta, int *out) {
+  int v[TD_MAX_DIMS] = {0}, isShort[3] = {0}, n = 0, wraps = 0;
+  int tw = t->twisted && topoTwistRoles(t->dims, t->ndims, isShort, &n);
+  for (int a = 0; a < t->ndims; a++) {
+    int len = t->dims[a], x = (c ? c[a] : 0) + delta[a];
+    int q = x >= 0 ? x / len : -((len - 1 - x) / len); /* floor(x / len) */
+    if (q && !t->wrap[a]) return -1;
+    v[a] = x - q * len;
+    if (tw && a < 3 && isShort[a]) wraps += q;
+  }
+  if (wraps & 1)
+    for (int a = 0; a < 3; a++)
+      if (!isShort[a]) v[a] = (v[a] + n) % t->dims[a];
+  if (out) memcpy(out, v, sizeof(v));
+  return topoCoordsToRank(t, v);
+}
+
 int topoNeighbor(const tdTopo *t, int rank, int axis, int dir) {
   if (t->ndims == 0 || rank < 0 || rank >= t->nranks) return -1;
   if (axis < 0 || axis >= t->ndims || (dir != 1 && dir != -1)) return -1;

@@ -57,6 +57,12 @@ int topoCoordsToRank(const tdTopo *t, const int *coords);
 /* Neighbour of rank one step along axis in direction dir (+1/-1), following wrap and twist;
  * -1 where a line ends. On a flat topology returns -1. */
 int topoNeighbor(const tdTopo *t, int rank, int axis, int dir);
+/* The torus as a group: the rank at coordinates c + delta (c: TD_MAX_DIMS coordinates of a chip,
+ * NULL for the origin; delta: any integers per axis), rings taken modulo their length and a short
+ * axis' wraparound shifting the long axes as topoNeighbor does on a twisted torus, or -1 off the
+ * end of a line. Dimension-ordered routes are translates: the route from s + t to d + t is the
+ * route from s to d moved by t. If out is not NULL it receives the reduced coordinates. */
+int topoTranslate(const tdTopo *t, const int *c, const int *delta, int *out);
 /* 1 if a and b are joined by one link (any axis, either direction); on flat, a != b. */
 int topoIsNeighbor(const tdTopo *t, int a, int b);
 /* Dimension-ordered shortest route (x, then y, ...; shortest direction per ring). Writes at most

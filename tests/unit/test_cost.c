@@ -229,6 +229,62 @@ static void testTwistedAlltoall(void) {
   CU_ASSERT(bestTwist < bestPlain);
 }
 
+/* Rank 0's plan alone, every rank its translate (costPlanCreateSym), fused as costPlanGenerate. */
+static double symmetric(const tdTopo *t, tdColl c, const char *algo, uint64_t count) {
+  char err[TD_ERRLEN] = "";
+  tdCostModel m;
+  costModelDefault(t, &m);
+  tdCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.coll = c, a.nranks = t->nranks, a.topo = t, a.count = count, a.elem_size = 4;
+  tdSched *s = calloc(1, sizeof(tdSched));
+  int *mirror = malloc(sizeof(int) * (size_t)t->nranks);
+  CU_ASSERT_FATAL(s && mirror && algoGenerate(&a, algo, s, err) == tpudistSuccess);
+  schedFuse(s);
+  for (int q = 0; q < t->nranks; q++) {
+    int cq[TD_MAX_DIMS];
+    topoRankToCoords(t, q, cq);
+    for (int k = 0; k < TD_MAX_DIMS; k++) cq[k] = -cq[k];
+    mirror[q] = topoTranslate(t, NULL, cq, NULL);
+  }
+  tdCostPlan *p = NULL;
+  double sec = -1;
+  CU_ASSERT_FATAL(costPlanCreateSym(t, t->nranks, s, mirror, &p, err) == tpudistSuccess);
+  CU_ASSERT(costPlanSteps(p) < 20000);
+  if (costPlanEval(p, &m, count, 4, &sec, err) != tpudistSuccess) fprintf(stderr, "%s\n", err);
+  costPlanFree(p);
+  free(mirror);
+  return sec;
+}
+
+/* On a wrapped torus every rank of a torus plan is a translate of rank 0: costing rank 0 alone
+ * (links per class) agrees with costing every rank, within the model's order effects. */
+static void testSymmetric(void) {
+  const char *shapes[] = {"4x4x4", "4x4x8:twist", "8x8"};
+  struct {
+    tdColl c;
+    const char *algo;
+    uint64_t count;
+  } cases[] = {{TD_COLL_ALLREDUCE, "torus", 1 << 20},
+               {TD_COLL_ALLTOALL, "torus", 4096},
+               {TD_COLL_ALLTOALL, "torus", 16}};
+  for (int si = 0; si < 3; si++)
+    for (int k = 0; k < 3; k++) {
+      if (si == 1 && k == 0) continue; /* twisted all-reduce plans are not translates */
+      tdTopo t;
+      char err[TD_ERRLEN] = "";
+      CU_ASSERT_FATAL(topoParse(shapes[si], 0, &t, err) == tpudistSuccess);
+      double full = estimate(shapes[si], cases[k].c, cases[k].algo, cases[k].count);
+      double sym = symmetric(&t, cases[k].c, cases[k].algo, cases[k].count);
+      printf("\n%s %s %s count %llu: every rank %.2f us, rank 0 by symmetry %.2f us", shapes[si],
+             schedCollName(cases[k].c), cases[k].algo, (unsigned long long)cases[k].count,
+             full * 1e6, sym * 1e6);
+      CU_ASSERT(full > 0 && sym > 0);
+      CU_ASSERT(fabs(sym - full) <= 0.25 * full);
+    }
+  printf("\n");
+}
+
 int main(void) {
   CU_TestInfo tests[] = {{"flat message", testFlatMessage},
                          {"local copy", testLocalCopy},
@@ -237,6 +293,7 @@ int main(void) {
                          {"fused steps", testFused},
                          {"4x4x4 all-reduce ranking", testAllreduceRanking},
                          {"twisted 4x4x8 all-to-all", testTwistedAlltoall},
+                         {"symmetric plans", testSymmetric},
                          CU_TEST_INFO_NULL};
   return tdCUnitMain("cost", tests);
 }

@@ -606,8 +606,52 @@ static void testTpuTwistAndCores(void) {
   CU_ASSERT_EQUAL(topoFromTpuEnv(&env, 128, &t, err), tpudistInvalidArgument);
 }
 
+/* topoTranslate is the torus group: c + delta equals |delta_a| neighbour steps per axis (wrap,
+ * twist, hosts), -1 off a line; routes are translates of each other. */
+static void testTranslate(void) {
+  const char *shapes[] = {"4x4x8:twist",  "2x4x4:twist",       "3x5",
+                          "4x3:wrap=0,1", "4x4x8:hosts=2,2,1", "3x2x2x2:wrap=1,0,1,1"};
+  for (int si = 0; si < 6; si++) {
+    tdTopo t;
+    char err[TD_ERRLEN] = "";
+    CU_ASSERT_FATAL(topoParse(shapes[si], 0, &t, err) == tpudistSuccess);
+    for (int q = 0; q < t.nranks; q += 3)
+      for (int trial = 0; trial < 8; trial++) {
+        int c[TD_MAX_DIMS], d[TD_MAX_DIMS] = {0}, r = q;
+        topoRankToCoords(&t, q, c);
+        for (int a = 0; a < t.ndims; a++) d[a] = (q * 7 + trial * 5 + a * 3) % 11 - 5;
+        for (int a = 0; a < t.ndims && r >= 0; a++)
+          for (int k = 0; k < (d[a] < 0 ? -d[a] : d[a]) && r >= 0; k++)
+            r = topoNeighbor(&t, r, a, d[a] < 0 ? -1 : 1);
+        if (r < 0 && t.twisted) continue; /* twisted: every step exists; lines end */
+        CU_ASSERT_EQUAL(topoTranslate(&t, c, d, NULL), r);
+      }
+    int rings = 1; /* twisted tori too: translations are the group operation */
+    for (int a = 0; a < t.ndims; a++) rings &= t.wrap[a] || t.dims[a] == 1;
+    if (!rings) continue; /* lines: a translate may fall off the end */
+    tdHop route[64], moved[64];
+    for (int s = 0; s < t.nranks; s++) { /* route(s + g, d + g) = route(s, d) + g */
+      int cs[TD_MAX_DIMS], cd[TD_MAX_DIMS], one[TD_MAX_DIMS] = {1, 1, 1, 1};
+      int d = (s * 5 + 3) % t.nranks;
+      topoRankToCoords(&t, s, cs);
+      topoRankToCoords(&t, d, cd);
+      int n = topoRoute(&t, s, d, route, 64);
+      int m = topoRoute(&t, topoTranslate(&t, cs, one, NULL), topoTranslate(&t, cd, one, NULL),
+                        moved, 64);
+      CU_ASSERT_EQUAL(n, m);
+      for (int k = 0; k < n && k < m; k++) {
+        int cf[TD_MAX_DIMS];
+        topoRankToCoords(&t, route[k].from, cf);
+        CU_ASSERT_EQUAL(topoTranslate(&t, cf, one, NULL), moved[k].from);
+        CU_ASSERT(route[k].axis == moved[k].axis && route[k].dir == moved[k].dir);
+      }
+    }
+  }
+}
+
 int main(void) {
   CU_TestInfo tests[] = {
+      {"translations (the torus group)", testTranslate},
       {"flat topology", testFlat},
       {"coordinates round trip, x fastest", testCoords},
       {"neighbours with and without wrap", testNeighbors},
