@@ -3,12 +3,13 @@ losses.
 
     /usr/bin/python3 examples/ddp/train.py --backend tpu_dist --world 2 --steps 20
     /usr/bin/python3 examples/ddp/train.py --backend tpu_dist --world 2 --wrap fsdp   # torch 2.x
-    USE_LIBUV=0 torchrun --nproc-per-node 4 examples/ddp/train.py --backend tpu_dist
+    torchrun --nproc-per-node 4 examples/ddp/train.py --backend tpu_dist
+    (Debian's torch 2.6, built without libuv: see docs/torch.md for the rendezvous options)
 
 Under torchrun (RANK and WORLD_SIZE set) the ranks are torchrun's and rendezvous is env://
 (torchrun's own store); otherwise the ranks are spawned here and meet through a file.
---wrap fsdp shards the model with FSDP2's fully_shard over a 1-D CPU device mesh (torch 2.x):
-gradients are reduce-scattered and parameters all-gathered instead of all-reduced.
+--wrap fsdp shards the model with FullyShardedDataParallel (torch 2.x): parameters are
+all-gathered and gradients reduce-scattered instead of all-reduced.
 
 Each rank sees its own deterministic shard of a synthetic regression problem; the same run on
 gloo gives the same losses (exactly at 2 ranks, where a sum of two gradients does not depend on
@@ -42,13 +43,10 @@ def batch(rank, step):
 def wrap(model, how, world):
     if how == "ddp":
         return DDP(model)
-    from torch.distributed.device_mesh import init_device_mesh
-    from torch.distributed.fsdp import fully_shard
-    mesh = init_device_mesh("cpu", (world,))
-    for layer in model:
-        if isinstance(layer, torch.nn.Linear):
-            fully_shard(layer, mesh=mesh)
-    return fully_shard(model, mesh=mesh)
+    # FSDP1, placed on the CPU explicitly: torch 2.6's FSDP2 (fully_shard) does not run on CPU
+    # (its CPU stream has no record_event), and FSDP1 looks for an accelerator unless told.
+    from torch.distributed.fsdp import FullyShardedDataParallel as FSDP
+    return FSDP(model, device_id=torch.device("cpu"), use_orig_params=True)
 
 
 def worker(rank, world, backend, steps, init_file, out, how="ddp"):
