@@ -157,7 +157,9 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store> &
 
 ProcessGroupTpuDist::ProcessGroupTpuDist(tpudistComm_t comm, int rank, int size,
                                          c10::intrusive_ptr<Options> options)
-    : BaseGroup(rank, size), comm_(comm), options_(std::move(options)),
+    : BaseGroup(rank, size),
+      comm_(comm),
+      options_(std::move(options)),
       timeout_(options_->timeout) {
   start();
 }
@@ -173,28 +175,38 @@ ProcessGroupTpuDist::~ProcessGroupTpuDist() {
   shutdown();
 }
 
-void ProcessGroupTpuDist::failQueuedLocked(const std::string &msg) {
-  auto err = std::make_exception_ptr(std::runtime_error(msg));
-  for (auto &w : queue_->q) w->complete(err);
+std::vector<c10::intrusive_ptr<WorkTpuDist>> ProcessGroupTpuDist::takeQueuedLocked() {
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> out(queue_->q.begin(), queue_->q.end());
+  out.insert(out.end(), coalesced_.begin(), coalesced_.end());
   queue_->q.clear();
-  for (auto &w : coalesced_) w->complete(err);
   coalesced_.clear();
   coalescing_ = false;
+  return out;
 }
+
+namespace {
+// Completed outside the queue's lock: a Future's callbacks may issue operations.
+void failAll(const std::vector<c10::intrusive_ptr<WorkTpuDist>> &works, const std::string &msg) {
+  auto err = std::make_exception_ptr(std::runtime_error(msg));
+  for (auto &w : works) w->complete(err);
+}
+}  // namespace
 
 void ProcessGroupTpuDist::shutdown() {
   std::lock_guard<std::mutex> admin(adminMu_);
   if (closed_) return;
   closed_ = true;
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> pending;
   {
     std::lock_guard<std::mutex> lock(queue_->mu);
-    std::ostringstream os;
-    os << "tpu_dist: the process group was shut down on rank " << getRank()
-       << " before this operation ran";
-    failQueuedLocked(os.str());
+    pending = takeQueuedLocked();
     queue_->stop = true;
   }
   queue_->cv.notify_all();
+  std::ostringstream os;
+  os << "tpu_dist: the process group was shut down on rank " << getRank()
+     << " before this operation ran";
+  failAll(pending, os.str());
   if (worker_.joinable()) worker_.join();  // the running operation ends, bounded by its timeout
   if (comm_ && !aborted_) tpudistCommDestroy(comm_);
   comm_ = nullptr;
@@ -205,14 +217,16 @@ void ProcessGroupTpuDist::abort() {
   if (closed_) return;
   closed_ = true;
   aborted_ = true;
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> pending;
   {
     std::lock_guard<std::mutex> lock(queue_->mu);
-    std::ostringstream os;
-    os << "tpu_dist: the process group was aborted on rank " << getRank();
-    failQueuedLocked(os.str());
+    pending = takeQueuedLocked();
     queue_->stop = true;
   }
   queue_->cv.notify_all();
+  std::ostringstream os;
+  os << "tpu_dist: the process group was aborted on rank " << getRank();
+  failAll(pending, os.str());
   // Safe from any thread: fails the running operation, releases its waits, frees the
   // communicator once the calls inside it have left.
   if (comm_) tpudistCommAbort(comm_);
@@ -250,21 +264,25 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
     c10d::OpType type, const char *name, std::vector<at::Tensor> outputs,
     std::chrono::milliseconds timeout, std::function<void(WorkTpuDist &)> body) {
   auto w = makeWork(type, name, std::move(outputs), timeout, std::move(body));
+  bool stopped = false;
   {
     std::lock_guard<std::mutex> lock(queue_->mu);
-    if (queue_->stop) {
-      std::ostringstream os;
-      os << "tpu_dist: " << name << " on rank " << getRank() << ": the process group was "
-         << (aborted_ ? "aborted" : "shut down");
-      w->complete(std::make_exception_ptr(std::runtime_error(os.str())));
-      return w;
-    }
-    if (coalescing_) {
+    stopped = queue_->stop;
+    if (!stopped && coalescing_) {
       coalesced_.push_back(w);  // completed by the batch endCoalescing queues
       return w;
     }
-    w->queue = queue_;
-    queue_->q.push_back(w);
+    if (!stopped) {
+      w->queue = queue_;
+      queue_->q.push_back(w);
+    }
+  }
+  if (stopped) {  // fails at once (outside the lock: its Future's callbacks may issue work)
+    std::ostringstream os;
+    os << "tpu_dist: " << name << " on rank " << getRank() << ": the process group was "
+       << (aborted_ ? "aborted" : "shut down");
+    w->complete(std::make_exception_ptr(std::runtime_error(os.str())));
+    return w;
   }
   queue_->cv.notify_one();
   return w;

@@ -9,8 +9,8 @@ namespace {
 
 using PG = tpu_dist::ProcessGroupTpuDist;
 
-c10::intrusive_ptr<PG> createProcessGroup(const c10::intrusive_ptr<c10d::Store>& store, int rank,
-                                          int size, const c10::intrusive_ptr<PG::Options>& opts) {
+c10::intrusive_ptr<PG> createProcessGroup(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                                          int size, const c10::intrusive_ptr<PG::Options> &opts) {
   py::gil_scoped_release release;  // rendezvous blocks on the store
   return c10::make_intrusive<PG>(store, rank, size, opts);
 }
@@ -24,21 +24,21 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("timeout", &PG::Options::timeout)
       .def_readwrite("group_name", &PG::Options::group_name)
       .def_readwrite("global_ranks_in_group", &PG::Options::global_ranks_in_group)
-      .def_property_readonly("backend", [](const PG::Options& o) { return o.backend; });
+      .def_property_readonly("backend", [](const PG::Options &o) { return o.backend; });
   py::class_<PG, tpu_dist::BaseGroup, c10::intrusive_ptr<PG>>(m, "ProcessGroupTpuDist")
       .def_property_readonly("options", &PG::getOptions)
       .def_property_readonly("supports_coalescing", &PG::supportsCoalescing)
       .def("_store_ops", &PG::storeOps, "store operations this group's bootstrap made")
       .def(
           "split",
-          [](PG& self, int color, int key, const c10::intrusive_ptr<PG::Options>& opts) {
+          [](PG &self, int color, int key, const c10::intrusive_ptr<PG::Options> &opts) {
             py::gil_scoped_release release;
             return self.split(color, key, opts);
           },
           py::arg("color"), py::arg("key"), py::arg("options") = py::none())
       .def(
           "perform_nocolor_split",
-          [](PG& self, const py::object& /*device*/) {
+          [](PG &self, const py::object & /*device*/) {
             py::gil_scoped_release release;
             self.split(TPUDIST_SPLIT_NOCOLOR, 0, c10::intrusive_ptr<PG::Options>());
           },

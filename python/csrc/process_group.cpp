@@ -141,10 +141,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce_coalesced(
   c10d::ReduceOp op = opts.reduceOp;
   for (auto &tensor : tensors) {
     at::Tensor t = tensor;
-    ops.push_back(makeWork(c10d::OpType::ALLREDUCE, "allreduce_coalesced", {t}, opts.timeout,
-                           [this, t, op](WorkTpuDist &w) mutable {
-                             reduceOne(t, t, 0, op, true, w);
-                           }));
+    ops.push_back(
+        makeWork(c10d::OpType::ALLREDUCE, "allreduce_coalesced", {t}, opts.timeout,
+                 [this, t, op](WorkTpuDist &w) mutable { reduceOne(t, t, 0, op, true, w); }));
   }
   return enqueueBatch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", std::move(ops),
                       opts.timeout);
@@ -349,10 +348,10 @@ void ProcessGroupTpuDist::reduceScatterOne(at::Tensor &o, const at::Tensor &i, c
   }
   int dtype = reduceDtype(src.scalar_type());
   TORCH_CHECK(dtype >= 0, "tpu_dist: unsupported dtype ", o.scalar_type());
-  check(tpudistReduceScatter(src.data_ptr(), dst.data_ptr(), (size_t)dst.numel(),
-                             (tpudistDataType_t)dtype, reduceOp(op, o.scalar_type()), comm_,
-                             nullptr),
-        w);
+  check(
+      tpudistReduceScatter(src.data_ptr(), dst.data_ptr(), (size_t)dst.numel(),
+                           (tpudistDataType_t)dtype, reduceOp(op, o.scalar_type()), comm_, nullptr),
+      w);
   after([out, src, dst, widen]() mutable {
     if (widen) asReal(out.buf).view({-1}).copy_(dst);
     out.finish();

@@ -230,8 +230,8 @@ class ProcessGroupTpuDist : public BaseGroup {
   // Runs fn now, or after the batch's tpudistGroupEnd when a batch is executing.
   void after(std::function<void()> fn);
   void start();
-  // Fails every queued operation with msg (the queue's lock held by the caller).
-  void failQueuedLocked(const std::string &msg);
+  // Removes every queued and coalesced operation (the queue's lock held by the caller).
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> takeQueuedLocked();
   void workerLoop();
   void check(tpudistResult_t res, const WorkTpuDist &w) const;
   // Reduces in into t (all ranks, or root); t may be non-contiguous (a copy is written back).
