@@ -4,6 +4,9 @@
 #include <torch/extension.h>
 
 #include "process_group.hpp"
+#ifdef TD_TORCH2
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 namespace {
 
@@ -14,6 +17,32 @@ c10::intrusive_ptr<PG> createProcessGroup(const c10::intrusive_ptr<c10d::Store> 
   py::gil_scoped_release release;  // rendezvous blocks on the store
   return c10::make_intrusive<PG>(store, rank, size, opts);
 }
+
+#ifdef TD_TORCH2
+// The process group torch sees for a tpu_dist backend (torch 2.x). torch's own ProcessGroup names
+// a plugin backend "custom" (DDP's logging reads that name) and answers sequence numbers only for
+// its built-in backends; this one says "tpu_dist" and asks the backend. A creator that returns a
+// ProcessGroup is used by torch as the group itself.
+class GroupTpuDist : public c10d::ProcessGroup {
+ public:
+  GroupTpuDist(const c10::intrusive_ptr<c10d::Store> &store, c10::intrusive_ptr<PG> backend)
+      : c10d::ProcessGroup(store, backend->getRank(), backend->getSize()),
+        backend_(std::move(backend)) {
+    setDefaultBackend(BackendType::CUSTOM);
+    setBackend(c10::DeviceType::CPU, BackendType::CUSTOM, backend_);
+  }
+  const std::string getBackendName() const override {
+    return "tpu_dist";
+  }
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override {
+    return backend_->getSequenceNumberForGroup();
+  }
+
+ private:
+  c10::intrusive_ptr<PG> backend_;
+};
+#endif
 
 }  // namespace
 
@@ -46,6 +75,11 @@ PYBIND11_MODULE(_C, m) {
       .def("_shutdown", &PG::shutdown, py::call_guard<py::gil_scoped_release>())
       .def("shutdown", &PG::shutdown, py::call_guard<py::gil_scoped_release>())
       .def("abort", &PG::abort, py::call_guard<py::gil_scoped_release>());
+#ifdef TD_TORCH2
+  py::class_<GroupTpuDist, c10d::ProcessGroup, c10::intrusive_ptr<GroupTpuDist>>(m, "GroupTpuDist")
+      .def(py::init<const c10::intrusive_ptr<c10d::Store> &, c10::intrusive_ptr<PG>>(),
+           py::arg("store"), py::arg("backend"));
+#endif
   m.def("create_process_group", &createProcessGroup, py::arg("store"), py::arg("rank"),
         py::arg("size"), py::arg("options"));
   m.def("library_version", []() {

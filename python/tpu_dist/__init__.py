@@ -34,8 +34,11 @@ def _create_ext(dist_opts, pg_options):  # torch 2.x, extended_api=True
     opts = _C.Options(dist_opts.timeout)
     opts.group_name = dist_opts.group_id
     opts.global_ranks_in_group = list(dist_opts.global_ranks_in_group)
-    return _C.create_process_group(dist_opts.store, dist_opts.group_rank, dist_opts.group_size,
-                                   opts)
+    backend = _C.create_process_group(dist_opts.store, dist_opts.group_rank,
+                                      dist_opts.group_size, opts)
+    # A ProcessGroup, which torch uses as the group itself: it is named "tpu_dist" (torch's own
+    # would say "custom") and answers sequence numbers from the backend.
+    return _C.GroupTpuDist(dist_opts.store, backend)
 
 
 _CREATOR = _create_ext if TORCH2 else _create
@@ -67,6 +70,8 @@ def _register():
 def backend_of(group=None):
     """The ProcessGroupTpuDist behind a process group (the default one if None), or None."""
     pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if pg is None or pg == dist.GroupMember.NON_GROUP_MEMBER:
+        return None
     if not TORCH2:
         return pg if isinstance(pg, _C.ProcessGroupTpuDist) else None
     try:
@@ -113,10 +118,7 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
     opts.global_ranks_in_group = global_ranks
     backend = parent.split(color, mine.index(me), opts)
     _, store = world.pg_map[parent_pg]
-    pg = c10d.ProcessGroup(c10d.PrefixStore(name + "/", store), backend.rank(), backend.size())
-    btype = c10d.ProcessGroup.BackendType.CUSTOM
-    pg._set_default_backend(btype)
-    pg._register_backend(torch.device("cpu"), btype, backend)
+    pg = _C.GroupTpuDist(c10d.PrefixStore(name + "/", store), backend)
     pg._set_group_name(name)
     pg._set_group_desc(group_desc or "%s:split" % parent_pg.group_desc)
     world.pg_map[pg] = (dist.Backend(BACKEND_NAME), store)

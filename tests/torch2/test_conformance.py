@@ -59,7 +59,7 @@ def compare(gloo, ours):
         o = ours.get(name, "missing")
         if o == "failed" and g != "failed":
             bad.append("%s: gloo %s, tpu_dist failed" % (name, g))
-        if g == "passed" and o not in ("passed", "skipped"):
+        elif g == "passed" and o not in ("passed", "skipped"):
             bad.append("%s: gloo passed, tpu_dist %s" % (name, o))
     counts = {b: collections.Counter(r.values()) for b, r in (("gloo", gloo), ("tpu_dist", ours))}
     both = [n for n in gloo if gloo[n] != "skipped" and ours.get(n) != "skipped"]

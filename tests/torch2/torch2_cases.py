@@ -24,6 +24,7 @@ def expect_equal(got, want, what):
 def case_name_and_options(rank, world):
     b = tpu_dist.backend_of()
     assert b.name() == "tpu_dist", b.name()
+    assert dist.group.WORLD.name() == "tpu_dist", dist.group.WORLD.name()  # DDP logs this name
     assert dist.get_backend() == "tpu_dist"
     assert b.options.backend == "tpu_dist"
     assert b.options.timeout == datetime.timedelta(minutes=30), b.options.timeout  # torch default
@@ -118,6 +119,7 @@ def case_sequence_futures(rank, world):
         assert w.is_completed()
     s1 = b._get_sequence_number_for_group()
     assert s1 == s0 + 3, (s0, s1)
+    assert dist.group.WORLD._get_sequence_number_for_group() == s1
     seqs = [torch.zeros(1, dtype=torch.long) for _ in range(world)]
     dist.all_gather(seqs, torch.tensor([s1]))
     assert all(int(x) == s1 for x in seqs), seqs  # in step on every rank
