@@ -1,31 +1,92 @@
-// module.cpp - the Python extension tpu_dist._C: the process group class and its creator.
+// module.cpp - the Python extension tpu_dist._C: the process group class, its options and its
+// creator.
 #include <pybind11/chrono.h>
 #include <torch/extension.h>
 
 #include "process_group.hpp"
+#ifdef TD_TORCH2
+#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
+#endif
 
 namespace {
 
-c10::intrusive_ptr<tpu_dist::BaseGroup> createProcessGroup(
-    const c10::intrusive_ptr<c10d::Store>& store, int rank, int size,
-    const std::chrono::duration<float>& timeout) {
-  auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(timeout);
+using PG = tpu_dist::ProcessGroupTpuDist;
+
+c10::intrusive_ptr<PG> createProcessGroup(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                                          int size, const c10::intrusive_ptr<PG::Options> &opts) {
   py::gil_scoped_release release;  // rendezvous blocks on the store
-  return c10::make_intrusive<tpu_dist::ProcessGroupTpuDist>(store, rank, size, ms);
+  return c10::make_intrusive<PG>(store, rank, size, opts);
 }
+
+#ifdef TD_TORCH2
+// The process group torch sees for a tpu_dist backend (torch 2.x). torch's own ProcessGroup names
+// a plugin backend "custom" (DDP's logging reads that name) and answers sequence numbers only for
+// its built-in backends; this one says "tpu_dist" and asks the backend. A creator that returns a
+// ProcessGroup is used by torch as the group itself.
+class GroupTpuDist : public c10d::ProcessGroup {
+ public:
+  GroupTpuDist(const c10::intrusive_ptr<c10d::Store> &store, c10::intrusive_ptr<PG> backend)
+      : c10d::ProcessGroup(store, backend->getRank(), backend->getSize()),
+        backend_(std::move(backend)) {
+    setDefaultBackend(BackendType::CUSTOM);
+    setBackend(c10::DeviceType::CPU, BackendType::CUSTOM, backend_);
+  }
+  const std::string getBackendName() const override {
+    return "tpu_dist";
+  }
+  void setSequenceNumberForGroup() override {}
+  uint64_t getSequenceNumberForGroup() override {
+    return backend_->getSequenceNumberForGroup();
+  }
+
+ private:
+  c10::intrusive_ptr<PG> backend_;
+};
+#endif
 
 }  // namespace
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "tpu_dist torch.distributed backend (C++ shim over libtpu_dist)";
-  py::class_<tpu_dist::ProcessGroupTpuDist, tpu_dist::BaseGroup,
-             c10::intrusive_ptr<tpu_dist::ProcessGroupTpuDist>>(m, "ProcessGroupTpuDist");
+  py::class_<PG::Options, c10::intrusive_ptr<PG::Options>>(m, "Options")
+      .def(py::init<std::chrono::milliseconds>(), py::arg("timeout"))
+      .def_readwrite("timeout", &PG::Options::timeout)
+      .def_readwrite("group_name", &PG::Options::group_name)
+      .def_readwrite("global_ranks_in_group", &PG::Options::global_ranks_in_group)
+      .def_property_readonly("backend", [](const PG::Options &o) { return o.backend; });
+  py::class_<PG, tpu_dist::BaseGroup, c10::intrusive_ptr<PG>>(m, "ProcessGroupTpuDist")
+      .def_property_readonly("options", &PG::getOptions)
+      .def_property_readonly("supports_coalescing", &PG::supportsCoalescing)
+      .def("_store_ops", &PG::storeOps, "store operations this group's bootstrap made")
+      .def(
+          "split",
+          [](PG &self, int color, int key, const c10::intrusive_ptr<PG::Options> &opts) {
+            py::gil_scoped_release release;
+            return self.split(color, key, opts);
+          },
+          py::arg("color"), py::arg("key"), py::arg("options") = py::none())
+      .def(
+          "perform_nocolor_split",
+          [](PG &self, const py::object & /*device*/) {
+            py::gil_scoped_release release;
+            self.split(TPUDIST_SPLIT_NOCOLOR, 0, c10::intrusive_ptr<PG::Options>());
+          },
+          py::arg("device") = py::none())
+      .def("_shutdown", &PG::shutdown, py::call_guard<py::gil_scoped_release>())
+      .def("shutdown", &PG::shutdown, py::call_guard<py::gil_scoped_release>())
+      .def("abort", &PG::abort, py::call_guard<py::gil_scoped_release>());
+#ifdef TD_TORCH2
+  py::class_<GroupTpuDist, c10d::ProcessGroup, c10::intrusive_ptr<GroupTpuDist>>(m, "GroupTpuDist")
+      .def(py::init<const c10::intrusive_ptr<c10d::Store> &, c10::intrusive_ptr<PG>>(),
+           py::arg("store"), py::arg("backend"));
+#endif
   m.def("create_process_group", &createProcessGroup, py::arg("store"), py::arg("rank"),
-        py::arg("size"), py::arg("timeout"));
+        py::arg("size"), py::arg("options"));
   m.def("library_version", []() {
     int v = 0;
     tpudistGetVersion(&v);
     return v;
   });
   m.attr("TORCH_VERSION_MAJOR") = TORCH_VERSION_MAJOR;
+  m.attr("SPLIT_NOCOLOR") = TPUDIST_SPLIT_NOCOLOR;
 }

@@ -3,40 +3,11 @@
 
 #include <c10/util/Exception.h>
 
-#include <cstdlib>
-#include <cstring>
 #include <sstream>
 
 namespace tpu_dist {
 
 namespace {
-
-// ---- the c10d Store as the C library's external store ----
-int storeSet(void *ctx, const char *key, const void *value, size_t len) {
-  try {
-    auto *store = static_cast<c10d::Store *>(ctx);
-    const uint8_t *p = static_cast<const uint8_t *>(value);
-    store->set(key, std::vector<uint8_t>(p, p + len));
-    return 0;
-  } catch (...) {
-    return 1;
-  }
-}
-
-int storeGet(void *ctx, const char *key, void **value, size_t *len, int /*timeoutMs*/) {
-  try {
-    auto *store = static_cast<c10d::Store *>(ctx);
-    std::vector<uint8_t> v = store->get(key);  // blocks until set, bounded by the store's timeout
-    void *out = std::malloc(v.empty() ? 1 : v.size());
-    if (!out) return 1;
-    if (!v.empty()) std::memcpy(out, v.data(), v.size());
-    *value = out;
-    *len = v.size();
-    return 0;
-  } catch (...) {
-    return 1;
-  }
-}
 
 // A reduction's dtype in the C library, or -1. Bool reduces as uint8 with sum->max, prod->min
 // (logical or / and), as the NCCL backend does; int16 widens to int32 (see reduceOne).
@@ -85,11 +56,6 @@ tpudistRedOp_t reduceOp(const c10d::ReduceOp &op, at::ScalarType t) {
   return tpudistSum;
 }
 
-std::chrono::milliseconds pick(std::chrono::milliseconds opTimeout,
-                               std::chrono::milliseconds groupTimeout) {
-  return opTimeout == c10d::kUnsetTimeout ? groupTimeout : opTimeout;
-}
-
 // Complex tensors travel as pairs of reals.
 at::Tensor asReal(const at::Tensor &t) {
   return t.is_complex() ? at::view_as_real(t) : t;
@@ -106,9 +72,9 @@ void checkSingle(const std::vector<at::Tensor> &v) {
 
 // A contiguous tensor to write results into, and the copy back when t was not contiguous.
 struct OutBuf {
-  at::Tensor &t;
+  at::Tensor t;
   at::Tensor buf;
-  explicit OutBuf(at::Tensor &target)
+  explicit OutBuf(const at::Tensor &target)
       : t(target), buf(target.is_contiguous() ? target : target.contiguous()) {}
   void finish() {
     if (!t.is_contiguous()) t.copy_(buf);
@@ -117,140 +83,15 @@ struct OutBuf {
 
 }  // namespace
 
-// ---- Work ----
-WorkTpuDist::WorkTpuDist(int rank, c10d::OpType type, const char *name, uint64_t sequence,
-                         std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout)
-    : c10d::Work(rank, type),
-      opName(name),
-      seq(sequence),
-      outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
-      timeout_(timeout) {}
-
-bool WorkTpuDist::isCompleted() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_;
-}
-
-bool WorkTpuDist::isSuccess() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_ && !exception_;
-}
-
-bool WorkQueue::runIfHead(WorkTpuDist *w) {
-  c10::intrusive_ptr<WorkTpuDist> head;
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    if (busy || q.empty() || q.front().get() != w) return false;
-    head = q.front();
-    q.pop_front();
-    busy = true;
-  }
-  head->execute();
-  done();
-  return true;
-}
-
-void WorkQueue::done() {
-  {
-    std::lock_guard<std::mutex> lock(mu);
-    busy = false;
-  }
-  cv.notify_all();
-}
-
-bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
-  auto limit = timeout == kNoTimeout ? timeout_ : timeout;
-  if (queue) queue->runIfHead(this);
-  std::unique_lock<std::mutex> lock(mutex_);
-  if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
-    std::ostringstream os;
-    os << "tpu_dist: " << opName << " (sequence " << seq << ") on rank " << rank_
-       << " timed out after " << limit.count() << " ms";
-    TORCH_CHECK(false, os.str());
-  }
-  if (exception_) std::rethrow_exception(exception_);
-  return true;
-}
-
-void WorkTpuDist::execute() {
-  std::exception_ptr err;
-  try {
-    body(*this);
-  } catch (...) {
-    err = std::current_exception();
-  }
-  if (err)
-    future_->setError(err);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
-  finish(err);
-}
-
-// ---- ProcessGroup ----
-ProcessGroupTpuDist::ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store> &store, int rank,
-                                         int size, std::chrono::milliseconds timeout)
-    : BaseGroup(rank, size), timeout_(timeout) {
-  tpudistStore_t st;
-  st.ctx = store.get();
-  st.set = storeSet;
-  st.get = storeGet;
-  tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
-  cfg.timeoutMs = (int)std::min<int64_t>(timeout.count(), INT32_MAX);
-  tpudistResult_t res = tpudistCommInitStore(&comm_, size, rank, &st, "tpu_dist", &cfg);
-  TORCH_CHECK(res == tpudistSuccess, "tpu_dist: communicator init failed on rank ", rank, ": ",
-              tpudistGetErrorString(res), ": ", tpudistGetLastError(nullptr));
-  worker_ = std::thread(&ProcessGroupTpuDist::workerLoop, this);
-}
-
-ProcessGroupTpuDist::~ProcessGroupTpuDist() {
-  {
-    std::lock_guard<std::mutex> lock(queue_->mu);
-    queue_->stop = true;
-  }
-  queue_->cv.notify_all();
-  if (worker_.joinable()) worker_.join();
-  if (comm_) tpudistCommDestroy(comm_);
-}
-
-void ProcessGroupTpuDist::workerLoop() {
-  WorkQueue &wq = *queue_;
-  for (;;) {
-    c10::intrusive_ptr<WorkTpuDist> w;
-    {
-      std::unique_lock<std::mutex> lock(wq.mu);
-      wq.cv.wait(lock, [&] { return (wq.stop && wq.q.empty()) || (!wq.q.empty() && !wq.busy); });
-      if (wq.q.empty()) return;  // stopped and drained
-      w = wq.q.front();
-      wq.q.pop_front();
-      wq.busy = true;
-    }
-    w->execute();
-    wq.done();
-  }
-}
-
-c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
-    c10d::OpType type, const char *name, std::vector<at::Tensor> outputs,
-    std::chrono::milliseconds timeout, std::function<void(WorkTpuDist &)> body) {
-  auto w = c10::make_intrusive<WorkTpuDist>(getRank(), type, name, ++seq_, std::move(outputs),
-                                            pick(timeout, timeout_));
-  w->body = std::move(body);
-  w->queue = queue_;
-  {
-    std::lock_guard<std::mutex> lock(queue_->mu);
-    queue_->q.push_back(w);
-  }
-  queue_->cv.notify_one();
-  return w;
-}
-
+// ---- operations ----
+// Each body issues its C calls and hands what follows them to after() (see the header), capturing
+// every buffer the calls use so it outlives a batch's tpudistGroupEnd.
 void ProcessGroupTpuDist::check(tpudistResult_t res, const WorkTpuDist &w) const {
   if (res == tpudistSuccess) return;
   std::ostringstream os;
   os << "tpu_dist: " << w.opName << " (sequence " << w.seq << ") failed on rank " << getRank()
-     << ": " << tpudistGetErrorString(res) << ": " << tpudistGetLastError(comm_);
+     << ": " << tpudistGetErrorString(res) << ": "
+     << (aborted_ ? "the process group was aborted" : tpudistGetLastError(comm_));
   TORCH_CHECK(false, os.str());
 }
 
@@ -260,8 +101,7 @@ void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int roo
   // true mean).
   bool widen = t.scalar_type() == at::kShort;
   at::Tensor src = asReal(in.contiguous());
-  at::Tensor dstT = t;
-  OutBuf out(dstT);
+  OutBuf out(t);
   at::Tensor dst = asReal(out.buf);
   if (widen) {
     src = src.to(at::kInt);
@@ -276,10 +116,12 @@ void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int roo
                             : tpudistReduce(src.data_ptr(), dst.data_ptr(), n,
                                             (tpudistDataType_t)dtype, rop, root, comm_, nullptr);
   check(res, w);
-  if (all || getRank() == root) {
+  bool mine = all || getRank() == root;
+  after([out, src, dst, widen, mine]() mutable {
+    if (!mine) return;
     if (widen) asReal(out.buf).copy_(dst);
     out.finish();
-  }
+  });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce(std::vector<at::Tensor> &tensors,
@@ -291,24 +133,20 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce(std::vector<at::Te
                  [this, t, op](WorkTpuDist &w) mutable { reduceOne(t, t, 0, op, true, w); });
 }
 
+// One all-reduce per tensor, all in one batch (tensors may differ in dtype and shape).
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce_coalesced(
     std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) {
   for (auto &t : tensors) checkCpu(t);
-  std::vector<at::Tensor> ts = tensors;
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> ops;
   c10d::ReduceOp op = opts.reduceOp;
-  return enqueue(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", ts, opts.timeout,
-                 [this, ts, op](WorkTpuDist &w) mutable {
-                   if (ts.empty()) return;
-                   std::vector<at::Tensor> flat;
-                   for (auto &t : ts) flat.push_back(t.reshape({-1}));
-                   at::Tensor buf = at::cat(flat);
-                   reduceOne(buf, buf, 0, op, true, w);
-                   int64_t off = 0;
-                   for (auto &t : ts) {
-                     t.copy_(buf.narrow(0, off, t.numel()).view(t.sizes()));
-                     off += t.numel();
-                   }
-                 });
+  for (auto &tensor : tensors) {
+    at::Tensor t = tensor;
+    ops.push_back(
+        makeWork(c10d::OpType::ALLREDUCE, "allreduce_coalesced", {t}, opts.timeout,
+                 [this, t, op](WorkTpuDist &w) mutable { reduceOne(t, t, 0, op, true, w); }));
+  }
+  return enqueueBatch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", std::move(ops),
+                      opts.timeout);
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::reduce(std::vector<at::Tensor> &tensors,
@@ -334,27 +172,33 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::broadcast(std::vector<at::Te
                    check(tpudistBroadcast(out.buf.data_ptr(), out.buf.data_ptr(), out.buf.nbytes(),
                                           tpudistUint8, root, comm_, nullptr),
                          w);
-                   out.finish();
+                   after([out]() mutable { out.finish(); });
                  });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::_allgather_base(
-    at::Tensor &output, at::Tensor &input, const c10d::AllgatherOptions &opts) {
+void ProcessGroupTpuDist::allgatherOne(at::Tensor &o, const at::Tensor &i, const WorkTpuDist &w) {
+  OutBuf out(o);
+  at::Tensor in = i.contiguous();
+  check(tpudistAllGather(in.data_ptr(), out.buf.data_ptr(), in.nbytes(), tpudistUint8, comm_,
+                         nullptr),
+        w);
+  after([out, in]() mutable { out.finish(); });
+}
+
+void ProcessGroupTpuDist::checkGatherSizes(const at::Tensor &output, const at::Tensor &input) {
   checkCpu(output);
   checkCpu(input);
   TORCH_CHECK(output.numel() == input.numel() * getSize(),
               "tpu_dist: all_gather_into_tensor output must hold world_size x input elements");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tpu_dist: dtype mismatch");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::_allgather_base(
+    at::Tensor &output, at::Tensor &input, const c10d::AllgatherOptions &opts) {
+  checkGatherSizes(output, input);
   at::Tensor o = output, i = input;
   return enqueue(c10d::OpType::_ALLGATHER_BASE, "allgather", {o}, opts.timeout,
-                 [this, o, i](WorkTpuDist &w) mutable {
-                   OutBuf out(o);
-                   at::Tensor in = i.contiguous();
-                   check(tpudistAllGather(in.data_ptr(), out.buf.data_ptr(), in.nbytes(),
-                                          tpudistUint8, comm_, nullptr),
-                         w);
-                   out.finish();
-                 });
+                 [this, o, i](WorkTpuDist &w) mutable { allgatherOne(o, i, w); });
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allgather(
@@ -376,8 +220,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allgather(
         check(tpudistAllGather(src.data_ptr(), flat.data_ptr(), src.nbytes(), tpudistUint8, comm_,
                                nullptr),
               w);
-        for (size_t r = 0; r < outs.size(); r++)
-          outs[r].copy_(flat.narrow(0, r * src.numel(), src.numel()).view(outs[r].sizes()));
+        after([outs, src, flat]() mutable {
+          for (size_t r = 0; r < outs.size(); r++)
+            outs[r].copy_(flat.narrow(0, r * src.numel(), src.numel()).view(outs[r].sizes()));
+        });
       });
 }
 
@@ -400,15 +246,17 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allgather_coalesced(
                    check(tpudistAllGather(send.data_ptr(), recv.data_ptr(), send.numel(),
                                           tpudistUint8, comm_, nullptr),
                          w);
-                   for (int r = 0; r < getSize(); r++) {
-                     int64_t off = r * send.numel();
-                     for (size_t j = 0; j < outs[r].size(); j++) {
-                       int64_t nb = (int64_t)outs[r][j].nbytes();
-                       at::Tensor src = recv.narrow(0, off, nb);
-                       outs[r][j].view({-1}).view(at::kByte).copy_(src);
-                       off += nb;
+                   int n = getSize();
+                   after([outs, send, recv, n]() mutable {
+                     for (int r = 0; r < n; r++) {
+                       int64_t off = r * send.numel();
+                       for (size_t j = 0; j < outs[r].size(); j++) {
+                         int64_t nb = (int64_t)outs[r][j].nbytes();
+                         outs[r][j].view({-1}).view(at::kByte).copy_(recv.narrow(0, off, nb));
+                         off += nb;
+                       }
                      }
-                   }
+                   });
                  });
 }
 
@@ -430,6 +278,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::gather(
         at::Tensor src = in.contiguous();
         if (getRank() != root) {
           check(tpudistSend(src.data_ptr(), src.nbytes(), tpudistUint8, root, comm_, nullptr), w);
+          after([src]() {});
           return;
         }
         std::vector<at::Tensor> bufs;
@@ -441,9 +290,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::gather(
                 w);
         }
         check(tpudistGroupEnd(), w);
-        bufs[root].copy_(src.view(bufs[root].sizes()));
-        for (int r = 0; r < getSize(); r++)
-          if (!outs[r].is_contiguous()) outs[r].copy_(bufs[r]);
+        after([outs, bufs, src, root]() mutable {
+          bufs[root].copy_(src.view(bufs[root].sizes()));
+          for (size_t r = 0; r < outs.size(); r++)
+            if (!outs[r].is_contiguous()) outs[r].copy_(bufs[r]);
+        });
       });
 }
 
@@ -466,7 +317,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::scatter(
                      check(tpudistRecv(out.buf.data_ptr(), out.buf.nbytes(), tpudistUint8, root,
                                        comm_, nullptr),
                            w);
-                     out.finish();
+                     after([out]() mutable { out.finish(); });
                      return;
                    }
                    std::vector<at::Tensor> srcs;
@@ -478,39 +329,89 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::scatter(
                                          comm_, nullptr),
                              w);
                    check(tpudistGroupEnd(), w);
-                   out.buf.copy_(srcs[root].view(out.buf.sizes()));
-                   out.finish();
+                   after([out, srcs, root]() mutable {
+                     out.buf.copy_(srcs[root].view(out.buf.sizes()));
+                     out.finish();
+                   });
                  });
 }
 
-c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::_reduce_scatter_base(
-    at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) {
+void ProcessGroupTpuDist::reduceScatterOne(at::Tensor &o, const at::Tensor &i, c10d::ReduceOp op,
+                                           const WorkTpuDist &w) {
+  bool widen = o.scalar_type() == at::kShort;
+  at::Tensor src = asReal(i.contiguous());
+  OutBuf out(o);
+  at::Tensor dst = asReal(out.buf);
+  if (widen) {
+    src = src.to(at::kInt);
+    dst = at::empty({dst.numel()}, at::kInt);
+  }
+  int dtype = reduceDtype(src.scalar_type());
+  TORCH_CHECK(dtype >= 0, "tpu_dist: unsupported dtype ", o.scalar_type());
+  check(
+      tpudistReduceScatter(src.data_ptr(), dst.data_ptr(), (size_t)dst.numel(),
+                           (tpudistDataType_t)dtype, reduceOp(op, o.scalar_type()), comm_, nullptr),
+      w);
+  after([out, src, dst, widen]() mutable {
+    if (widen) asReal(out.buf).view({-1}).copy_(dst);
+    out.finish();
+  });
+}
+
+void ProcessGroupTpuDist::checkScatterSizes(const at::Tensor &output, const at::Tensor &input) {
   checkCpu(output);
   checkCpu(input);
   TORCH_CHECK(input.numel() == output.numel() * getSize(),
               "tpu_dist: reduce_scatter_tensor input must hold world_size x output elements");
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::_reduce_scatter_base(
+    at::Tensor &output, at::Tensor &input, const c10d::ReduceScatterOptions &opts) {
+  checkScatterSizes(output, input);
   at::Tensor o = output, i = input;
   c10d::ReduceOp op = opts.reduceOp;
   return enqueue(c10d::OpType::_REDUCE_SCATTER_BASE, "reducescatter", {o}, opts.timeout,
-                 [this, o, i, op](WorkTpuDist &w) mutable {
-                   bool widen = o.scalar_type() == at::kShort;
-                   at::Tensor src = asReal(i.contiguous());
-                   OutBuf out(o);
-                   at::Tensor dst = asReal(out.buf);
-                   if (widen) {
-                     src = src.to(at::kInt);
-                     dst = at::empty({dst.numel()}, at::kInt);
-                   }
-                   int dtype = reduceDtype(src.scalar_type());
-                   TORCH_CHECK(dtype >= 0, "tpu_dist: unsupported dtype ", o.scalar_type());
-                   check(tpudistReduceScatter(src.data_ptr(), dst.data_ptr(), (size_t)dst.numel(),
-                                              (tpudistDataType_t)dtype,
-                                              reduceOp(op, o.scalar_type()), comm_, nullptr),
-                         w);
-                   if (widen) asReal(out.buf).view({-1}).copy_(dst);
-                   out.finish();
-                 });
+                 [this, o, i, op](WorkTpuDist &w) mutable { reduceScatterOne(o, i, op, w); });
 }
+
+#ifdef TD_TORCH2
+// all_gather_into_tensor / reduce_scatter_tensor under _coalescing_manager (FSDP): one call per
+// pair, all in one batch.
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allgather_into_tensor_coalesced(
+    std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+    const c10d::AllgatherOptions &opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(),
+              "tpu_dist: allgather_into_tensor_coalesced needs one output per input");
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> ops;
+  for (size_t k = 0; k < inputs.size(); k++) {
+    checkGatherSizes(outputs[k], inputs[k]);
+    at::Tensor o = outputs[k], i = inputs[k];
+    ops.push_back(makeWork(c10d::OpType::_ALLGATHER_BASE, "allgather_into_tensor_coalesced", {o},
+                           opts.timeout,
+                           [this, o, i](WorkTpuDist &w) mutable { allgatherOne(o, i, w); }));
+  }
+  return enqueueBatch(c10d::OpType::COALESCED, "allgather_into_tensor_coalesced", std::move(ops),
+                      opts.timeout);
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::reduce_scatter_tensor_coalesced(
+    std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+    const c10d::ReduceScatterOptions &opts) {
+  TORCH_CHECK(outputs.size() == inputs.size(),
+              "tpu_dist: reduce_scatter_tensor_coalesced needs one output per input");
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> ops;
+  c10d::ReduceOp op = opts.reduceOp;
+  for (size_t k = 0; k < inputs.size(); k++) {
+    checkScatterSizes(outputs[k], inputs[k]);
+    at::Tensor o = outputs[k], i = inputs[k];
+    ops.push_back(makeWork(
+        c10d::OpType::_REDUCE_SCATTER_BASE, "reduce_scatter_tensor_coalesced", {o}, opts.timeout,
+        [this, o, i, op](WorkTpuDist &w) mutable { reduceScatterOne(o, i, op, w); }));
+  }
+  return enqueueBatch(c10d::OpType::COALESCED, "reduce_scatter_tensor_coalesced", std::move(ops),
+                      opts.timeout);
+}
+#endif
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::reduce_scatter(
     std::vector<at::Tensor> &outputs, std::vector<std::vector<at::Tensor>> &inputs,
@@ -566,7 +467,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::alltoall_base(
                                                out.buf.data_ptr(), rc.data(), rd.data(),
                                                tpudistUint8, comm_, nullptr);
                    check(res, w);
-                   out.finish();
+                   after([out, in]() mutable { out.finish(); });
                  });
 }
 
@@ -597,8 +498,10 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::alltoall(std::vector<at::Ten
                    check(tpudistAllToAllv(send.data_ptr(), sc.data(), sd.data(), recv.data_ptr(),
                                           rc.data(), rd.data(), tpudistUint8, comm_, nullptr),
                          w);
-                   for (int p = 0; p < n; p++)
-                     outs[p].view({-1}).view(at::kByte).copy_(recv.narrow(0, rd[p], rc[p]));
+                   after([outs, send, recv, rc, rd, n]() mutable {
+                     for (int p = 0; p < n; p++)
+                       outs[p].view({-1}).view(at::kByte).copy_(recv.narrow(0, rd[p], rc[p]));
+                   });
                  });
 }
 
@@ -612,6 +515,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::send(std::vector<at::Tensor>
       [this, t, dstRank](WorkTpuDist &w) mutable {
         at::Tensor src = t.contiguous();
         check(tpudistSend(src.data_ptr(), src.nbytes(), tpudistUint8, dstRank, comm_, nullptr), w);
+        after([src]() {});
       });
 }
 
@@ -623,6 +527,16 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::recv(std::vector<at::Tensor>
       c10d::OpType::RECV, "recv", {t}, c10d::kUnsetTimeout,
       [this, t, srcRank](WorkTpuDist &w) mutable {
         OutBuf out(t);
+        if (deferred_) {  // in a batch: complete at its GroupEnd
+          TORCH_CHECK(srcRank != tpudistAnySource,
+                      "tpu_dist: a receive from any source cannot be coalesced");
+          check(tpudistRecv(out.buf.data_ptr(), out.buf.nbytes(), tpudistUint8, srcRank, comm_,
+                            nullptr),
+                w);
+          w.source_ = srcRank;
+          after([out]() mutable { out.finish(); });
+          return;
+        }
         tpudistRequest_t req = nullptr;
         check(tpudistRecv(out.buf.data_ptr(), out.buf.nbytes(), tpudistUint8, srcRank, comm_, &req),
               w);
@@ -641,8 +555,12 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::recvAnysource(std::vector<at
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::barrier(const c10d::BarrierOptions &opts) {
   return enqueue(c10d::OpType::BARRIER, "barrier", {}, opts.timeout, [this](WorkTpuDist &w) {
-    uint8_t one = 1, out = 0;
-    check(tpudistAllReduce(&one, &out, 1, tpudistUint8, tpudistMax, comm_, nullptr), w);
+    // device_ids (which devices NCCL would use) mean nothing on CPU: the same barrier either way.
+    auto flag = at::ones({1}, at::kByte);
+    check(tpudistAllReduce(flag.data_ptr(), flag.data_ptr(), 1, tpudistUint8, tpudistMax, comm_,
+                           nullptr),
+          w);
+    after([flag]() {});
   });
 }
 

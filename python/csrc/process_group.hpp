@@ -1,10 +1,15 @@
 // process_group.hpp - the torch.distributed backend "tpu_dist": a thin C++ shim over the C API.
 //
-// torch 1.13 derives from c10d::ProcessGroup, torch 2.x from c10d::Backend (TORCH_VERSION_MAJOR).
-// Every operation is queued to one worker thread per group, which alone calls into the C library
-// (one thread per communicator, as the C API requires) and completes the Work and its Future. So
-// async_op=True returns at once and the collective runs while the caller computes; wait() is
-// bounded by the op's or the group's timeout.
+// torch 1.13 derives from c10d::ProcessGroup, torch 2.x from c10d::Backend (TORCH_VERSION_MAJOR;
+// TD_TORCH2 marks what only 2.x has). Every operation is queued to one worker thread per group,
+// which alone calls into the C library (one thread per communicator, as the C API requires) and
+// completes the Work and its Future. So async_op=True returns at once and the collective runs
+// while the caller computes; wait() is bounded by the op's or the group's timeout.
+//
+// Coalescing (startCoalescing/endCoalescing and the *_coalesced ops) runs several operations as
+// one tpudistGroupStart/End batch: each operation's body issues its C calls and hands what must
+// follow them (copies back, unpacking) to after(), which runs at once outside a batch and after
+// tpudistGroupEnd inside one.
 #pragma once
 
 #include <torch/version.h>
@@ -13,6 +18,7 @@
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
 #if TORCH_VERSION_MAJOR >= 2
+#define TD_TORCH2 1
 #include <torch/csrc/distributed/c10d/Backend.hpp>
 #else
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
@@ -74,9 +80,16 @@ class WorkTpuDist : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
     return future_;
   }
+#ifdef TD_TORCH2
+  uint64_t getSequencenumber() const override {
+    return seq;
+  }
+#endif
 
   // Runs on the worker thread: the body, then completion of the Work and its Future.
   void execute();
+  // Completes the Work and its Future (with err, or with the outputs).
+  void complete(std::exception_ptr err);
 
   std::function<void(WorkTpuDist &)> body;
   std::atomic<int> source_{-1};
@@ -92,9 +105,52 @@ class WorkTpuDist : public c10d::Work {
 
 class ProcessGroupTpuDist : public BaseGroup {
  public:
+  // The group's options: its timeout (also the C library's bound on every wait), its name and
+  // its members' global ranks (as torch's own backends carry them).
+  struct Options : BaseGroup::Options {
+    explicit Options(std::chrono::milliseconds timeout = std::chrono::milliseconds(1800000))
+        : BaseGroup::Options("tpu_dist", timeout) {}
+    std::string group_name;
+    std::vector<uint64_t> global_ranks_in_group;
+  };
+
+  // A new communicator, bootstrapped through the store (rank 0 sets one key, the others get it).
   ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store> &store, int rank, int size,
-                      std::chrono::milliseconds timeout);
+                      c10::intrusive_ptr<Options> options);
+  // Adopts comm (from tpudistCommSplit).
+  ProcessGroupTpuDist(tpudistComm_t comm, int rank, int size, c10::intrusive_ptr<Options> options);
   ~ProcessGroupTpuDist() override;
+
+  c10::intrusive_ptr<Options> getOptions() const {
+    return options_;
+  }
+  // Store operations this group's bootstrap made (0 for a group split from a parent).
+  int storeOps() const {
+    return storeOps_.load();
+  }
+
+  // tpudistCommSplit of this group, run in order with its operations: every rank of this group
+  // calls it, with the same color for the members of one new group (ordered by key) and
+  // TPUDIST_SPLIT_NOCOLOR elsewhere (null result). No store traffic, no new rendezvous.
+  c10::intrusive_ptr<ProcessGroupTpuDist> split(int color, int key,
+                                                c10::intrusive_ptr<Options> options);
+  bool supportsSplitting() const
+#ifdef TD_TORCH2
+      override
+#endif
+  {
+    return true;
+  }
+  bool supportsCoalescing() const {
+    return true;
+  }
+
+  // Stops the group: operations not started fail with an error, the running one finishes
+  // (bounded by its timeout), then the communicator is destroyed. Idempotent.
+  void shutdown();
+  // Fails the running operation and every pending one with an error at once (tpudistCommAbort,
+  // any thread); later operations fail at once. Never waits for a peer. Idempotent.
+  void abort();
 
   const std::string getBackendName() const override {
     return "tpu_dist";
@@ -140,6 +196,16 @@ class ProcessGroupTpuDist : public BaseGroup {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
+#ifdef TD_TORCH2
+  void startCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> endCoalescing() override;
+  c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(
+      std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+      const c10d::AllgatherOptions &opts) override;
+  c10::intrusive_ptr<c10d::Work> reduce_scatter_tensor_coalesced(
+      std::vector<at::Tensor> &outputs, std::vector<at::Tensor> &inputs,
+      const c10d::ReduceScatterOptions &opts) override;
+#endif
 
   void setSequenceNumberForGroup() override {}
   uint64_t getSequenceNumberForGroup() override {
@@ -147,19 +213,48 @@ class ProcessGroupTpuDist : public BaseGroup {
   }
 
  private:
+  c10::intrusive_ptr<WorkTpuDist> makeWork(c10d::OpType type, const char *name,
+                                           std::vector<at::Tensor> outputs,
+                                           std::chrono::milliseconds timeout,
+                                           std::function<void(WorkTpuDist &)> body);
+  // Queues the operation, or adds it to the open coalescing batch.
   c10::intrusive_ptr<c10d::Work> enqueue(c10d::OpType type, const char *name,
                                          std::vector<at::Tensor> outputs,
                                          std::chrono::milliseconds timeout,
                                          std::function<void(WorkTpuDist &)> body);
+  // Queues one Work that runs every operation of ops in one tpudistGroupStart/End batch and
+  // completes them all.
+  c10::intrusive_ptr<c10d::Work> enqueueBatch(c10d::OpType type, const char *name,
+                                              std::vector<c10::intrusive_ptr<WorkTpuDist>> ops,
+                                              std::chrono::milliseconds timeout);
+  // Runs fn now, or after the batch's tpudistGroupEnd when a batch is executing.
+  void after(std::function<void()> fn);
+  void start();
+  // Removes every queued and coalesced operation (the queue's lock held by the caller).
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> takeQueuedLocked();
   void workerLoop();
   void check(tpudistResult_t res, const WorkTpuDist &w) const;
-  // Runs fn(buf) on a contiguous view of t, copying back when t is not contiguous.
+  // Reduces in into t (all ranks, or root); t may be non-contiguous (a copy is written back).
   void reduceOne(at::Tensor &t, const at::Tensor &in, int root, c10d::ReduceOp op, bool all,
                  const WorkTpuDist &w);
+  void allgatherOne(at::Tensor &o, const at::Tensor &i, const WorkTpuDist &w);
+  void reduceScatterOne(at::Tensor &o, const at::Tensor &i, c10d::ReduceOp op,
+                        const WorkTpuDist &w);
+  void checkGatherSizes(const at::Tensor &output, const at::Tensor &input);
+  void checkScatterSizes(const at::Tensor &output, const at::Tensor &input);
 
   tpudistComm_t comm_ = nullptr;
+  c10::intrusive_ptr<Options> options_;
   std::chrono::milliseconds timeout_;
   std::atomic<uint64_t> seq_{0};
+  std::atomic<int> storeOps_{0};
+  std::atomic<bool> aborted_{false};
+  std::mutex adminMu_;  // shutdown / abort
+  bool closed_ = false;
+  // The open coalescing batch (caller's side) and the running batch's deferred steps (worker).
+  bool coalescing_ = false;
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> coalesced_;
+  std::vector<std::function<void()>> *deferred_ = nullptr;
   std::shared_ptr<WorkQueue> queue_ = std::make_shared<WorkQueue>();
   std::thread worker_;
 };

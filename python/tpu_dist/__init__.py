@@ -6,17 +6,42 @@
 Importing this package registers the backend "tpu_dist" once. If another package already
 registered that name (e.g. TorchTPU's own backend), the import fails with a clear error rather
 than silently replacing it.
+
+On torch 2.x the backend is registered with the extended API (its options carry the group's
+timeout, name and global ranks) and also provides:
+
+- split_group(parent_pg, split_ranks): new groups split from a tpu_dist parent with
+  tpudistCommSplit (no store traffic, no new rendezvous); dist.split_group uses it for tpu_dist
+  parents (torch's own is NCCL-only);
+- abort_process_group(group): fails every pending operation at once and destroys the group(s);
+  dist.destroy_process_group shuts tpu_dist groups down (pending operations fail, never hang).
 """
+import torch
 import torch.distributed as dist
 
 from . import _C  # noqa: E402  (needs torch.distributed imported first)
 
 BACKEND_NAME = "tpu_dist"
+TORCH2 = _C.TORCH_VERSION_MAJOR >= 2
 _REGISTERED = False
 
 
-def _create(store, rank, size, timeout):
-    return _C.create_process_group(store, rank, size, timeout)
+def _create(store, rank, size, timeout):  # torch 1.13: (store, rank, size, timeout)
+    return _C.create_process_group(store, rank, size, _C.Options(timeout))
+
+
+def _create_ext(dist_opts, pg_options):  # torch 2.x, extended_api=True
+    opts = _C.Options(dist_opts.timeout)
+    opts.group_name = dist_opts.group_id
+    opts.global_ranks_in_group = list(dist_opts.global_ranks_in_group)
+    backend = _C.create_process_group(dist_opts.store, dist_opts.group_rank,
+                                      dist_opts.group_size, opts)
+    # A ProcessGroup, which torch uses as the group itself: it is named "tpu_dist" (torch's own
+    # would say "custom") and answers sequence numbers from the backend.
+    return _C.GroupTpuDist(dist_opts.store, backend)
+
+
+_CREATOR = _create_ext if TORCH2 else _create
 
 
 def _register():
@@ -28,19 +53,134 @@ def _register():
     if key in plugins or hasattr(dist.Backend, key):
         existing = plugins.get(key)
         func = getattr(existing, "creator_fn", existing)
-        if func is _create:
+        if func is _CREATOR:
             _REGISTERED = True
             return
         raise RuntimeError(
             "tpu_dist: a torch.distributed backend named 'tpu_dist' is already registered by "
             "another package (%r); uninstall it or import only one of them" % (func,))
-    try:  # torch 2.x: declare CPU support (a list: a string would be split into characters)
-        dist.Backend.register_backend(BACKEND_NAME, _create, devices=["cpu"])
-    except TypeError:  # torch 1.13 has no devices argument
-        dist.Backend.register_backend(BACKEND_NAME, _create)
+    if TORCH2:  # declare CPU support (a list: a string would be split into characters)
+        dist.Backend.register_backend(BACKEND_NAME, _CREATOR, extended_api=True, devices=["cpu"])
+        _install_torch2_hooks()
+    else:  # torch 1.13 has no devices argument
+        dist.Backend.register_backend(BACKEND_NAME, _CREATOR)
     _REGISTERED = True
+
+
+def backend_of(group=None):
+    """The ProcessGroupTpuDist behind a process group (the default one if None), or None."""
+    pg = group if group is not None else dist.distributed_c10d._get_default_group()
+    if pg is None or pg == dist.GroupMember.NON_GROUP_MEMBER:
+        return None
+    if not TORCH2:
+        return pg if isinstance(pg, _C.ProcessGroupTpuDist) else None
+    try:
+        b = pg._get_backend(torch.device("cpu"))
+    except RuntimeError:
+        return None
+    return b if isinstance(b, _C.ProcessGroupTpuDist) else None
+
+
+def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None, group_desc=None):
+    """torch's split_group for a tpu_dist parent: every rank of the parent calls it with the same
+    split_ranks (lists of parent group ranks); returns this rank's new group, or None. The new
+    communicators come from tpudistCommSplit on the parent: no store operations, no rendezvous."""
+    from torch.distributed import distributed_c10d as c10d
+    if split_ranks is None:
+        raise ValueError("split_ranks cannot be None")
+    parent_pg = parent_pg or c10d._get_default_group()
+    parent = backend_of(parent_pg)
+    if parent is None:
+        raise RuntimeError("tpu_dist.split_group: the parent group has no tpu_dist backend")
+    world = c10d._world
+    g2p = world.pg_group_ranks[parent_pg]  # global rank -> parent group rank
+    p2g = {p: g for g, p in g2p.items()}
+    me = parent_pg.rank()
+    seen = set()
+    color, mine = _TPU_NOCOLOR, None
+    for i, ranks in enumerate(split_ranks):
+        if not ranks or len(ranks) != len(set(ranks)) or seen & set(ranks):
+            raise ValueError("tpu_dist.split_group: splits must be non-empty and disjoint")
+        if any(r < 0 or r >= parent_pg.size() for r in ranks):
+            raise ValueError("tpu_dist.split_group: ranks must be ranks of the parent group")
+        seen |= set(ranks)
+        if me in ranks:
+            color, mine = i, sorted(ranks)
+    timeout = timeout or parent.options.timeout
+    # Named on every rank, members or not, so later groups get the same names everywhere.
+    name = c10d._process_group_name(mine or [], use_hashed_name=False)
+    if mine is None:
+        parent.perform_nocolor_split()
+        return None
+    opts = _C.Options(timeout)
+    global_ranks = [p2g[r] for r in mine]
+    opts.group_name = name
+    opts.global_ranks_in_group = global_ranks
+    backend = parent.split(color, mine.index(me), opts)
+    _, store = world.pg_map[parent_pg]
+    pg = _C.GroupTpuDist(c10d.PrefixStore(name + "/", store), backend)
+    pg._set_group_name(name)
+    pg._set_group_desc(group_desc or "%s:split" % parent_pg.group_desc)
+    world.pg_map[pg] = (dist.Backend(BACKEND_NAME), store)
+    world.pg_names[pg] = name
+    c10d._register_process_group(name, pg)
+    world.pg_backend_config[pg] = str(c10d.BackendConfig(dist.Backend(BACKEND_NAME)))
+    world.tags_to_pg.setdefault("ptd:" + name, []).append(pg)
+    world.pg_to_tag[pg] = "ptd:" + name
+    world.pg_group_ranks[pg] = {g: i for i, g in enumerate(global_ranks)}
+    return pg
+
+
+_TPU_NOCOLOR = _C.SPLIT_NOCOLOR
+
+
+def abort_process_group(group=None):
+    """Aborts a tpu_dist group (every group if None): its running and pending operations fail at
+    once with an error, without waiting for any peer; then the group is destroyed."""
+    from torch.distributed import distributed_c10d as c10d
+    groups = list(c10d._world.pg_names) if group in (None, dist.GroupMember.WORLD) else [group]
+    for pg in groups:
+        b = backend_of(pg)
+        if b is not None:
+            b.abort()
+    dist.destroy_process_group(group)
+
+
+def _install_torch2_hooks():
+    """torch 2.x shuts down and aborts only NCCL backends itself; route tpu_dist groups here."""
+    from torch.distributed import distributed_c10d as c10d
+    shutdown = getattr(c10d, "_shutdown_backend", None)
+    if shutdown is not None and not getattr(shutdown, "_tpu_dist", False):
+        def _shutdown_backend(pg):
+            b = backend_of(pg)
+            if b is not None:
+                b.shutdown()
+            else:
+                shutdown(pg)
+        _shutdown_backend._tpu_dist = True
+        c10d._shutdown_backend = _shutdown_backend
+    abort = getattr(c10d, "_abort_process_group", None)
+    if abort is not None and not getattr(abort, "_tpu_dist", False):
+        def _abort_process_group(group=None):
+            if backend_of(group) is not None:
+                abort_process_group(group)
+            else:
+                abort(group)
+        _abort_process_group._tpu_dist = True
+        c10d._abort_process_group = _abort_process_group
+    split = getattr(c10d, "split_group", None)
+    if split is not None and not getattr(split, "_tpu_dist", False):
+        def _split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
+                         group_desc=None):
+            if c10d.is_initialized() and backend_of(parent_pg) is not None:
+                return split_group(parent_pg, split_ranks, timeout, pg_options, group_desc)
+            return split(parent_pg, split_ranks, timeout, pg_options, group_desc)
+        _split_group._tpu_dist = True
+        c10d.split_group = _split_group
+        if getattr(dist, "split_group", None) is split:
+            dist.split_group = _split_group
 
 
 _register()
 
-__all__ = ["BACKEND_NAME"]
+__all__ = ["BACKEND_NAME", "abort_process_group", "backend_of", "split_group"]

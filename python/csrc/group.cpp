@@ -1,0 +1,368 @@
+// group.cpp - the tpu_dist group's life: bootstrap through the c10d Store or split from a parent,
+// the operation queue and its worker, coalesced batches, shutdown and abort.
+#include <c10/util/Exception.h>
+
+#include <cstdlib>
+#include <cstring>
+#include <sstream>
+#include <stdexcept>
+
+#include "process_group.hpp"
+
+namespace tpu_dist {
+
+namespace {
+
+// ---- the c10d Store as the C library's external store (counting its operations) ----
+struct StoreCtx {
+  c10d::Store *store;
+  std::atomic<int> *ops;
+};
+
+int storeSet(void *ctx, const char *key, const void *value, size_t len) {
+  try {
+    auto *c = static_cast<StoreCtx *>(ctx);
+    const uint8_t *p = static_cast<const uint8_t *>(value);
+    c->ops->fetch_add(1);
+    c->store->set(key, std::vector<uint8_t>(p, p + len));
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+
+int storeGet(void *ctx, const char *key, void **value, size_t *len, int /*timeoutMs*/) {
+  try {
+    auto *c = static_cast<StoreCtx *>(ctx);
+    c->ops->fetch_add(1);
+    std::vector<uint8_t> v = c->store->get(key);  // blocks until set, bounded by its timeout
+    void *out = std::malloc(v.empty() ? 1 : v.size());
+    if (!out) return 1;
+    if (!v.empty()) std::memcpy(out, v.data(), v.size());
+    *value = out;
+    *len = v.size();
+    return 0;
+  } catch (...) {
+    return 1;
+  }
+}
+
+std::chrono::milliseconds pick(std::chrono::milliseconds opTimeout,
+                               std::chrono::milliseconds groupTimeout) {
+  return opTimeout == c10d::kUnsetTimeout ? groupTimeout : opTimeout;
+}
+
+tpudistConfig_t configFor(std::chrono::milliseconds timeout) {
+  tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
+  cfg.timeoutMs = (int)std::min<int64_t>(timeout.count(), INT32_MAX);
+  return cfg;
+}
+
+}  // namespace
+
+// ---- Work ----
+WorkTpuDist::WorkTpuDist(int rank, c10d::OpType type, const char *name, uint64_t sequence,
+                         std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout)
+    : c10d::Work(rank, type),
+      opName(name),
+      seq(sequence),
+      outputs_(std::move(outputs)),
+      future_(
+          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+      timeout_(timeout) {}
+
+bool WorkTpuDist::isCompleted() {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completed_;
+}
+
+bool WorkTpuDist::isSuccess() const {
+  std::lock_guard<std::mutex> lock(mutex_);
+  return completed_ && !exception_;
+}
+
+bool WorkQueue::runIfHead(WorkTpuDist *w) {
+  c10::intrusive_ptr<WorkTpuDist> head;
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (busy || q.empty() || q.front().get() != w) return false;
+    head = q.front();
+    q.pop_front();
+    busy = true;
+  }
+  head->execute();
+  done();
+  return true;
+}
+
+void WorkQueue::done() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    busy = false;
+  }
+  cv.notify_all();
+}
+
+bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
+  auto limit = timeout == kNoTimeout ? timeout_ : timeout;
+  if (queue) queue->runIfHead(this);
+  std::unique_lock<std::mutex> lock(mutex_);
+  if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
+    std::ostringstream os;
+    os << "tpu_dist: " << opName << " (sequence " << seq << ") on rank " << rank_
+       << " timed out after " << limit.count() << " ms";
+    TORCH_CHECK(false, os.str());
+  }
+  if (exception_) std::rethrow_exception(exception_);
+  return true;
+}
+
+void WorkTpuDist::complete(std::exception_ptr err) {
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    if (completed_) return;
+  }
+  if (err)
+    future_->setError(err);
+  else
+    future_->markCompleted(c10::IValue(outputs_));
+  finish(err);
+}
+
+void WorkTpuDist::execute() {
+  std::exception_ptr err;
+  try {
+    body(*this);
+  } catch (...) {
+    err = std::current_exception();
+  }
+  complete(err);
+}
+
+// ---- ProcessGroup: creation, worker, destruction ----
+ProcessGroupTpuDist::ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store> &store, int rank,
+                                         int size, c10::intrusive_ptr<Options> options)
+    : BaseGroup(rank, size), options_(std::move(options)), timeout_(options_->timeout) {
+  StoreCtx ctx{store.get(), &storeOps_};
+  tpudistStore_t st;
+  st.ctx = &ctx;
+  st.set = storeSet;
+  st.get = storeGet;
+  tpudistConfig_t cfg = configFor(timeout_);
+  tpudistResult_t res = tpudistCommInitStore(&comm_, size, rank, &st, "tpu_dist", &cfg);
+  TORCH_CHECK(res == tpudistSuccess, "tpu_dist: communicator init failed on rank ", rank, ": ",
+              tpudistGetErrorString(res), ": ", tpudistGetLastError(nullptr));
+  start();
+}
+
+ProcessGroupTpuDist::ProcessGroupTpuDist(tpudistComm_t comm, int rank, int size,
+                                         c10::intrusive_ptr<Options> options)
+    : BaseGroup(rank, size),
+      comm_(comm),
+      options_(std::move(options)),
+      timeout_(options_->timeout) {
+  start();
+}
+
+void ProcessGroupTpuDist::start() {
+#ifdef TD_TORCH2
+  init();  // torch's per-backend setup (debug level, logging)
+#endif
+  worker_ = std::thread(&ProcessGroupTpuDist::workerLoop, this);
+}
+
+ProcessGroupTpuDist::~ProcessGroupTpuDist() {
+  shutdown();
+}
+
+std::vector<c10::intrusive_ptr<WorkTpuDist>> ProcessGroupTpuDist::takeQueuedLocked() {
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> out(queue_->q.begin(), queue_->q.end());
+  out.insert(out.end(), coalesced_.begin(), coalesced_.end());
+  queue_->q.clear();
+  coalesced_.clear();
+  coalescing_ = false;
+  return out;
+}
+
+namespace {
+// Completed outside the queue's lock: a Future's callbacks may issue operations.
+void failAll(const std::vector<c10::intrusive_ptr<WorkTpuDist>> &works, const std::string &msg) {
+  auto err = std::make_exception_ptr(std::runtime_error(msg));
+  for (auto &w : works) w->complete(err);
+}
+}  // namespace
+
+void ProcessGroupTpuDist::shutdown() {
+  std::lock_guard<std::mutex> admin(adminMu_);
+  if (closed_) return;
+  closed_ = true;
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> pending;
+  {
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    pending = takeQueuedLocked();
+    queue_->stop = true;
+  }
+  queue_->cv.notify_all();
+  std::ostringstream os;
+  os << "tpu_dist: the process group was shut down on rank " << getRank()
+     << " before this operation ran";
+  failAll(pending, os.str());
+  if (worker_.joinable()) worker_.join();  // the running operation ends, bounded by its timeout
+  if (comm_ && !aborted_) tpudistCommDestroy(comm_);
+  comm_ = nullptr;
+}
+
+void ProcessGroupTpuDist::abort() {
+  std::lock_guard<std::mutex> admin(adminMu_);
+  if (closed_) return;
+  closed_ = true;
+  aborted_ = true;
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> pending;
+  {
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    pending = takeQueuedLocked();
+    queue_->stop = true;
+  }
+  queue_->cv.notify_all();
+  std::ostringstream os;
+  os << "tpu_dist: the process group was aborted on rank " << getRank();
+  failAll(pending, os.str());
+  // Safe from any thread: fails the running operation, releases its waits, frees the
+  // communicator once the calls inside it have left.
+  if (comm_) tpudistCommAbort(comm_);
+  if (worker_.joinable()) worker_.join();
+  comm_ = nullptr;
+}
+
+void ProcessGroupTpuDist::workerLoop() {
+  WorkQueue &wq = *queue_;
+  for (;;) {
+    c10::intrusive_ptr<WorkTpuDist> w;
+    {
+      std::unique_lock<std::mutex> lock(wq.mu);
+      wq.cv.wait(lock, [&] { return (wq.stop && wq.q.empty()) || (!wq.q.empty() && !wq.busy); });
+      if (wq.q.empty()) return;  // stopped and drained
+      w = wq.q.front();
+      wq.q.pop_front();
+      wq.busy = true;
+    }
+    w->execute();
+    wq.done();
+  }
+}
+
+c10::intrusive_ptr<WorkTpuDist> ProcessGroupTpuDist::makeWork(
+    c10d::OpType type, const char *name, std::vector<at::Tensor> outputs,
+    std::chrono::milliseconds timeout, std::function<void(WorkTpuDist &)> body) {
+  auto w = c10::make_intrusive<WorkTpuDist>(getRank(), type, name, ++seq_, std::move(outputs),
+                                            pick(timeout, timeout_));
+  w->body = std::move(body);
+  return w;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
+    c10d::OpType type, const char *name, std::vector<at::Tensor> outputs,
+    std::chrono::milliseconds timeout, std::function<void(WorkTpuDist &)> body) {
+  auto w = makeWork(type, name, std::move(outputs), timeout, std::move(body));
+  bool stopped = false;
+  {
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    stopped = queue_->stop;
+    if (!stopped && coalescing_) {
+      coalesced_.push_back(w);  // completed by the batch endCoalescing queues
+      return w;
+    }
+    if (!stopped) {
+      w->queue = queue_;
+      queue_->q.push_back(w);
+    }
+  }
+  if (stopped) {  // fails at once (outside the lock: its Future's callbacks may issue work)
+    std::ostringstream os;
+    os << "tpu_dist: " << name << " on rank " << getRank() << ": the process group was "
+       << (aborted_ ? "aborted" : "shut down");
+    w->complete(std::make_exception_ptr(std::runtime_error(os.str())));
+    return w;
+  }
+  queue_->cv.notify_one();
+  return w;
+}
+
+void ProcessGroupTpuDist::after(std::function<void()> fn) {
+  if (deferred_)
+    deferred_->push_back(std::move(fn));
+  else
+    fn();
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueueBatch(
+    c10d::OpType type, const char *name, std::vector<c10::intrusive_ptr<WorkTpuDist>> ops,
+    std::chrono::milliseconds timeout) {
+  std::vector<at::Tensor> outs;
+  for (auto &op : ops) {
+    auto r = op->result();
+    outs.insert(outs.end(), r.begin(), r.end());
+  }
+  return enqueue(type, name, outs, timeout, [this, ops](WorkTpuDist &w) {
+    std::vector<std::function<void()>> steps;
+    std::exception_ptr err;
+    check(tpudistGroupStart(), w);
+    deferred_ = &steps;
+    try {
+      for (auto &op : ops) op->body(*op);
+    } catch (...) {
+      err = std::current_exception();
+    }
+    deferred_ = nullptr;
+    tpudistResult_t res = tpudistGroupEnd();  // always closes the group, even after an error
+    try {
+      if (!err) check(res, w);
+      if (!err)
+        for (auto &fn : steps) fn();
+    } catch (...) {
+      err = std::current_exception();
+    }
+    for (auto &op : ops) op->complete(err);
+    if (err) std::rethrow_exception(err);
+  });
+}
+
+// ---- split ----
+c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::split(
+    int color, int key, c10::intrusive_ptr<Options> options) {
+  auto child = std::make_shared<tpudistComm_t>(nullptr);
+  auto work = enqueue(c10d::OpType::UNKNOWN, "split", {}, c10d::kUnsetTimeout,
+                      [this, color, key, child, options](WorkTpuDist &w) {
+                        tpudistConfig_t cfg = configFor(options ? options->timeout : timeout_);
+                        check(tpudistCommSplit(comm_, color, key, child.get(), &cfg), w);
+                      });
+  work->wait();
+  if (!*child) return {};
+  int rank = 0, size = 0;
+  tpudistCommUserRank(*child, &rank);
+  tpudistCommCount(*child, &size);
+  if (!options) options = c10::make_intrusive<Options>(timeout_);
+  return c10::make_intrusive<ProcessGroupTpuDist>(*child, rank, size, options);
+}
+
+// ---- coalescing ----
+#ifdef TD_TORCH2
+void ProcessGroupTpuDist::startCoalescing() {
+  std::lock_guard<std::mutex> lock(queue_->mu);
+  TORCH_CHECK(!coalescing_, "tpu_dist: startCoalescing while already coalescing");
+  coalescing_ = true;
+}
+
+c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::endCoalescing() {
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> ops;
+  {
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    TORCH_CHECK(coalescing_, "tpu_dist: endCoalescing without startCoalescing");
+    coalescing_ = false;
+    ops.swap(coalesced_);
+  }
+  return enqueueBatch(c10d::OpType::COALESCED, "coalesced", std::move(ops), c10d::kUnsetTimeout);
+}
+#endif
+
+}  // namespace tpu_dist

@@ -1,0 +1,124 @@
+#!/usr/bin/env bash
+# tests/torch2/root.sh - makes (or reuses) a Debian 13 (trixie) root with torch 2.x for the torch2
+# suite, then runs a command inside it.
+#
+#   tests/torch2/root.sh ensure           build the root if missing or its package set changed
+#   tests/torch2/root.sh run CMD...       ensure, then run CMD in the root (bash -c) with /proc,
+#                                         /dev, /dev/shm and /sys bound for the run only
+#
+# The root lives outside the tree, in TD_TRIXIE_ROOT (default /var/cache/tpu_dist/trixie-root).
+# It is made with debootstrap (minbase) from the Debian mirror the machine's own apt sources name,
+# then the packages below are installed with apt-get inside it. A stamp file in the root lists the
+# package set; a different list rebuilds it. A root is only ever used once complete (it is built
+# under ROOT.new and renamed). Everything that mounts runs in a private mount namespace
+# (unshare -m), so no mount outlives the run even if it is killed; a trap unmounts as well.
+# Any failure to make the root fails with a clear message.
+set -euo pipefail
+
+ROOT=${TD_TRIXIE_ROOT:-/var/cache/tpu_dist/trixie-root}
+SUITE=trixie
+PKGS="build-essential autoconf automake libtool pkg-config libhwloc-dev libibverbs-dev
+  libopenmpi-dev openmpi-bin libcunit1-dev python3-torch libtorch-dev pybind11-dev python3-pytest
+  python3-setuptools python3-pip ninja-build"
+STAMP="suite=$SUITE packages=$(echo $PKGS | tr ' ' '\n' | sort | tr '\n' ' ')"
+
+die() {
+  echo "torch2 root: $*" >&2
+  exit 1
+}
+
+# The URI of the host's main Debian suite (the one named by the host's codename), from
+# /etc/apt/sources.list or the deb822 files in /etc/apt/sources.list.d.
+host_mirror() {
+  local codename f
+  codename=$(. /etc/os-release && echo "${VERSION_CODENAME:-}")
+  [ -n "$codename" ] || return 1
+  for f in /etc/apt/sources.list /etc/apt/sources.list.d/*.list; do
+    [ -f "$f" ] || continue
+    awk -v cn="$codename" '$1 == "deb" {
+      i = 2; if ($i ~ /^\[/) { while ($i !~ /\]$/) i++; i++ }
+      if ($(i + 1) == cn) { print $i; exit } }' "$f"
+  done
+  for f in /etc/apt/sources.list.d/*.sources; do
+    [ -f "$f" ] || continue
+    awk -v cn="$codename" 'BEGIN { RS = "" } {
+      uri = ""; ok = 0; n = split($0, l, "\n")
+      for (j = 1; j <= n; j++) {
+        if (l[j] ~ /^[ \t]*#/) continue
+        m = split(l[j], w, /[ \t]+/)
+        if (w[1] == "URIs:") uri = w[2]
+        if (w[1] == "Suites:") for (k = 2; k <= m; k++) if (w[k] == cn) ok = 1
+        if (w[1] == "Types:" && l[j] !~ /[ \t]deb([ \t]|$)/) uri = "-"
+      }
+      if (ok && uri != "" && uri != "-") { print uri; exit } }' "$f"
+  done
+}
+
+# in_ns ROOTDIR CMD: runs CMD (bash -c, as root) chrooted in ROOTDIR, in a private mount
+# namespace with /proc, /dev, /dev/shm and /sys bound; the mounts are undone on any exit.
+in_ns() {
+  local dir=$1
+  shift
+  unshare --mount --propagation private bash -c '
+    set -eu
+    dir=$1; shift
+    undo() { for m in sys dev/shm dev proc; do umount -l "$dir/$m" 2>/dev/null || true; done; }
+    trap undo EXIT
+    trap "exit 143" TERM INT HUP
+    mount -t proc proc "$dir/proc"
+    mount --rbind /dev "$dir/dev"
+    mount --rbind /dev/shm "$dir/dev/shm"
+    mount --rbind /sys "$dir/sys"
+    chroot "$dir" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
+      DEBIAN_FRONTEND=noninteractive TD_FULL="${TD_FULL:-0}" /bin/bash -c "$*" &
+    wait $!
+  ' in_ns "$dir" "$@"
+}
+
+build_root() {
+  local new=$ROOT.new mirror
+  command -v debootstrap >/dev/null || die "debootstrap is not installed (scripts/setup-debian installs it)"
+  command -v unshare >/dev/null || die "unshare (util-linux) is not installed"
+  [ "$(id -u)" -eq 0 ] || die "making the root needs root (debootstrap, chroot, mount)"
+  mirror=$(host_mirror | head -n 1) || true
+  [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list*"
+  local avail
+  avail=$(df -Pk "$(dirname "$ROOT")" | awk 'NR==2{print $4}')
+  [ "${avail:-0}" -ge 6000000 ] || die "less than 6 GB free under $(dirname "$ROOT")"
+  echo "torch2 root: debootstrap $SUITE from $mirror into $new"
+  rm -rf "$new"
+  unshare --mount --propagation private \
+    debootstrap --variant=minbase "$SUITE" "$new" "$mirror" >"$ROOT.debootstrap.log" 2>&1 ||
+    die "debootstrap failed (log: $ROOT.debootstrap.log): $(tail -n 3 "$ROOT.debootstrap.log")"
+  echo "torch2 root: apt-get install $(echo $PKGS)"
+  in_ns "$new" "apt-get update -q && apt-get install -y -q --no-install-recommends $(echo $PKGS) && apt-get clean" \
+    >"$ROOT.apt.log" 2>&1 || die "apt-get in the root failed (log: $ROOT.apt.log): $(tail -n 3 "$ROOT.apt.log")"
+  echo "$STAMP" >"$new/.tpu_dist-stamp"
+  rm -rf "$ROOT"
+  mv "$new" "$ROOT"
+}
+
+ensure() {
+  mkdir -p "$(dirname "$ROOT")" || die "cannot create $(dirname "$ROOT")"
+  exec 9>"$ROOT.lock"
+  flock 9 # one builder at a time; others wait, then reuse
+  if [ "$(cat "$ROOT/.tpu_dist-stamp" 2>/dev/null)" != "$STAMP" ]; then
+    build_root
+  fi
+  flock -u 9
+}
+
+case "${1:-}" in
+  ensure) ensure ;;
+  run)
+    shift
+    ensure
+    exec 9>"$ROOT.lock"
+    flock -s 9 # a rebuild waits for runs in progress
+    in_ns "$ROOT" "$@"
+    ;;
+  *)
+    sed -n '2,16p' "$0"
+    exit 2
+    ;;
+esac

@@ -1,0 +1,41 @@
+#!/usr/bin/env bash
+# tests/torch2/run.sh - the torch2 suite: in a Debian 13 root (tests/torch2/root.sh: torch 2.6,
+# gcc 14, Open MPI 5.0), builds this tree's library (-Werror) and torch extension from a copy of
+# the source, then runs tests/torch (the cases the torch 1.13 suite runs) and tests/torch2 (the
+# torch 2.x Backend features, FSDP, torchrun, torch's DistributedTest).
+#
+#   tests/torch2/run.sh [PYTEST ARGS...]
+#
+# The copy lives under the root's /build and is removed on exit. TD_FULL=1 runs the whole
+# DistributedTest class (else a fixed subset). Each phase prints its elapsed time.
+set -euo pipefail
+cd "$(dirname "$0")/../.."
+root=${TD_TRIXIE_ROOT:-/var/cache/tpu_dist/trixie-root}
+export TD_TRIXIE_ROOT=$root
+t0=$(date +%s)
+tests/torch2/root.sh ensure
+echo "== root ready after $(($(date +%s) - t0))s"
+
+# A copy of the source (tracked and untracked files git does not ignore: no build outputs).
+mkdir -p "$root/build"
+dir=$(mktemp -d "$root/build/tpu_dist.XXXXXX")
+trap 'rm -rf "$dir"' EXIT
+git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$dir"
+rel=/build/$(basename "$dir")
+
+args=
+for a in "$@"; do args="$args $(printf '%q' "$a")"; done
+tests/torch2/root.sh run "set -e
+  cd $rel
+  echo \"== \$(. /etc/os-release; echo \$PRETTY_NAME); \$(gcc --version | head -n 1); \$(mpirun --version | head -n 1)\"
+  echo \"== torch \$(python3 -c 'import torch; print(torch.__version__)')\"
+  autoreconf -fi >/dev/null 2>&1
+  ./configure -q >/dev/null
+  make -j2 >make.log 2>&1 || { tail -n 40 make.log; exit 1; }
+  (cd python && PKG_CONFIG_PATH=\$PWD/.. python3 setup.py -q build_ext --inplace >ext.log 2>&1) ||
+    { grep -E 'error|Error' python/ext.log | head -n 40; exit 1; }
+  echo \"== library (-Werror) and extension built after \$((\$(date +%s) - $t0))s\"
+  export USE_LIBUV=0 TD_FULL=${TD_FULL:-0} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296
+  tests/torch/run.sh tests/torch2 $args
+  echo \"== tests done after \$((\$(date +%s) - $t0))s\""
