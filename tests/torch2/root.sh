@@ -17,7 +17,7 @@ set -euo pipefail
 
 ROOT=${TD_TRIXIE_ROOT:-/var/cache/tpu_dist/trixie-root}
 SUITE=trixie
-PKGS="build-essential autoconf automake libtool pkg-config libhwloc-dev libibverbs-dev
+PKGS="build-essential autoconf automake libtool pkg-config libssl-dev
   libopenmpi-dev openmpi-bin libcunit1-dev python3-torch libtorch-dev pybind11-dev python3-pytest
   python3-setuptools python3-pip ninja-build"
 STAMP="suite=$SUITE packages=$(echo $PKGS | tr ' ' '\n' | sort | tr '\n' ' ')"
