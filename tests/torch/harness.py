@@ -6,6 +6,7 @@ Results are collected per rank into a shared dict so the test prints exactly whi
 import os
 import sys
 import tempfile
+import time
 import traceback
 
 import torch.multiprocessing as mp
@@ -36,12 +37,23 @@ def _worker(rank, world, init_file, module_name, entry, results):
     dist.destroy_process_group()
 
 
-def run_job(world, module_name, entry="cases"):
-    """Runs every case of module_name.entry(world) on `world` ranks; returns failures by rank."""
+def run_job(world, module_name, entry="cases", timeout_s=None):
+    """Runs every case of module_name.entry(world) on `world` ranks; returns failures by rank.
+    A job still running after timeout_s (TD_TORCH_JOB_TIMEOUT_S, default 600) is killed and
+    fails: nothing hangs forever."""
+    if timeout_s is None:
+        timeout_s = float(os.environ.get("TD_TORCH_JOB_TIMEOUT_S", "600"))
     with tempfile.TemporaryDirectory() as d:
         init_file = os.path.join(d, "init")
         manager = mp.Manager()
         results = manager.dict()
-        mp.spawn(_worker, args=(world, init_file, module_name, entry, results), nprocs=world,
-                 join=True)
+        ctx = mp.spawn(_worker, args=(world, init_file, module_name, entry, results),
+                       nprocs=world, join=False)
+        deadline = time.monotonic() + timeout_s
+        while not ctx.join(timeout=1.0):
+            if time.monotonic() > deadline:
+                for p in ctx.processes:
+                    p.kill()
+                raise TimeoutError("%s on %d ranks still running after %.0f s: killed" %
+                                   (module_name, world, timeout_s))
         return dict(results)
