@@ -194,7 +194,12 @@ static tpudistResult_t envBuild(const tdTpuEnv *env, int nranks, tdTopo *out, ch
   if (twisted && !g->twistable)
     return tdErr(err, tpudistInvalidArgument, "%s has no twisted tori", g->name);
   int chips = 1;
-  for (int a = 0; a < ndims; a++) chips *= dims[a];
+  for (int a = 0; a < ndims; a++) {
+    if (dims[a] < 1 || chips > TD_TOPO_MAX_RANKS / dims[a])
+      return tdErr(err, tpudistInvalidArgument, "TPU topology has more than %d chips",
+                   TD_TOPO_MAX_RANKS);
+    chips *= dims[a];
+  }
   if (isSet(env->topology_wrap)) {
     tpudistResult_t res = parseWrapVar(env->topology_wrap, ndims, wrap, err);
     if (res != tpudistSuccess) {

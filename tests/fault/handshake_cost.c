@@ -61,6 +61,7 @@ int main(int argc, char **argv) {
     double t0 = nowUs();
     if (tpudistCommSplit(world, 0, rank, &c, NULL) != tpudistSuccess) {
       fprintf(stderr, "split: %s\n", tpudistGetLastError(world));
+      free(split), free(first), free(second), free(setup);
       return 1;
     }
     split[r] = nowUs() - t0;
@@ -78,5 +79,9 @@ int main(int argc, char **argv) {
         rounds, median(split, rounds), median(first, rounds), median(second, rounds),
         median(setup, rounds));
   tpudistCommDestroy(world);
+  free(split);
+  free(first);
+  free(second);
+  free(setup);
   return 0;
 }
