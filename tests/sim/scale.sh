@@ -40,8 +40,8 @@ run allreduce-8192 --preset v5p --topology 16x16x32 --coll allreduce --bytes 1G 
   --dma 2
 # pairwise named: selection, which costs all-to-all at pod scale now, picks direct here, whose
 # 16.7 M messages all in flight at once the flow model cannot re-level within the budget
-LIMIT_S=${LIMIT_S_A2A:-60} run alltoall-2048 --preset v5p --topology 8x16x16 --coll alltoall --bytes 64M --algo pairwise \
-  --window 2048
+LIMIT_S=${LIMIT_S_A2A:-60} run alltoall-2048 --preset v5p --topology 8x16x16 --coll alltoall \
+  --bytes 64M --algo pairwise --window 1024
 [ "${TD_FULL:-0}" = 1 ] && LIMIT_S=${LIMIT_S_FULL:-240} run alltoall-4096 --preset v5p \
   --topology 16x16x16 --coll alltoall --bytes 256M --algo pairwise --window 2048
 [ $fail -eq 0 ] && echo "sim-scale: ok"
