@@ -123,7 +123,7 @@ static int laterReadersOk(const tdSched *s, const tdStream *st, const uint8_t *r
 
 typedef struct {
   const tdSched *s;
-  fuseSpan *dst;    /* per step: its dst span */
+  fuseSpan *dst;  /* per step: its dst span */
   uint64_t *ends; /* span ends (space << 62 | offset), sorted, unique: unit u is ends[u .. u+1) */
   uint32_t nends;
   uint32_t *unit_first; /* per unit: its entries in unit_steps (nends + 1) */

@@ -147,7 +147,7 @@ typedef struct tdExec {
   tpudistResult_t async_error;
   int broken;
   uint32_t *ord_send, *ord_recv; /* nranks counters used while binding (tdOrdCount) */
-  struct tdFlight *flight;  /* flight recorder (exec_flight.c) */
+  struct tdFlight *flight;       /* flight recorder (exec_flight.c) */
   int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores) */
 } tdExec;
 

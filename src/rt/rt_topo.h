@@ -2,7 +2,8 @@
  * rt_topo.h - the topology the configuration names (runtime base): TPU_DIST_TOPOLOGY, else the TPU
  * runtime's variables (TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY, ...), else flat; with
  * MEGASCALE_NUM_SLICES=S > 1 that is one slice, and the topology is S of them joined by DCN (unless
- * TPU_DIST_TOPOLOGY names its slices, which must then be S). The one place that order is decided: communicators (src/core) and tools/tpudist-info both ask here.
+ * TPU_DIST_TOPOLOGY names its slices, which must then be S). The one place that order is decided:
+ * communicators (src/core) and tools/tpudist-info both ask here.
  */
 #ifndef TD_RT_TOPO_H_
 #define TD_RT_TOPO_H_

@@ -460,8 +460,9 @@ static int modeHostile(int rank, int n) {
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc < 2) {
-    fprintf(stderr,
-            "usage: fault_job kill VICTIM | abort | badargs | mismatch | debug | hostile | flight\n");
+    fprintf(
+        stderr,
+        "usage: fault_job kill VICTIM | abort | badargs | mismatch | debug | hostile | flight\n");
     return 2;
   }
   int rank = envInt("RANK", -1), n = envInt("WORLD_SIZE", -1);

@@ -24,9 +24,9 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "rt_config.h"
 #include "net.h"
 #include "registry.h"
+#include "rt_config.h"
 #include "socket.h"
 
 #define FUZZ_HASH 0x0123456789abcdefull

@@ -18,9 +18,9 @@
 
 #include "../cu_main.h"
 #include "boot_priv.h"
-#include "rt_config.h"
 #include "fork_ranks.h"
 #include "net.h"
+#include "rt_config.h"
 
 /* Bootstrap alone: allgather, barrier, split into odd/even halves and allgather there. */
 static int bodyBootstrap(int rank, int n, const tpudistUniqueId *id, void *arg) {

@@ -21,9 +21,9 @@
 #include <string.h>
 #include <time.h>
 
+#include "registry.h"
 #include "rt_config.h"
 #include "rt_log.h"
-#include "registry.h"
 
 typedef struct tdFaultHeld {
   tdXfer *x;

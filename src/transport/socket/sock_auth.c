@@ -23,8 +23,8 @@
 #include <string.h>
 #include <unistd.h>
 
-#include "rt_log.h"
 #include "net.h"
+#include "rt_log.h"
 #include "socket_priv.h"
 
 #define TD_SOCK_DROP_LOG_FIRST 8

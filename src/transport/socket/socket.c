@@ -27,10 +27,10 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "rt_config.h"
 #include "kernels.h"
-#include "rt_log.h"
 #include "net.h"
+#include "rt_config.h"
+#include "rt_log.h"
 #include "socket_priv.h"
 
 #define TD_SOCK_STAGE (256 * 1024)
