@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
+#include "registry.h"
 
 #define CHILD_CHECK(c)                                                     \
   do {                                                                     \
@@ -21,6 +22,24 @@
       return __LINE__ % 250 + 1;                                           \
     }                                                                      \
   } while (0)
+
+/* A child's tdNet over a fresh bootstrap (30 s timeout) with cfg, which must outlive it; NULL
+ * (reason on stderr) on failure. */
+static inline tdNet *forkNet(int rank, int n, const tpudistUniqueId *id, const tdConfig *cfg) {
+  char err[TD_ERRLEN];
+  tdBootstrap *bs;
+  tdNet *net;
+  if (bootstrapInit(id, rank, n, 30000, &bs, err) != tpudistSuccess) {
+    fprintf(stderr, "rank %d bootstrap: %s\n", rank, err);
+    return NULL;
+  }
+  if (transportTestComm(bs, cfg, &net, err) != tpudistSuccess) {
+    fprintf(stderr, "rank %d net: %s\n", rank, err);
+    bootstrapFree(bs);
+    return NULL;
+  }
+  return net;
+}
 
 typedef int (*tdRankBody)(int rank, int n, const tpudistUniqueId *id, void *arg);
 /* Forks n ranks running body; returns the number of ranks that failed (or timed out). */

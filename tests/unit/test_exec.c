@@ -19,21 +19,9 @@ static tdConfig gCfg;
 
 /* A tdNet over a fresh bootstrap with the given transports. */
 static tdNet *netOpen(int rank, int n, const tpudistUniqueId *id, const char *transports) {
-  char err[TD_ERRLEN];
-  tdBootstrap *bs;
-  tdNet *net;
   gCfg = *configGet();
   gCfg.transports = transports;
-  if (bootstrapInit(id, rank, n, 30000, &bs, err) != tpudistSuccess) {
-    fprintf(stderr, "rank %d bootstrap: %s\n", rank, err);
-    return NULL;
-  }
-  if (transportTestComm(bs, &gCfg, &net, err) != tpudistSuccess) {
-    fprintf(stderr, "rank %d net: %s\n", rank, err);
-    bootstrapFree(bs);
-    return NULL;
-  }
-  return net;
+  return forkNet(rank, n, id, &gCfg);
 }
 
 /* rank's all-reduce plan with algo into s (fused as the runtime runs it). */

@@ -36,9 +36,6 @@ static tdConfig gCfg;
 
 /* Bootstrap + communicator for a child, with the test's transport choice. */
 static tdNet *childComm(int rank, int n, const tpudistUniqueId *id) {
-  char err[TD_ERRLEN];
-  tdBootstrap *bs;
-  tdNet *comm;
   gCfg = *configGet();
   gCfg.transports = gTransports;
   gCfg.shm_cma = gCma;
@@ -46,16 +43,7 @@ static tdNet *childComm(int rank, int n, const tpudistUniqueId *id) {
   if (gIfname) gCfg.socket_ifname = gIfname;
   if (gHostId) gCfg.hostid = gHostId;
   gCfg.shm_cma_pull_ms = gPullMs;
-  if (bootstrapInit(id, rank, n, 30000, &bs, err) != tpudistSuccess) {
-    fprintf(stderr, "rank %d bootstrap: %s\n", rank, err);
-    return NULL;
-  }
-  if (transportTestComm(bs, &gCfg, &comm, err) != tpudistSuccess) {
-    fprintf(stderr, "rank %d comm: %s\n", rank, err);
-    bootstrapFree(bs);
-    return NULL;
-  }
-  return comm;
+  return forkNet(rank, n, id, &gCfg);
 }
 
 static unsigned char pattern(int src, int dst, int tag, size_t i) {
