@@ -62,7 +62,7 @@ suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU
 suite fault-flight 60 tests/fault/jobs.sh flight
 suite fault-inject 240 tests/fault/inject.sh
 # fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 40 s each)
-suite fuzz-replay 60 sh -c 'for t in bootstrap socket sched topo config; do tests/fuzz/replay_$t tests/fuzz/corpus/$t || exit 1; done'
+suite fuzz-replay 60 sh -c 'for t in bootstrap socket sched topo config env; do tests/fuzz/replay_$t tests/fuzz/corpus/$t || exit 1; done'
 suite fuzz 1200 tests/fuzz/run.sh
 # sanitizers: out-of-tree ASan+UBSan build; unit, sched, small MPI and fault jobs there
 suite asan 1800 tests/asan.sh

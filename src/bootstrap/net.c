@@ -69,8 +69,8 @@ const char *netAddrStr(const tdNetAddr *a, char *buf, size_t size) {
   return buf;
 }
 
-tpudistResult_t netParseHostPort(const char *s, tdNetAddr *a, char *err) {
-  char host[256];
+tpudistResult_t netSplitHostPort(const char *s, char *host, size_t hostsize, uint16_t *port,
+                                 char *err) {
   const char *colon, *hs = s;
   size_t hl;
   if (!s || !*s) return tdErr(err, tpudistInvalidArgument, "empty host:port");
@@ -85,21 +85,29 @@ tpudistResult_t netParseHostPort(const char *s, tdNetAddr *a, char *err) {
     if (!colon) return tdErr(err, tpudistInvalidArgument, "'%s' is not host:port", s);
     hl = (size_t)(colon - s);
   }
-  if (hl == 0 || hl >= sizeof(host))
-    return tdErr(err, tpudistInvalidArgument, "bad host in '%s'", s);
+  if (hl == 0 || hl >= hostsize) return tdErr(err, tpudistInvalidArgument, "bad host in '%s'", s);
+  char *end;
+  errno = 0;
+  long p = strtol(colon + 1, &end, 10);
+  if (end == colon + 1 || *end || errno == ERANGE || p <= 0 || p > 65535)
+    return tdErr(err, tpudistInvalidArgument, "bad port in '%s'", s);
   memcpy(host, hs, hl);
   host[hl] = 0;
-  char *end;
-  long port = strtol(colon + 1, &end, 10);
-  if (*end || port <= 0 || port > 65535)
-    return tdErr(err, tpudistInvalidArgument, "bad port in '%s'", s);
+  *port = (uint16_t)p;
+  return tpudistSuccess;
+}
+
+tpudistResult_t netParseHostPort(const char *s, tdNetAddr *a, char *err) {
+  char host[256];
+  uint16_t port;
+  TD_CHECK(netSplitHostPort(s, host, sizeof(host), &port, err));
   struct addrinfo hints = {0}, *res = NULL;
   hints.ai_socktype = SOCK_STREAM;
   int rc = getaddrinfo(host, NULL, &hints, &res);
   if (rc != 0 || !res)
     return tdErr(err, tpudistInvalidArgument, "cannot resolve '%s': %s", host, gai_strerror(rc));
   netFromSockaddr(res->ai_addr, a);
-  a->port = (uint16_t)port;
+  a->port = port;
   freeaddrinfo(res);
   return tpudistSuccess;
 }

@@ -25,6 +25,10 @@ void netToSockaddr(const tdNetAddr *a, struct sockaddr_storage *ss, socklen_t *l
 void netFromSockaddr(const struct sockaddr *sa, tdNetAddr *a);
 /* "1.2.3.4:5" or "[::1]:5" into buf (>= 64 bytes). Returns buf. */
 const char *netAddrStr(const tdNetAddr *a, char *buf, size_t size);
+/* Splits "host:port" or "[v6]:port" into host (NUL-terminated, < hostsize bytes) and port
+ * (1..65535); no lookup. */
+tpudistResult_t netSplitHostPort(const char *s, char *host, size_t hostsize, uint16_t *port,
+                                 char *err);
 /* Parses "host:port", "[v6]:port" (host may be a name) into a. */
 tpudistResult_t netParseHostPort(const char *s, tdNetAddr *a, char *err);
 /* The local address to listen on: interface ifname (prefix match; "^name" exact, NULL = first up

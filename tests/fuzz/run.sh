@@ -31,7 +31,7 @@ inc+=" -I../src/transport -I../src/transport/shm -I../src/transport/socket -I../
 inc+=" -I../src/core -D_GNU_SOURCE"
 libs=".libs/libtdrt.a .libs/libtdpure.a -lcrypto -lm -pthread"
 rc=0
-for t in bootstrap socket sched topo config; do
+for t in bootstrap socket sched topo config env; do
   clang -g -O1 -fsanitize=fuzzer $san $inc ../tests/fuzz/fuzz_$t.c $libs -o fuzz_$t ||
     { echo "fuzz: cannot build fuzz_$t"; exit 1; }
   mkdir -p "$work/$t-new" "$work/$t-artifacts"
