@@ -79,8 +79,9 @@ const tdConfigVar tdConfigTable[] = {
      "A connection that has not finished its authentication handshake in this many ms is "
      "dropped."},
     {"TPU_DIST_MAX_HANDSHAKES", cfgInt, "64", TD_OFF(max_handshakes), 1, 65536,
-     "Connections kept in their handshake at once per listener; a new one beyond drops the "
-     "oldest that has not sent its hello (bounds a flood's memory and descriptors)."},
+     "Connections kept in their handshake at once per listener (at least one per rank that is to "
+     "join); a new one beyond drops the oldest that has not sent its hello (bounds a flood's "
+     "memory and descriptors)."},
     {"RANK", cfgInt, "-1", TD_OFF(env_rank), -1, INT_MAX,
      "Rank for tpudistCommInitEnv (torchrun style)."},
     {"WORLD_SIZE", cfgInt, "-1", TD_OFF(env_world_size), -1, INT_MAX,

@@ -3,11 +3,15 @@
  * small sizes that stay small at 512 ranks, each result checked exactly on every rank (int32
  * inputs whose results are known in closed form); then what the job cost: init time (slowest
  * rank; since the launch when TD_LAUNCH_T0_NS gives the launcher's CLOCK_REALTIME), peak RSS per
- * rank, /dev/shm in use before destroy (segments stay mapped until then, so this is the peak; the
- * suite runs in a private /dev/shm) and the time of each collective. Bootstraps through
- * TPU_DIST_COMM_ID with RANK/WORLD_SIZE (tpudistCommInitEnv).
+ * rank (TD_START_FILE: every rank waits for that file to exist before it starts, so that the init
+ * time leaves out how long the launcher took to start them all), /dev/shm in use before destroy
+ * (segments stay mapped until then, so this is the peak; the suite runs in a private /dev/shm) and
+ * the time of each collective. Bootstraps through TPU_DIST_COMM_ID with RANK/WORLD_SIZE
+ * (tpudistCommInitEnv).
  *
- *   many_ranks [--expect LABEL=ALGO]...   fail unless the call LABEL ran algorithm ALGO
+ *   many_ranks [--init-only] [--expect LABEL=ALGO]...
+ *     --init-only          create and destroy the communicator, report its cost (no collectives)
+ *     --expect LABEL=ALGO  fail unless the call LABEL ran algorithm ALGO
  *
  * Rank 0 prints one line per call (label, algorithm, slowest time, check) and a summary:
  *   many_ranks: N ranks topology T init_ms max M mean A launch_ms L
@@ -20,6 +24,7 @@
 #include <string.h>
 #include <sys/statvfs.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "tpu_dist.h"
 
@@ -243,7 +248,12 @@ static int report(tpudistComm_t comm, double init_ms, double launch_ms) {
 }
 
 int main(int argc, char **argv) {
-  const char *t0s = getenv("TD_LAUNCH_T0_NS");
+  const char *t0s = getenv("TD_LAUNCH_T0_NS"), *go = getenv("TD_START_FILE");
+  for (int waited = 0; go && access(go, F_OK) != 0; waited += 10) {
+    struct timespec ts = {0, 10000000};
+    if (waited > 600000) return 1;
+    nanosleep(&ts, NULL);
+  }
   double t0 = nowMs(CLOCK_MONOTONIC);
   tpudistComm_t comm;
   if (tpudistCommInitEnv(&comm, -1, -1, NULL) != tpudistSuccess) {
@@ -265,12 +275,15 @@ int main(int argc, char **argv) {
     for (int d = 0; d < topo.ndims; d++) printf("%s%d", d ? "x" : "", topo.dims[d]);
     printf("%s\n", topo.ndims ? "" : "flat");
   }
-  reductions(comm, s, r);
-  rooted(comm, s, r);
-  alltoall("alltoall", comm, 2, s, r);
-  alltoall("alltoall-large", comm, big, s, r);
-  alltoallv(comm, s, r);
-  sendrecv(comm, s, r);
+  int init_only = argc > 1 && !strcmp(argv[1], "--init-only");
+  if (!init_only) {
+    reductions(comm, s, r);
+    rooted(comm, s, r);
+    alltoall("alltoall", comm, 2, s, r);
+    alltoall("alltoall-large", comm, big, s, r);
+    alltoallv(comm, s, r);
+    sendrecv(comm, s, r);
+  }
   int failures = report(comm, init_ms, launch_ms);
   failures += expectations(argc, argv);
   tpudistCommDestroy(comm);
