@@ -9,8 +9,9 @@
  * the time of each collective. Bootstraps through TPU_DIST_COMM_ID with RANK/WORLD_SIZE
  * (tpudistCommInitEnv).
  *
- *   many_ranks [--init-only] [--expect LABEL=ALGO]...
+ *   many_ranks [--init-only] [--a2a-bytes B] [--expect LABEL=ALGO]...
  *     --init-only          create and destroy the communicator, report its cost (no collectives)
+ *     --a2a-bytes B        send buffer of the call alltoall-large (default 256 KiB)
  *     --expect LABEL=ALGO  fail unless the call LABEL ran algorithm ALGO
  *
  * Rank 0 prints one line per call (label, algorithm, slowest time, check) and a summary:
@@ -188,6 +189,10 @@ static double shmUsedKib(void) {
 static int expectations(int argc, char **argv) {
   int bad = 0;
   for (int a = 1; a < argc; a++) {
+    if (!strcmp(argv[a], "--a2a-bytes")) {
+      a++;
+      continue;
+    }
     if (strcmp(argv[a], "--expect") || a + 1 >= argc) continue;
     const char *spec = argv[++a], *eq = strchr(spec, '=');
     int found = 0;
@@ -264,7 +269,10 @@ int main(int argc, char **argv) {
   double launch_ms = t0s ? nowMs(CLOCK_REALTIME) - atof(t0s) * 1e-6 : 0;
   tpudistCommCount(comm, &gN);
   tpudistCommUserRank(comm, &gRank);
-  size_t big = gN < 256 ? 65536 / (size_t)gN : 128; /* all-to-all elements per peer */
+  size_t a2a_bytes = 262144; /* alltoall-large: the send buffer */
+  for (int a = 1; a + 1 < argc; a++)
+    if (!strcmp(argv[a], "--a2a-bytes")) a2a_bytes = strtoul(argv[a + 1], NULL, 0);
+  size_t big = a2a_bytes / 4 / (size_t)gN ? a2a_bytes / 4 / (size_t)gN : 1; /* per peer */
   size_t elems = big * (size_t)gN + 256 + 4 * (size_t)gN;
   int32_t *s = calloc(elems, 4), *r = calloc(elems, 4);
   if (!s || !r) return 1;
