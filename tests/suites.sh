@@ -49,7 +49,7 @@ suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
 suite mpi-algos 420 tests/mpi/algos.sh
 suite dead-peer 90 tests/mpi/dead_peer.sh
 # many ranks on one host (tests/mpi/many_ranks.sh, without mpirun): 64 flat ranks, every collective
-# checked exactly, direct all-to-all(-v), /dev/shm bounded; --full adds 512 ranks on 8x8x8
+# checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus
 suite many-ranks 1200 tests/mpi/many_ranks_suite.sh
 # fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, a hostile peer beside an
 # 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)

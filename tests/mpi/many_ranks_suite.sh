@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
 # tests/mpi/many_ranks_suite.sh - suite many-ranks: 64 ranks on this host (flat), every collective
 # once with exact results, the large all-to-all and the all-to-all-v direct (every pair talks),
-# /dev/shm at most 1.5 GiB (1 MiB rings in both directions of every pair would be 4 GiB); with
-# TD_FULL=1 also 512 ranks on an emulated 8x8x8 torus (all-to-all-v on the torus plan: direct would
-# open a segment for each of the 130,816 pairs), /dev/shm at most 2 GiB. Each job is bounded.
+# /dev/shm at most 1.5 GiB (1 MiB rings in both directions of every pair would be 4 GiB); then 512
+# ranks on an emulated 8x8x8 torus (all-to-all-v on the torus plan: direct would open a segment
+# for each of the 130,816 pairs), /dev/shm at most 2 GiB. Each job is bounded in time; here, shared
+# with other work, they took 5-10 s and 70 s.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 # job N TOPOLOGY MAX_SHM_MIB TIMEOUT_S ARGS...: runs it, then checks its /dev/shm use
@@ -21,8 +22,6 @@ job() {
     { echo "many-ranks: $n ranks used ${kib:-?} KiB of /dev/shm, more than $max_mib MiB"; return 1; }
 }
 job 64 flat 1536 240 --expect alltoall-large=direct --expect alltoallv=direct || exit 1
-if [ "${TD_FULL:-0}" = 1 ]; then
-  TPU_DIST_ALGO=alltoallv=torus job 512 8x8x8 2048 900 --a2a-bytes 65536 --expect alltoallv=torus ||
-    exit 1
-fi
+TPU_DIST_ALGO=alltoallv=torus job 512 8x8x8 2048 900 --a2a-bytes 65536 --expect alltoallv=torus ||
+  exit 1
 echo "many-ranks: ok"
