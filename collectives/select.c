@@ -655,6 +655,76 @@ void selectFree(tdSelectTable *t) {
   free(t);
 }
 
+size_t selectPackedBytes(void) {
+  return sizeof(tdSelectTable);
+}
+
+/* Algorithm name of collective c as its index in tdAlgoTable + 1 (0: none), and back (NULL: not
+ * an entry of c). */
+static uintptr_t nameIndex(int c, const char *name) {
+  const tdAlgo *a = name ? algoFind((tdColl)c, name) : NULL;
+  return a ? (uintptr_t)(a - tdAlgoTable) + 1 : 0;
+}
+static const char *indexName(const char *packed, int c, int *bad) {
+  uintptr_t i = (uintptr_t)packed, n = 0;
+  while (tdAlgoTable[n].name) n++;
+  if (i == 0) return NULL;
+  if (i > n || tdAlgoTable[i - 1].coll != (tdColl)c) {
+    *bad = 1;
+    return NULL;
+  }
+  return tdAlgoTable[i - 1].name;
+}
+
+void selectPack(const tdSelectTable *t, void *buf) {
+  tdSelectTable p = *t;
+  for (int c = 0; c < TD_NUM_COLLS; c++) {
+    for (int i = 0; i < TD_SELECT_MAX_CANDIDATES; i++)
+      p.cand[c][i] = (const char *)nameIndex(c, t->cand[c][i]);
+    p.override[c] = (const char *)nameIndex(c, t->override[c]);
+  }
+  memcpy(buf, &p, sizeof(p));
+}
+
+tpudistResult_t selectUnpack(const void *buf, size_t len, const tdTopo *topo, int nranks,
+                             tdSelectTable **out, char *err) {
+  if (len != sizeof(tdSelectTable))
+    return tdErr(err, tpudistInvalidUsage, "select: a packed table of %zu bytes, not %zu", len,
+                 sizeof(tdSelectTable));
+  tdSelectTable *t = malloc(sizeof(*t));
+  if (!t) return tdErr(err, tpudistNoMemory, "select: out of memory");
+  memcpy(t, buf, sizeof(*t));
+  int bad = t->nranks != nranks || memcmp(&t->topo, topo, sizeof(*topo)) != 0;
+  char theirs[64], mine[64];
+  topoFormat(&t->topo, theirs, sizeof(theirs));
+  topoFormat(topo, mine, sizeof(mine));
+  if (bad) {
+    int n = t->nranks;
+    free(t);
+    return tdErr(err, tpudistInvalidUsage,
+                 "select: the table is for %d ranks on %s, this rank has %d ranks on %s", n, theirs,
+                 nranks, mine);
+  }
+  for (int c = 0; c < TD_NUM_COLLS; c++) {
+    bad |= t->ncand[c] < 0 || t->ncand[c] > TD_SELECT_MAX_CANDIDATES;
+    for (int i = 0; i < TD_SELECT_MAX_CANDIDATES; i++)
+      t->cand[c][i] = indexName(t->cand[c][i], c, &bad);
+    t->override[c] = indexName(t->override[c], c, &bad);
+    for (int b = 0; b < TD_SELECT_NBUCKETS && !bad; b++) {
+      bad |= t->norder[c][b] < 0 || t->norder[c][b] > t->ncand[c];
+      for (int i = 0; i < t->norder[c][b] && !bad; i++)
+        bad |= t->order[c][b][i] >= t->ncand[c] || !t->cand[c][t->order[c][b][i]];
+    }
+  }
+  t->uncosted[sizeof(t->uncosted) - 1] = 0;
+  if (bad) {
+    free(t);
+    return tdErr(err, tpudistInvalidUsage, "select: a packed table that is not valid");
+  }
+  *out = t;
+  return tpudistSuccess;
+}
+
 tpudistResult_t selectPrintTopology(const char *spec, int nranks, const char *override, FILE *f,
                                     char *err) {
   tdTopo t;

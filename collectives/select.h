@@ -34,6 +34,13 @@ const char *selectAlltoallvLocal(const tdSelectTable *t);
  * "alltoallv phases=2" (selectAlltoallvLocal). */
 void selectPrint(const tdSelectTable *t, FILE *f);
 void selectFree(tdSelectTable *t);
+/* A table as bytes (selectPackedBytes of them; algorithm names as indices into the algorithm
+ * table), so that one rank builds it and the others receive it; selectUnpack checks the bytes
+ * (names, orders) and that the table is for nranks ranks on topo. */
+size_t selectPackedBytes(void);
+void selectPack(const tdSelectTable *t, void *buf);
+tpudistResult_t selectUnpack(const void *buf, size_t len, const tdTopo *topo, int nranks,
+                             tdSelectTable **out, char *err);
 /* For `tpudist-info -s`: parses a TPU_DIST_TOPOLOGY spec ("4x4x4", "4x4x8:twist", "flat(8)"),
  * builds the table for nranks ranks (<= 0: the topology's chip count) with the optional override
  * and prints it to f. */

@@ -48,6 +48,9 @@ suite stress-ring 480 tests/mpi/stress_ring.sh
 suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
 suite mpi-algos 420 tests/mpi/algos.sh
 suite dead-peer 90 tests/mpi/dead_peer.sh
+# many ranks on one host (tests/mpi/many_ranks.sh, without mpirun): 64 flat ranks, every collective
+# checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus
+suite many-ranks 1200 tests/mpi/many_ranks_suite.sh
 # fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, a hostile peer beside an
 # 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)
 suite fault-kill 300 tests/fault/kill.sh

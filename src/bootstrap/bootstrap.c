@@ -38,6 +38,7 @@
 #include <string.h>
 #include <sys/socket.h>
 #include <sys/stat.h>
+#include <sys/uio.h>
 #include <unistd.h>
 
 #include "boot_priv.h"
@@ -543,6 +544,74 @@ tpudistResult_t bootstrapInitStore(const tpudistStore_t *store, const char *pref
   return bootstrapInit(&id, rank, nranks, timeout_ms, out, err);
 }
 
+/* Sends what is left of hdr + data (sent[r] bytes went already) to rank r without blocking.
+ * Returns 1 when all of it is sent, 0 when the socket is full, -1 on an error (err set). */
+static int sendSome(tdBootstrap *bs, int r, const tdCollHdr *h, const void *data, size_t *sent,
+                    char *err) {
+  size_t total = sizeof(*h) + h->len;
+  while (*sent < total) {
+    struct iovec iov[2];
+    int k = 0;
+    if (*sent < sizeof(*h)) iov[k++] = (struct iovec){(char *)h + *sent, sizeof(*h) - *sent};
+    size_t doff = *sent < sizeof(*h) ? 0 : *sent - sizeof(*h);
+    if (h->len > doff) iov[k++] = (struct iovec){(char *)data + doff, h->len - doff};
+    struct msghdr m = {.msg_iov = iov, .msg_iovlen = (size_t)k};
+    ssize_t n = sendmsg(bs->peer_fds[r], &m, MSG_NOSIGNAL | MSG_DONTWAIT);
+    if (n > 0) {
+      *sent += (size_t)n;
+      continue;
+    }
+    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+    tdErr(err, tpudistRemoteError, "bootstrap: send to rank %d: %s", r, strerror(errno));
+    return -1;
+  }
+  return 1;
+}
+
+/* Root: hdr and its h->len bytes of data to every other rank, to all at once (one poll over
+ * every connection): a rank slow to read holds up no other (a loop of blocking sends would wait
+ * for each reader in turn, hundreds of context switches in a row on an oversubscribed host). */
+static tpudistResult_t rootFanOut(tdBootstrap *bs, const tdCollHdr *h, const void *data,
+                                  int64_t deadline, char *err) {
+  int n = bs->nranks, left = n - 1;
+  size_t *sent = calloc((size_t)n, sizeof(size_t));
+  struct pollfd *pfd = calloc((size_t)n, sizeof(*pfd));
+  tpudistResult_t res = tpudistSuccess;
+  if (!sent || !pfd) res = tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
+  while (res == tpudistSuccess && left > 0) {
+    int np = 0;
+    for (int r = 1; r < n && res == tpudistSuccess; r++) {
+      if (sent[r] == sizeof(*h) + h->len) continue;
+      int st = sendSome(bs, r, h, data, &sent[r], err);
+      if (st < 0) res = tpudistRemoteError;
+      if (st > 0) left--;
+      if (st == 0) pfd[np++] = (struct pollfd){bs->peer_fds[r], POLLOUT, 0};
+    }
+    if (res != tpudistSuccess || left == 0) break;
+    if (bs->aborted)
+      res = tdErr(err, tpudistAborted, "bootstrap aborted while sending");
+    else if (netNowMs() >= deadline)
+      res = tdErr(err, tpudistTimeout, "bootstrap: timeout sending to %d ranks", left);
+    else
+      poll(pfd, (nfds_t)np, 50);
+  }
+  free(sent);
+  free(pfd);
+  return res;
+}
+
+/* Non-root: the root's header for op with len bytes, then the bytes into data. */
+static tpudistResult_t recvFromRoot(tdBootstrap *bs, uint32_t op, void *data, size_t len,
+                                    int64_t deadline, const char *what, char *err) {
+  tdCollHdr r;
+  TD_CHECK(netRecvAll(bs->root_fd, &r, sizeof(r), deadline, &bs->aborted, "rank 0", err));
+  if (r.op != op || r.len != len)
+    return tdErr(err, tpudistInvalidUsage,
+                 "bootstrap %s: rank 0 sent %llu bytes, expected %zu (mismatched calls)", what,
+                 (unsigned long long)r.len, len);
+  return netRecvAll(bs->root_fd, data, len, deadline, &bs->aborted, "rank 0", err);
+}
+
 tpudistResult_t bootstrapAllGather(tdBootstrap *bs, void *data, size_t len, char *err) {
   int64_t deadline = netNowMs() + bs->timeout_ms;
   char *d = data;
@@ -550,17 +619,10 @@ tpudistResult_t bootstrapAllGather(tdBootstrap *bs, void *data, size_t len, char
   tdCollHdr h = {1, (uint32_t)bs->rank, len};
   if (bs->nranks == 1) return tpudistSuccess;
   if (bs->rank != 0) {
-    tdCollHdr r;
     TD_CHECK(netSendAll(bs->root_fd, &h, sizeof(h), deadline, &bs->aborted, "rank 0", err));
     TD_CHECK(netSendAll(bs->root_fd, d + len * (size_t)bs->rank, len, deadline, &bs->aborted,
                         "rank 0", err));
-    TD_CHECK(netRecvAll(bs->root_fd, &r, sizeof(r), deadline, &bs->aborted, "rank 0", err));
-    if (r.op != 1 || r.len != len * (size_t)bs->nranks)
-      return tdErr(err, tpudistInvalidUsage,
-                   "bootstrap allgather: rank 0 sent %llu bytes, expected %zu (mismatched calls)",
-                   (unsigned long long)r.len, len * (size_t)bs->nranks);
-    return netRecvAll(bs->root_fd, d, len * (size_t)bs->nranks, deadline, &bs->aborted, "rank 0",
-                      err);
+    return recvFromRoot(bs, 1, d, len * (size_t)bs->nranks, deadline, "allgather", err);
   }
   for (int r = 1; r < bs->nranks; r++) {
     tdCollHdr in;
@@ -575,12 +637,15 @@ tpudistResult_t bootstrapAllGather(tdBootstrap *bs, void *data, size_t len, char
         netRecvAll(bs->peer_fds[r], d + len * (size_t)r, len, deadline, &bs->aborted, what, err));
   }
   h.len = len * (size_t)bs->nranks;
-  for (int r = 1; r < bs->nranks; r++) {
-    snprintf(what, sizeof(what), "rank %d", r);
-    TD_CHECK(netSendAll(bs->peer_fds[r], &h, sizeof(h), deadline, &bs->aborted, what, err));
-    TD_CHECK(netSendAll(bs->peer_fds[r], d, h.len, deadline, &bs->aborted, what, err));
-  }
-  return tpudistSuccess;
+  return rootFanOut(bs, &h, d, deadline, err);
+}
+
+tpudistResult_t bootstrapBroadcast(tdBootstrap *bs, void *data, size_t len, char *err) {
+  int64_t deadline = netNowMs() + bs->timeout_ms;
+  tdCollHdr h = {2, 0, len};
+  if (bs->nranks == 1) return tpudistSuccess;
+  if (bs->rank != 0) return recvFromRoot(bs, 2, data, len, deadline, "broadcast", err);
+  return rootFanOut(bs, &h, data, deadline, err);
 }
 
 tpudistResult_t bootstrapBarrier(tdBootstrap *bs, char *err) {

@@ -27,6 +27,8 @@ tpudistResult_t bootstrapInitStore(const tpudistStore_t *store, const char *pref
                                    int nranks, int timeout_ms, tdBootstrap **out, char *err);
 /* data holds nranks slots of len bytes; this rank's slot is filled; on return all are. */
 tpudistResult_t bootstrapAllGather(tdBootstrap *bs, void *data, size_t len, char *err);
+/* Rank 0's len bytes of data into every rank's data. */
+tpudistResult_t bootstrapBroadcast(tdBootstrap *bs, void *data, size_t len, char *err);
 tpudistResult_t bootstrapBarrier(tdBootstrap *bs, char *err);
 /* Child channel over parent's connections for the members (parent ranks, in new rank order);
  * collective over the members only. tag distinguishes concurrent splits. */

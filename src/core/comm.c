@@ -15,6 +15,7 @@
 
 #include "bootstrap.h"
 #include "registry.h"
+#include "rt_clock.h"
 #include "rt_log.h"
 #include "rt_topo.h"
 
@@ -158,20 +159,32 @@ static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const 
   return tpudistSuccess;
 }
 
-/* Everything after the bootstrap channel exists: transports, peer exchange, topology,
- * selection, executor. */
+static double msSince(uint64_t t0) {
+  return (double)(clockNowNs() - t0) * 1e-6;
+}
+
+/* Everything after the bootstrap channel exists (t_boot: when its creation started):
+ * transports, peer exchange, topology, selection, executor. */
 static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
-                                 const int *members, char *err) {
+                                 const int *members, uint64_t t_boot, char *err) {
+  double boot_ms = msSince(t_boot);
+  uint64_t t = clockNowNs();
   TD_CHECK(transportConnect(&c->net, err));
+  double peers_ms = msSince(t);
+  t = clockNowNs();
   TD_CHECK(commTopoInit(c, uc, parent, members, err));
   TD_CHECK(commSelectInit(c, err));
+  double select_ms = msSince(t);
   c->mode = configMode(uc, parent, c->net.cfg);
   c->check = c->net.cfg->check || c->mode == TPUDIST_MODE_DEBUG;
   TD_CHECK(execInit(&c->exec, &c->net, err));
   char topo[64];
   topoFormat(&c->topo, topo, sizeof(topo));
-  TD_INFO(TD_SUBSYS_INIT, "%s: rank %d of %d, topology %s, %d transport(s), mode %s", c->net.name,
-          c->net.rank, c->net.nranks, topo, c->net.ntransports, configModeName(c->mode));
+  TD_INFO(TD_SUBSYS_INIT,
+          "%s: rank %d of %d, topology %s, %d transport(s), mode %s; created in %.1f ms "
+          "(bootstrap %.1f, peer exchange %.1f, selection %.1f)",
+          c->net.name, c->net.rank, c->net.nranks, topo, c->net.ntransports,
+          configModeName(c->mode), msSince(t_boot), boot_ms, peers_ms, select_ms);
   return liveAdd(c);
 }
 
@@ -202,6 +215,7 @@ static tpudistResult_t initCommon(tpudistComm_t *out, int nranks, const tpudistU
                      nranks);
   if ((r = checkUserConfig(uc, err)) != tpudistSuccess) return commErrorMsg(NULL, r, err);
   if (configError()) return commErrorMsg(NULL, tpudistInvalidArgument, configError());
+  uint64_t t_boot = clockNowNs();
   tdComm *c = commAlloc(nranks, rank);
   if (!c) return commError(NULL, tpudistNoMemory, "init: out of memory");
   if (configTimeout(uc)) c->net.timeout_ms = configTimeout(uc);
@@ -215,7 +229,7 @@ static tpudistResult_t initCommon(tpudistComm_t *out, int nranks, const tpudistU
   }
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   commSetName(c, uc, "comm-");
-  if ((r = commSetup(c, uc, NULL, NULL, err)) != tpudistSuccess) {
+  if ((r = commSetup(c, uc, NULL, NULL, t_boot, err)) != tpudistSuccess) {
     commDiscard(c);
     return commErrorMsg(NULL, r, err);
   }
@@ -287,6 +301,7 @@ tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *m
                                 uint64_t tag, uint64_t hash, const tpudistConfig_t *uc,
                                 tdComm **out, char *err) {
   TD_CHECK(checkUserConfig(uc, err));
+  uint64_t t_boot = clockNowNs();
   tdComm *c = commAlloc(n, newrank);
   if (!c) return tdErr(err, tpudistNoMemory, "split: out of memory");
   c->net.timeout_ms = configTimeout(uc) ? configTimeout(uc) : parent->net.timeout_ms;
@@ -299,7 +314,7 @@ tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *m
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   (void)hash;
   commSetName(c, uc, "comm-");
-  if ((r = commSetup(c, uc, parent, members, err)) != tpudistSuccess) {
+  if ((r = commSetup(c, uc, parent, members, t_boot, err)) != tpudistSuccess) {
     commDiscard(c);
     return r;
   }

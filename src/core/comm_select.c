@@ -1,10 +1,14 @@
 /*
  * comm_select.c - the communicator's algorithm selection: the selection table built once at
- * creation (selectBuild over the communicator's topology, with TPU_DIST_ALGO applied), and the
+ * creation (selectBuild over the communicator's topology, with TPU_DIST_ALGO applied) by rank 0
+ * and sent to the others over the bootstrap channel, and the
  * candidates for one call. A TPU_DIST_ALGO entry that this communicator's shape refuses (e.g.
  * torus on a flat split) is ignored here with a warning; unknown names are errors. Also decides,
  * once, whether all-to-all-v needs its counts exchange (a2avDecide).
  */
+#include <stdlib.h>
+
+#include "bootstrap.h"
 #include "comm.h"
 #include "rt_log.h"
 
@@ -19,7 +23,7 @@ static void a2avDecide(tdComm *comm) {
           comm->a2av_local ? comm->a2av_local : "");
 }
 
-tpudistResult_t commSelectInit(tdComm *comm, char *err) {
+static tpudistResult_t buildTable(tdComm *comm, char *err) {
   tpudistResult_t r =
       selectBuild(&comm->topo, comm->net.nranks, comm->net.cfg->algo, &comm->select, err);
   if (r == tpudistNotSupported && comm->net.cfg->algo) {
@@ -29,6 +33,43 @@ tpudistResult_t commSelectInit(tdComm *comm, char *err) {
             err);
     r = selectBuild(&comm->topo, comm->net.nranks, NULL, &comm->select, err);
   }
+  return r;
+}
+
+/* What rank 0 sends: its result, its message on failure, then the packed table. */
+typedef struct {
+  int32_t res;
+  char msg[TD_ERRLEN];
+  char table[];
+} tdSelectMsg;
+
+/* Rank 0 builds the table and sends it to the others over the bootstrap channel: every rank has
+ * the same table by construction, and the host spends one build, not one per rank (1.3 s of CPU
+ * each for 64 flat ranks). */
+tpudistResult_t commSelectInit(tdComm *comm, char *err) {
+  tdNet *net = &comm->net;
+  if (net->nranks == 1) {
+    TD_CHECK(buildTable(comm, err));
+    a2avDecide(comm);
+    return tpudistSuccess;
+  }
+  size_t len = sizeof(tdSelectMsg) + selectPackedBytes();
+  tdSelectMsg *m = calloc(1, len);
+  if (!m) return tdErr(err, tpudistNoMemory, "selection: out of memory");
+  if (net->rank == 0) {
+    m->res = buildTable(comm, m->msg);
+    if (m->res == tpudistSuccess) selectPack(comm->select, m->table);
+  }
+  tpudistResult_t r = bootstrapBroadcast(net->bootstrap, m, len, err);
+  if (r == tpudistSuccess && m->res != tpudistSuccess) {
+    m->msg[sizeof(m->msg) - 1] = 0;
+    r = m->res > tpudistSuccess && m->res < tpudistNumResults ? (tpudistResult_t)m->res
+                                                              : tpudistInternalError;
+    tdErr(err, r, "%s%s", net->rank ? "rank 0: " : "", m->msg);
+  }
+  if (r == tpudistSuccess && net->rank != 0)
+    r = selectUnpack(m->table, selectPackedBytes(), &comm->topo, net->nranks, &comm->select, err);
+  free(m);
   if (r == tpudistSuccess) a2avDecide(comm);
   return r;
 }

@@ -79,8 +79,9 @@ const tdConfigVar tdConfigTable[] = {
      "A connection that has not finished its authentication handshake in this many ms is "
      "dropped."},
     {"TPU_DIST_MAX_HANDSHAKES", cfgInt, "64", TD_OFF(max_handshakes), 1, 65536,
-     "Connections kept in their handshake at once per listener; a new one beyond drops the "
-     "oldest that has not sent its hello (bounds a flood's memory and descriptors)."},
+     "Connections kept in their handshake at once per listener (at least one per rank that is to "
+     "join); a new one beyond drops the oldest that has not sent its hello (bounds a flood's "
+     "memory and descriptors)."},
     {"RANK", cfgInt, "-1", TD_OFF(env_rank), -1, INT_MAX,
      "Rank for tpudistCommInitEnv (torchrun style)."},
     {"WORLD_SIZE", cfgInt, "-1", TD_OFF(env_world_size), -1, INT_MAX,
@@ -111,7 +112,11 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_SHM_CMA", cfgInt, "1", TD_OFF(shm_cma), 0, 1,
      "1: large shm messages are read single-copy with process_vm_readv (falls back if refused)."},
     {"TPU_DIST_SHM_BUF_BYTES", cfgLong, "1048576", TD_OFF(shm_buf_bytes), 4096, 1LL << 34,
-     "Per-pair shared-memory ring size in bytes."},
+     "Largest shared-memory ring per pair and direction, in bytes (see TPU_DIST_SHM_RANK_BYTES)."},
+    {"TPU_DIST_SHM_RANK_BYTES", cfgLong, "16777216", TD_OFF(shm_rank_bytes), 65536, 1LL << 40,
+     "Ring bytes one rank may send through in all: a ring is this divided by the other ranks of "
+     "the host, at most TPU_DIST_SHM_BUF_BYTES and at least 64 KiB (16 MiB: 1 MiB rings up to 17 "
+     "ranks a host, 256 KiB at 64, 64 KiB at 256 and more)."},
     {"TPU_DIST_SPIN_US", cfgInt, "0", TD_OFF(spin_us), 0, 10000000,
      "Microseconds a wait spins before it starts yielding (sched_yield for 2 ms, then short "
      "sleeps). Ignored (0) when the ranks on this host outnumber the cores this process may use."},

@@ -45,7 +45,8 @@ typedef struct {
   int max_pieces;            /* TPU_DIST_MAX_PIECES: pieces per step at most */
   int small_bytes;           /* TPU_DIST_SMALL_BYTES: slot all-reduce up to this size */
   int shm_cma;               /* TPU_DIST_SHM_CMA: single-copy reads */
-  long shm_buf_bytes;        /* TPU_DIST_SHM_BUF_BYTES: per-pair ring size */
+  long shm_buf_bytes;        /* TPU_DIST_SHM_BUF_BYTES: largest ring per pair and direction */
+  long shm_rank_bytes;       /* TPU_DIST_SHM_RANK_BYTES: one rank's rings in all */
   int spin_us;               /* TPU_DIST_SPIN_US: spin before yielding */
   int progress_thread;       /* TPU_DIST_PROGRESS_THREAD */
   long shm_cma_min_bytes;    /* TPU_DIST_SHM_CMA_MIN_BYTES: smallest message read with CMA */

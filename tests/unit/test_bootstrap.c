@@ -33,6 +33,15 @@ static int bodyBootstrap(int rank, int n, const tpudistUniqueId *id, void *arg) 
   CHILD_CHECK(bootstrapAllGather(bs, vals, sizeof(int), err) == tpudistSuccess);
   for (int r = 0; r < n; r++) CHILD_CHECK(vals[r] == r * 100 + 7);
   CHILD_CHECK(bootstrapBarrier(bs, err) == tpudistSuccess);
+  /* a broadcast larger than the sockets hold: rank 0 feeds every rank at once; rank 1 reads late */
+  size_t big = 4u << 20;
+  unsigned char *b = malloc(big);
+  CHILD_CHECK(b);
+  for (size_t i = 0; i < big; i++) b[i] = rank == 0 ? (unsigned char)(i * 31 + 7) : 0;
+  if (rank == 1) usleep(200000);
+  CHILD_CHECK(bootstrapBroadcast(bs, b, big, err) == tpudistSuccess);
+  for (size_t i = 0; i < big; i++) CHILD_CHECK(b[i] == (unsigned char)(i * 31 + 7));
+  free(b);
   /* two splits in a row: members in reverse rank order within the parity class */
   int members[8], m = 0, newrank = -1;
   for (int r = n - 1; r >= 0; r--)
@@ -56,9 +65,24 @@ static int bodyBootstrap(int rank, int n, const tpudistUniqueId *id, void *arg) 
   return 0;
 }
 
+/* A broadcast whose length differs between rank 0 and the others is an error naming both. */
+static int bodyBroadcastMismatch(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  char err[TD_ERRLEN] = "";
+  tdBootstrap *bs;
+  uint64_t v[2] = {1, 2};
+  CHILD_CHECK(bootstrapInit(id, rank, n, 20000, &bs, err) == tpudistSuccess);
+  tpudistResult_t r = bootstrapBroadcast(bs, v, rank == 0 ? 8 : 16, err);
+  if (rank == 0) CHILD_CHECK(r == tpudistSuccess);
+  if (rank != 0) CHILD_CHECK(r == tpudistInvalidUsage && strstr(err, "sent 8 bytes, expected 16"));
+  bootstrapFree(bs);
+  return 0;
+}
+
 static void testBootstrap(void) {
   CU_ASSERT_EQUAL(runRanks(4, bodyBootstrap, NULL, 60), 0);
   CU_ASSERT_EQUAL(runRanks(1, bodyBootstrap, NULL, 60), 0);
+  CU_ASSERT_EQUAL(runRanks(3, bodyBroadcastMismatch, NULL, 60), 0);
 }
 
 /* Version mismatch: rank 1 presents another version; both ranks fail with a message naming both. */
@@ -407,7 +431,7 @@ static void testHostHash(void) {
 int main(void) {
   CU_TestInfo tests[] = {
       {"host hash", testHostHash},
-      {"allgather/barrier/split", testBootstrap},
+      {"allgather/barrier/broadcast/split", testBootstrap},
       {"version mismatch and duplicate rank", testVersionAndDuplicate},
       {"store and TPU_DIST_COMM_ID rendezvous", testStoreAndCommId},
       {"bootstrapAbort unblocks", testAbort},

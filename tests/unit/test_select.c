@@ -200,12 +200,66 @@ static void testAlltoallvPhases(void) {
   checkA2avDecision("2x2", 4, "alltoallv=direct,allreduce=torus", "direct");
 }
 
+/* t and u give the same candidates for every collective and size bucket. */
+static int sameTables(const tdSelectTable *t, const tdSelectTable *u) {
+  for (int c = 0; c < TD_NUM_COLLS; c++)
+    for (int b = 0; b <= 30; b++) {
+      const char *x[TD_SELECT_MAX_CANDIDATES], *y[TD_SELECT_MAX_CANDIDATES];
+      int n = selectCandidates(t, (tdColl)c, 1ull << b, x, TD_SELECT_MAX_CANDIDATES);
+      if (n != selectCandidates(u, (tdColl)c, 1ull << b, y, TD_SELECT_MAX_CANDIDATES)) return 0;
+      for (int i = 0; i < n; i++)
+        if (strcmp(x[i], y[i])) return 0;
+    }
+  return selectAlltoallvLocal(t) == selectAlltoallvLocal(u);
+}
+
+/* One rank builds, the others unpack (src/core/comm_select.c): the same table, with and without
+ * an override; bytes that are not a table, or a table for another shape, are refused. */
+static void testPackUnpack(void) {
+  const char *specs[] = {"flat(8)", "4x4x4", "2x2"}, *over[] = {NULL, NULL, "allreduce=torus"};
+  const int ranks[] = {8, 64, 4};
+  size_t len = selectPackedBytes();
+  unsigned char *buf = malloc(len);
+  char err[TD_ERRLEN];
+  for (int k = 0; k < 3; k++) {
+    tdTopo topo, other;
+    tdSelectTable *t = NULL, *u = NULL;
+    CU_ASSERT_EQUAL_FATAL(topoParse(specs[k], ranks[k], &topo, err), tpudistSuccess);
+    CU_ASSERT_EQUAL_FATAL(selectBuild(&topo, ranks[k], over[k], &t, err), tpudistSuccess);
+    selectPack(t, buf);
+    CU_ASSERT_EQUAL(selectUnpack(buf, len, &topo, ranks[k], &u, err), tpudistSuccess);
+    CU_ASSERT(u && sameTables(t, u));
+    if (over[k]) CU_ASSERT_STRING_EQUAL(selectOverride(u, TD_COLL_ALLREDUCE), "torus");
+    selectFree(u);
+    topoInitFlat(&other, ranks[k]);
+    u = NULL;
+    CU_ASSERT_EQUAL(selectUnpack(buf, len, &other, ranks[k], &u, err),
+                    k == 0 ? tpudistSuccess : tpudistInvalidUsage);
+    if (k) CU_ASSERT(strstr(err, "this rank has") != NULL);
+    selectFree(u);
+    CU_ASSERT_EQUAL(selectUnpack(buf, len - 1, &topo, ranks[k], &u, err), tpudistInvalidUsage);
+    selectFree(t);
+  }
+  /* the shape intact (the table starts with its topology and rank count), the rest garbage */
+  tdTopo flat;
+  tdSelectTable *t = NULL, *u = NULL;
+  topoInitFlat(&flat, 8);
+  CU_ASSERT_EQUAL_FATAL(selectBuild(&flat, 8, NULL, &t, err), tpudistSuccess);
+  selectPack(t, buf);
+  memset(buf + sizeof(tdTopo) + sizeof(int), 0xff, len - sizeof(tdTopo) - sizeof(int));
+  CU_ASSERT_EQUAL(selectUnpack(buf, len, &flat, 8, &u, err), tpudistInvalidUsage);
+  CU_ASSERT(strstr(err, "not valid") != NULL);
+  selectFree(t);
+  free(buf);
+}
+
 int main(void) {
   CU_TestInfo tests[] = {{"4x4x4 table", testBuild4x4x4},
                          {"overrides", testOverrides},
                          {"flat", testFlat},
                          {"print for a topology", testPrintTopology},
                          {"alltoallv phases", testAlltoallvPhases},
+                         {"pack and unpack", testPackUnpack},
                          CU_TEST_INFO_NULL};
   return tdCUnitMain("select", tests);
 }

@@ -28,7 +28,8 @@
 
 static const char *gTransports; /* TPU_DIST_TRANSPORTS of the ranks */
 static int gCma = 1;
-static long gShmBytes;      /* TPU_DIST_SHM_BUF_BYTES (0: default) */
+static long gShmBytes;      /* TPU_DIST_SHM_BUF_BYTES and TPU_DIST_SHM_RANK_BYTES (0: default) */
+static long gRankBytes;     /* TPU_DIST_SHM_RANK_BYTES alone (0: default) */
 static const char *gIfname; /* TPU_DIST_SOCKET_IFNAME */
 static const char *gHostId; /* TPU_DIST_HOSTID */
 static int gPullMs = 2;     /* TPU_DIST_SHM_CMA_PULL_MS */
@@ -39,7 +40,8 @@ static tdNet *childComm(int rank, int n, const tpudistUniqueId *id) {
   gCfg = *configGet();
   gCfg.transports = gTransports;
   gCfg.shm_cma = gCma;
-  if (gShmBytes) gCfg.shm_buf_bytes = gShmBytes;
+  if (gShmBytes) gCfg.shm_buf_bytes = gCfg.shm_rank_bytes = gShmBytes;
+  if (gRankBytes) gCfg.shm_rank_bytes = gRankBytes;
   if (gIfname) gCfg.socket_ifname = gIfname;
   if (gHostId) gCfg.hostid = gHostId;
   gCfg.shm_cma_pull_ms = gPullMs;
@@ -253,6 +255,49 @@ static void testShm4(void) {
   gCma = 1;
   CU_ASSERT_EQUAL(runRanks(4, bodyExchange, NULL, 150), 0);
 }
+/* Sizes of this process's mappings of comm's segments (deleted /dev/shm files) into sizes[];
+ * returns their count. */
+static int shmMapped(uint64_t hash, size_t *sizes, int max) {
+  char line[512], name[64];
+  int n = 0;
+  snprintf(name, sizeof(name), "/dev/shm/tdshm-%016llx-", (unsigned long long)hash);
+  FILE *f = fopen("/proc/self/maps", "r");
+  if (!f) return -1;
+  while (fgets(line, sizeof(line), f) && n < max) {
+    unsigned long lo, hi;
+    if (strstr(line, name) && sscanf(line, "%lx-%lx", &lo, &hi) == 2) sizes[n++] = hi - lo;
+  }
+  fclose(f);
+  return n;
+}
+
+/* Rings sized by the ranks of the host: TPU_DIST_SHM_RANK_BYTES 3 x 128 KiB among 4 ranks (3
+ * others) gives 128 KiB rings, below TPU_DIST_SHM_BUF_BYTES (1 MiB); every byte still arrives,
+ * 16 MiB messages through the ring included (no single-copy). */
+static int bodyRingSize(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  char err[TD_ERRLEN];
+  size_t sizes[8];
+  tdNet *comm = childComm(rank, n, id);
+  CHILD_CHECK(comm);
+  int rc = exchange(comm, 0);
+  if (rc) return rc;
+  CHILD_CHECK(shmMapped(comm->comm_hash, sizes, 8) == n - 1); /* a segment per peer talked to */
+  for (int i = 0; i < n - 1; i++) CHILD_CHECK(sizes[i] == 12288 + 2 * 4096 + 2 * (128u << 10));
+  CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  transportTestCommFree(comm);
+  return 0;
+}
+
+static void testShmRingSize(void) {
+  gTransports = "shm";
+  gCma = 0;
+  gRankBytes = 3 * (128l << 10);
+  CU_ASSERT_EQUAL(runRanks(4, bodyRingSize, NULL, 150), 0);
+  gRankBytes = 0;
+  gCma = 1;
+}
+
 static void testShmNoCma(void) {
   gTransports = "shm";
   gCma = 0;
@@ -552,6 +597,7 @@ int main(void) {
       {"shm 2 ranks", testShm2},
       {"shm 4 ranks", testShm4},
       {"shm 2 ranks without CMA", testShmNoCma},
+      {"shm rings sized by the ranks of a host", testShmRingSize},
       {"any-source receives", testAnySource},
       {"dead peer is an error", testDeadPeer},
       {"shm: /dev/shm too small", testShmFull},

@@ -65,7 +65,8 @@ static tpudistResult_t shmCommInit(tdNet *comm, tdPeerInfo *info) {
   memset(c->stage, 0, TD_SHM_STAGE); /* touched now, never faulted on the hot path */
   for (int p = 0; p < comm->nranks; p++) c->peers[p].pidfd = -1;
   /* the table's ranges hold (rt_config.c): no defaults repeated here */
-  c->ring_bytes = TD_MAX((uint64_t)(cfg->shm_buf_bytes + 4095) & ~(uint64_t)4095, (uint64_t)65536);
+  c->ring_max = (uint64_t)cfg->shm_buf_bytes;
+  c->rank_bytes = (uint64_t)cfg->shm_rank_bytes; /* rings sized at the first connect */
   c->use_cma = cfg->shm_cma != 0;
   c->pull_ms = cfg->shm_cma_pull_ms;
   c->cma_min = (size_t)cfg->shm_cma_min_bytes;

@@ -6,7 +6,10 @@
  * created lazily by whichever side needs it first (O_CREAT|O_EXCL decides; the other opens it and
  * waits until the creator has published its magic). The second side to map it unlinks the name at
  * once, so nothing is left in /dev/shm after a crash once a pair has connected. It holds a header
- * page and two rings (lower->higher, higher->lower) of TPU_DIST_SHM_BUF_BYTES each.
+ * page and two rings (lower->higher, higher->lower), sized by the creator (the header says how
+ * big): TPU_DIST_SHM_RANK_BYTES divided by the other ranks of the host, at most
+ * TPU_DIST_SHM_BUF_BYTES and at least TD_SHM_MIN_RING, so that what a host maps grows linearly
+ * with its ranks even when every pair talks (segments exist only for pairs that do).
  *
  * A ring carries 64-byte records: PAD (skip to the ring's end), FRAG (a piece of a message whose
  * bytes follow the header, padded to 64) and CMA (a descriptor: the receiver reads the message
@@ -24,6 +27,7 @@
 #define TD_SHM_HDR_BYTES 12288           /* header, then each side's small-message slots */
 #define TD_SHM_CTL_BYTES 4096
 #define TD_SHM_REC 64
+#define TD_SHM_MIN_RING 65536
 #define TD_SHM_STAGE (128u << 10) /* CMA reduce staging: read a chunk, reduce it while in cache */
 #define TD_SHM_CMA_CHUNK (4u << 20)
 /* Smallest single-copy send of a reducing collective: a reduction reads pieces below this from
@@ -146,7 +150,8 @@ typedef struct {
   int64_t next_live_ms;
   int use_cma;
   size_t cma_min;
-  uint64_t ring_bytes;
+  uint64_t ring_max, rank_bytes; /* TPU_DIST_SHM_BUF_BYTES, TPU_DIST_SHM_RANK_BYTES */
+  uint64_t ring_bytes;           /* of the segments this rank creates; 0 until the first */
   int my_pid;
 } tdShmCtx;
 

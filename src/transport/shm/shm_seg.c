@@ -125,9 +125,23 @@ static tpudistResult_t segOpen(tdNet *comm, tdShmCtx *c, tdShmPeer *pe) {
   return tpudistSuccess;
 }
 
+/* The ring size of the segments this rank creates (shm.h): by the number of ranks on this host. */
+static uint64_t ringBytes(const tdNet *comm, const tdShmCtx *c) {
+  int others = 0;
+  for (int r = 0; r < comm->nranks; r++)
+    others += r != comm->rank && comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+  uint64_t ring = TD_MIN(c->ring_max, c->rank_bytes / (uint64_t)TD_MAX(others, 1));
+  return TD_MAX(ring & ~(uint64_t)4095, (uint64_t)TD_SHM_MIN_RING);
+}
+
 tpudistResult_t shmConnect(tdNet *comm, tdShmCtx *c, int p) {
   tdShmPeer *pe = &c->peers[p];
   if (pe->state == SHM_READY) return tpudistSuccess;
+  if (!c->ring_bytes) {
+    c->ring_bytes = ringBytes(comm, c);
+    TD_INFO(TD_SUBSYS_SHM, "%s: shm rings of %llu bytes", comm->name,
+            (unsigned long long)c->ring_bytes);
+  }
   if (pe->state == SHM_FAILED)
     return transportError(comm, tpudistRemoteError, "shm: rank %d: %s", p, pe->why);
   if (pe->state == SHM_NONE) {
