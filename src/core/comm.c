@@ -63,7 +63,7 @@ static tpudistResult_t enter(tdComm *comm, const char *fn, int any_state) {
   if (!fn) return tpudistSuccess;
   int state = __atomic_load_n(&comm->create_state, __ATOMIC_ACQUIRE);
   tpudistResult_t r = tpudistSuccess;
-  if (comm->net.aborted)
+  if (comm->net.aborted && !any_state) /* a split aborted with its parent can be destroyed */
     r = commError(NULL, tpudistAborted, "%s: communicator %p was aborted", fn, (void *)comm);
   else if (!any_state && state == tpudistInProgress)
     r = commError(NULL, tpudistInvalidUsage,

@@ -156,7 +156,9 @@ TPUDIST_API tpudistResult_t tpudistCommDestroy(tpudistComm_t comm) {
     commLeave(c);
     return r;
   }
-  if (c->create && (r = destroyUncreated(c)) != tpudistInProgress) return r;
+  if ((c->create || __atomic_load_n(&c->create_state, __ATOMIC_ACQUIRE) != tpudistSuccess) &&
+      (r = destroyUncreated(c)) != tpudistInProgress)
+    return r;
   /* An error seen before (a failed call, a timeout) was reported then; destroy still frees. */
   int was_broken = c->exec.broken;
   r = execDrain(&c->exec);

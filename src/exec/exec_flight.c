@@ -198,17 +198,19 @@ static void collSizes(int coll, uint64_t count, int n, uint64_t *in, uint64_t *o
   if (coll == TD_COLL_ALLTOALL) *in = *out = count * (uint64_t)n;
 }
 
-static const char *jsonState(const tdFlightRec *r, const char **error) {
+/* The entry's state; *error: why it failed (fail: the failure being dumped, which every
+ * unfinished operation is about to end with), or NULL. */
+static const char *jsonState(const tdFlightRec *r, const char *fail, const char **error) {
   const tdOp *op = r->op;
   *error = NULL;
   if (op->batch != r->batch || (op->done && op->result == tpudistSuccess)) return "completed";
-  if (op->done) *error = tpudistGetErrorString(op->result);
+  *error = op->done ? tpudistGetErrorString(op->result) : fail;
   return op->started ? "started" : "scheduled";
 }
 
 static void jsonRec(FILE *f, const tdNet *net, const tdFlightRec *r, uint64_t idx, int comma,
-                    int64_t wall_off) {
-  const char *error, *state = jsonState(r, &error);
+                    const char *fail, int64_t wall_off) {
+  const char *error, *state = jsonState(r, fail, &error);
   int p2p = r->kind == TD_OP_SEND || r->kind == TD_OP_RECV;
   uint64_t in, out;
   char name[64];
@@ -243,11 +245,14 @@ static void jsonRec(FILE *f, const tdNet *net, const tdFlightRec *r, uint64_t id
   if (!p2p && (r->coll == TD_COLL_BROADCAST || r->coll == TD_COLL_REDUCE))
     fprintf(f, ", \"root\": %d", r->root);
   if (p2p) fprintf(f, ", \"peer\": %d", r->peer);
-  if (error) fprintf(f, ", \"error\": \"%s\"", error);
+  if (error) {
+    fprintf(f, ", \"error\": ");
+    jsonStr(f, error);
+  }
   fputc('}', f);
 }
 
-static void jsonWrite(FILE *f, tdExec *ex, const char *why) {
+static void jsonWrite(FILE *f, tdExec *ex, const char *why, const char *fail) {
   struct tdFlight *fl = ex->flight;
   const tdNet *net = ex->net;
   struct timespec wall;
@@ -265,7 +270,7 @@ static void jsonWrite(FILE *f, tdExec *ex, const char *why) {
   fprintf(f, "]\"}},\n  \"entries\": [");
   uint64_t first = fl && fl->total > (uint64_t)fl->cap ? fl->total - (uint64_t)fl->cap : 0;
   for (uint64_t i = first; fl && i < fl->total; i++)
-    jsonRec(f, net, &fl->rec[i % (uint64_t)fl->cap], i, i > first, wall_off);
+    jsonRec(f, net, &fl->rec[i % (uint64_t)fl->cap], i, i > first, fail, wall_off);
   fprintf(f, "\n  ]\n}\n");
 }
 
@@ -283,14 +288,15 @@ static void jsonPath(const tdNet *net, const char *dir, char *path, size_t len) 
   snprintf(path, len, "%s/tpu_dist_fr_%s_rank%d.json", dir, name, net->rank);
 }
 
-static tpudistResult_t dumpJsonLocked(tdExec *ex, const char *dir, const char *why, char *path,
-                                      size_t plen, char *err) {
+/* fail: the failure being dumped (flightDump), NULL on demand. */
+static tpudistResult_t dumpJsonLocked(tdExec *ex, const char *dir, const char *why,
+                                      const char *fail, char *path, size_t plen, char *err) {
   char final[512], tmp[540];
   jsonPath(ex->net, dir, final, sizeof(final));
   snprintf(tmp, sizeof(tmp), "%s.%d.tmp", final, (int)getpid());
   FILE *f = fopen(tmp, "w");
   if (!f) return tdErr(err, tpudistSystemError, "flight record: %s: %s", tmp, strerror(errno));
-  jsonWrite(f, ex, why);
+  jsonWrite(f, ex, why, fail);
   int bad = ferror(f);
   if (fclose(f) != 0 || bad || rename(tmp, final) != 0) {
     int e = errno;
@@ -315,7 +321,7 @@ void flightDump(tdExec *ex, const char *why) {
   const char *dir = comm->cfg->fr_dump_dir;
   char path[512], err[TD_ERRLEN];
   if (dir && *dir) {
-    if (dumpJsonLocked(ex, dir, why, path, sizeof(path), err) == tpudistSuccess)
+    if (dumpJsonLocked(ex, dir, why, why, path, sizeof(path), err) == tpudistSuccess)
       TD_ERROR(TD_SUBSYS_COLL, "flight recorder: written to %s", path);
     else
       TD_ERROR(TD_SUBSYS_COLL, "flight recorder: %s", err);
@@ -325,7 +331,7 @@ void flightDump(tdExec *ex, const char *why) {
 tpudistResult_t flightDumpJson(tdExec *ex, const char *dir, const char *why, char *path,
                                size_t plen, char *err) {
   pthread_mutex_lock(&ex->lock);
-  tpudistResult_t r = dumpJsonLocked(ex, dir, why, path, plen, err);
+  tpudistResult_t r = dumpJsonLocked(ex, dir, why, NULL, path, plen, err);
   pthread_mutex_unlock(&ex->lock);
   return r;
 }
