@@ -218,12 +218,12 @@ typedef struct {
 static tpudistResult_t initJob(tdComm *c, const tpudistConfig_t *uc, void *arg, char *err) {
   tdInitArgs *a = arg;
   int n = c->net.nranks, rank = c->net.rank;
+  volatile int *abort = c->blocking ? NULL : &c->net.aborted; /* nobody aborts a blocking one */
   if (a->has_store)
-    TD_CHECK(bootstrapInitStore(&a->store, a->prefix, rank, n, c->net.timeout_ms, &c->net.aborted,
+    TD_CHECK(bootstrapInitStore(&a->store, a->prefix, rank, n, c->net.timeout_ms, abort,
                                 &c->net.bootstrap, err));
   else
-    TD_CHECK(
-        bootstrapInit(&a->id, rank, n, c->net.timeout_ms, &c->net.aborted, &c->net.bootstrap, err));
+    TD_CHECK(bootstrapInit(&a->id, rank, n, c->net.timeout_ms, abort, &c->net.bootstrap, err));
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   commSetName(c, uc, "comm-");
   return commSetup(c, uc, NULL, NULL, err);
@@ -318,7 +318,7 @@ TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks
 tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, uint64_t tag,
                                 const tpudistConfig_t *uc, char *err) {
   TD_CHECK(bootstrapSplit(parent->net.bootstrap, members, c->net.nranks, c->net.rank, tag,
-                          &c->net.aborted, &c->net.bootstrap, err));
+                          c->blocking ? NULL : &c->net.aborted, &c->net.bootstrap, err));
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   commSetName(c, uc, "comm-");
   return commSetup(c, uc, parent, members, err);

@@ -56,7 +56,10 @@ static tpudistResult_t splitJob(tdComm *nc, const tpudistConfig_t *uc, void *arg
   tdComm *p = nc->parent;
   int *members = malloc(sizeof(int) * p->net.nranks), n = 0, me = 0;
   if (!members) return tdErr(err, tpudistNoMemory, "CommSplit: out of memory");
-  tpudistResult_t r = splitExchange(p, a->color, a->key, &nc->net.aborted, members, &n, &me, err);
+  /* blocking: the parent's flag (CommAbort of the parent stops it); else the child's, which
+   * aborting the parent sets too (commAbortChildren) */
+  volatile int *abort = nc->blocking ? NULL : &nc->net.aborted;
+  tpudistResult_t r = splitExchange(p, a->color, a->key, abort, members, &n, &me, err);
   if (r == tpudistSuccess) {
     nc->net.nranks = n;
     nc->net.rank = me;

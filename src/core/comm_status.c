@@ -29,10 +29,13 @@
 #define TD_STATUS_RANK_MS 1000 /* per rank asked by rank 0 */
 #define TD_STATUS_JOB_MS 8000  /* every rank asked by rank 0 */
 #define TD_STATUS_SERVE_MS 2000
+#define TD_STATUS_CONNS 32 /* accepted connections waiting for their first bytes */
 
 struct tdStatusServer {
   tdComm *c;
   int fds[2]; /* own listener; rank 0: the job's address */
+  int conns[TD_STATUS_CONNS];
+  int64_t since[TD_STATUS_CONNS];
   tdNetAddr *addrs;
   tdKey key;
   pthread_t thread;
@@ -182,26 +185,59 @@ static tpudistResult_t answer(void *ctx, uint32_t kind, char **body, size_t *len
   return tpudistSuccess;
 }
 
-static void serveOne(struct tdStatusServer *s, int lfd) {
-  int fd = -1;
+/* Takes every pending connection of lfd into the table; when it is full the connection waiting
+ * longest is dropped, so a flood of idle connections costs a table and is drained at once. */
+static void acceptAll(struct tdStatusServer *s, int lfd) {
+  char err[TD_ERRLEN];
+  for (int fd; netAccept(lfd, &fd, err) == tpudistSuccess && fd >= 0;) {
+    int slot = 0;
+    for (int i = 0; i < TD_STATUS_CONNS; i++) {
+      if (s->conns[i] < 0) {
+        slot = i;
+        break;
+      }
+      if (s->since[i] < s->since[slot]) slot = i;
+    }
+    if (s->conns[slot] >= 0) close(s->conns[slot]);
+    s->conns[slot] = fd;
+    s->since[slot] = netNowMs();
+  }
+}
+
+/* Serves a connection that has sent something (its handshake bounded by TD_STATUS_SERVE_MS). */
+static void serveOne(struct tdStatusServer *s, int i) {
   char err[TD_ERRLEN] = "";
-  if (netAccept(lfd, &fd, err) != tpudistSuccess || fd < 0) return;
-  if (bootstrapStatusServe(fd, &s->key, TD_STATUS_SERVE_MS, &s->stop, answer, s, err) !=
+  if (bootstrapStatusServe(s->conns[i], &s->key, TD_STATUS_SERVE_MS, &s->stop, answer, s, err) !=
       tpudistSuccess)
     TD_INFO(TD_SUBSYS_BOOT, "%s: health query not answered: %s", s->c->net.name, err);
-  close(fd);
+  close(s->conns[i]);
+  s->conns[i] = -1;
 }
 
 static void *statusMain(void *arg) {
   struct tdStatusServer *s = arg;
+  struct pollfd p[2 + TD_STATUS_CONNS];
+  int who[2 + TD_STATUS_CONNS];
   while (!s->stop) {
-    struct pollfd p[2];
     int n = 0;
     for (int i = 0; i < 2; i++)
-      if (s->fds[i] >= 0) p[n++] = (struct pollfd){s->fds[i], POLLIN, 0};
-    if (poll(p, (nfds_t)n, 50) <= 0) continue;
-    for (int i = 0; i < n && !s->stop; i++)
-      if (p[i].revents & POLLIN) serveOne(s, p[i].fd);
+      if (s->fds[i] >= 0) who[n] = -1 - i, p[n++] = (struct pollfd){s->fds[i], POLLIN, 0};
+    for (int i = 0; i < TD_STATUS_CONNS; i++)
+      if (s->conns[i] >= 0) who[n] = i, p[n++] = (struct pollfd){s->conns[i], POLLIN, 0};
+    int ready = poll(p, (nfds_t)n, 50);
+    for (int k = 0; k < n && ready > 0 && !s->stop; k++) {
+      if (!p[k].revents) continue;
+      if (who[k] < 0)
+        acceptAll(s, p[k].fd);
+      else if (s->conns[who[k]] == p[k].fd)
+        serveOne(s, who[k]);
+    }
+    int64_t now = netNowMs();
+    for (int i = 0; i < TD_STATUS_CONNS; i++)
+      if (s->conns[i] >= 0 && now - s->since[i] > TD_STATUS_SERVE_MS) {
+        close(s->conns[i]);
+        s->conns[i] = -1;
+      }
   }
   return NULL;
 }
@@ -209,6 +245,8 @@ static void *statusMain(void *arg) {
 static void serverFree(struct tdStatusServer *s) {
   for (int i = 0; i < 2; i++)
     if (s->fds[i] >= 0) close(s->fds[i]);
+  for (int i = 0; i < TD_STATUS_CONNS; i++)
+    if (s->conns[i] >= 0) close(s->conns[i]);
   free(s->addrs);
   free(s);
 }
@@ -224,6 +262,7 @@ tpudistResult_t commStatusStart(tdComm *c, char *err) {
   s->c = c;
   s->key = *bootstrapKey(bs);
   s->fds[0] = -1;
+  for (int i = 0; i < TD_STATUS_CONNS; i++) s->conns[i] = -1;
   s->fds[1] = bootstrapTakeIdListener(bs);
   tpudistResult_t r = bootstrapStatusListen(bs, &s->fds[0], &s->addrs[c->net.rank], err);
   if (r == tpudistSuccess) r = bootstrapAllGather(bs, s->addrs, sizeof(tdNetAddr), err);

@@ -266,7 +266,9 @@ static int modeTimeout(int rank, int n) {
   double dt = nowMs() - t0;
   if (st != tpudistTimeout)
     FAIL("creation without a peer ended in %s, expected a timeout", tpudistGetErrorString(st));
-  if (dt < 1400 || dt > 5000) FAIL("the creation failed after %.0f ms (timeout 1500)", dt);
+  /* rank 0 times out itself; the others may hear of it from rank 0 first */
+  if ((rank == 0 && dt < 1400) || dt > 5000)
+    FAIL("the creation failed after %.0f ms (timeout 1500)", dt);
   int x = 1;
   r = tpudistAllReduce(&x, &x, 1, tpudistInt32, tpudistSum, c, NULL);
   if (r != tpudistTimeout || !strstr(tpudistGetLastError(NULL), "creation"))
