@@ -10,8 +10,9 @@
 #   frdump      a forced timeout writes the JSON flight record; python3's json parses it and the
 #               entries are checked (sequence ids, names, sizes, dtypes, states)
 #   status      4 ranks, rank 3 stalls before an all-reduce: tpudist-info --status names the
-#               all-reduce, its sequence number, the rank waited for and rank 3 as behind; a
-#               wrong secret gets no answer
+#               all-reduce, its sequence number, the rank waited for and rank 3 as behind;
+#               --dump has every rank write its JSON record (checked); a wrong secret gets no
+#               answer
 # Default: every part.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -100,17 +101,23 @@ part_status() {
   export TPU_DIST_COMM_SECRET=async-status-test TPU_DIST_ALGO=allreduce=ring
   export TPU_DIST_COMM_ID=127.0.0.1:$(td_port)
   local pids=() r out=$work/status.txt
+  mkdir -p "$work/frs"
   for r in 0 1 2 3; do
-    RANK=$r WORLD_SIZE=4 "$job" stall 4000 >"$work/stall$r.log" 2>&1 &
+    RANK=$r WORLD_SIZE=4 TPU_DIST_FR_DUMP_DIR=$work/frs "$job" stall 4000 >"$work/stall$r.log" 2>&1 &
     pids+=($!)
   done
   for _ in $(seq 200); do grep -q stalling "$work/stall3.log" 2>/dev/null && break; sleep 0.1; done
   sleep 1
+  local t0 t1
+  t0=$(date +%s%N)
   "$info" --status "$TPU_DIST_COMM_ID" >"$out" 2>&1 || fail "tpudist-info --status: $(cat "$out")"
+  t1=$(date +%s%N)
+  "$info" --status "$TPU_DIST_COMM_ID" --dump >"$work/dump.txt" 2>&1 || fail "--dump: $(cat "$work/dump.txt")"
   TPU_DIST_COMM_SECRET=wrong "$info" --status "$TPU_DIST_COMM_ID" --timeout 3000 >"$work/wrong.txt" 2>&1 &&
     fail "a query with the wrong secret was answered: $(cat "$work/wrong.txt")"
   for p in "${pids[@]}"; do wait "$p" || fail "stall job"; done
   sed 's/^/  /' "$out"
+  echo "  (answered in $(((t1 - t0) / 1000000)) ms; with a wrong secret: $(cat "$work/wrong.txt"))"
   grep -q "^rank 0 (pid [0-9]*): allreduce seq [0-9]* running for [0-9]* ms, waits for rank 3 " "$out" ||
     fail "rank 0 is not reported waiting for rank 3 in the all-reduce"
   grep -q "^rank 1 (pid [0-9]*): allreduce seq [0-9]* running .*waits for rank 0" "$out" ||
@@ -124,6 +131,22 @@ part_status() {
   [ -n "$s0" ] && [ -n "$s3" ] && [ "$s0" -eq $((s3 + 1)) ] || fail "sequence numbers: in flight $s0, rank 3 at $s3"
   grep -q "did not prove\|no answer\|closed\|refused\|timed out\|time" "$work/wrong.txt" ||
     fail "wrong secret: $(cat "$work/wrong.txt")"
+  [ "$(grep -c "flight record: $work/frs/tpu_dist_fr_comm-[0-9a-f]*_rank[0-3].json" "$work/dump.txt")" -eq 4 ] ||
+    fail "--dump: not every rank wrote its record: $(cat "$work/dump.txt")"
+  /usr/bin/python3 - "$work/frs" "$s0" <<'PY' || fail "the records written on --dump"
+import glob, json, sys
+seq = int(sys.argv[2])
+d = {json.load(open(f))["rank"]: json.load(open(f)) for f in glob.glob(sys.argv[1] + "/*.json")}
+assert sorted(d) == [0, 1, 2, 3], sorted(d)
+for r in range(3):  # the waiting ranks: the all-reduce in flight, started, not retired
+    e = d[r]["entries"][-1]
+    assert e["profiling_name"] == "tpu_dist:all_reduce" and e["collective_seq_id"] == seq, e
+    assert e["state"] == "started" and not e["retired"] and e["input_sizes"] == [[65536]], e
+    assert e["algorithm"] == "ring" and "error" not in e, e
+e = d[3]["entries"]
+assert all(x["state"] == "completed" for x in e) and e[-1]["collective_seq_id"] == seq - 1, e
+print("--dump: 4 records; ranks 0-2 in all_reduce seq %d (started), rank 3 at seq %d" % (seq, seq - 1))
+PY
   unset TPU_DIST_COMM_SECRET TPU_DIST_ALGO
   shm_empty status
 }
