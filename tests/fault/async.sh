@@ -7,6 +7,8 @@
 #               and 1 of 2 ranks started): within 100 ms, no thread, socket or segment left
 #   timeout     the same without abort: the creation ends in tpudistTimeout
 #   splitabort  a pending split aborted, then its parent aborted while a split is pending
+#   store       non-blocking CommInitStore (a store in files): exact results at 3 ranks; abort
+#               within 100 ms while the only started rank waits for rank 0's key
 #   frdump      a forced timeout writes the JSON flight record; python3's json parses it and the
 #               entries are checked (sequence ids, names, sizes, dtypes, states)
 #   status      4 ranks, rank 3 stalls before an all-reduce: tpudist-info --status names the
@@ -67,6 +69,13 @@ part_splitabort() {
   echo "== pending split aborted, parent aborted with a split pending"
   launch 2 "$job" splitabort || fail splitabort
   shm_empty splitabort
+}
+part_store() {
+  echo "== non-blocking CommInitStore, 3 ranks; abort while waiting for the store"
+  mkdir -p "$work/store" "$work/store2"
+  TD_STORE_DIR=$work/store launch 3 "$job" store || fail "store init"
+  TD_STORE_DIR=$work/store2 TD_STORE_ALONE=1 RANK=1 WORLD_SIZE=2 "$job" store || fail "store abort"
+  shm_empty store
 }
 part_frdump() {
   echo "== JSON flight record after a forced timeout"
@@ -151,7 +160,7 @@ PY
   shm_empty status
 }
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(init abort timeout splitabort frdump status)
+[ ${#parts[@]} -gt 0 ] || parts=(init abort timeout splitabort store frdump status)
 for p in "${parts[@]}"; do "part_$p"; done
 [ $rc -eq 0 ] && echo "async: ok"
 exit $rc

@@ -14,8 +14,10 @@
  *   async_job splitabort   2 ranks, rank 1 never splits: rank 0 aborts a non-blocking split
  *                          within 100 ms, then aborts the parent while a second split is pending
  *                          (the split fails with tpudistAborted); nothing left behind
- *   async_job frdump       1 rank: a forced timeout writes TPU_DIST_FR_DUMP_DIR's JSON record
- *                          (async.sh parses and checks it)
+ *   async_job store        CommInitStore, non-blocking, through a store kept in files
+ * (TD_STORE_DIR): exact all-reduces; started as rank 1 of 2 alone (rank 0 never publishes its
+ * address), CommAbort within 100 ms while the store is asked async_job frdump       1 rank: a
+ * forced timeout writes TPU_DIST_FR_DUMP_DIR's JSON record (async.sh parses and checks it)
  *   async_job stall MS     N ranks, TPU_DIST_ALGO=allreduce=ring: rank N-1 sleeps MS before the
  *                          third all-reduce (async.sh queries the job meanwhile)
  */
@@ -318,6 +320,79 @@ static int modeSplitAbort(int rank, int n) {
   return gFail ? 1 : 0;
 }
 
+/* ---- external store ---------------------------------------------------------------------- */
+
+/* A store kept in files under TD_STORE_DIR (what torch's FileStore does); get honours timeoutMs. */
+static void storePath(void *ctx, const char *key, char *path, size_t len) {
+  int n = snprintf(path, len, "%s/", (const char *)ctx);
+  for (const char *k = key; *k && n + 1 < (int)len; k++) path[n++] = *k == '/' ? '_' : *k;
+  path[n] = 0;
+}
+
+static int fileSet(void *ctx, const char *key, const void *value, size_t len) {
+  char path[512], tmp[520];
+  storePath(ctx, key, path, sizeof(path));
+  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
+  FILE *f = fopen(tmp, "w");
+  if (!f) return 1;
+  fwrite(value, 1, len, f);
+  fclose(f);
+  return rename(tmp, path);
+}
+
+static int fileGet(void *ctx, const char *key, void **value, size_t *len, int timeoutMs) {
+  char path[512];
+  storePath(ctx, key, path, sizeof(path));
+  for (double t0 = nowMs(); nowMs() - t0 < timeoutMs; sleepMs(5)) {
+    FILE *f = fopen(path, "r");
+    if (!f) continue;
+    *value = malloc(4096);
+    *len = *value ? fread(*value, 1, 4096, f) : 0;
+    fclose(f);
+    return *value ? 0 : 1;
+  }
+  return 1;
+}
+
+static int modeStore(int rank, int n) {
+  const char *dir = getenv("TD_STORE_DIR");
+  tpudistStore_t store = {(void *)dir, fileSet, fileGet};
+  tpudistConfig_t cfg = nonBlocking();
+  tpudistComm_t c = NULL;
+  baseline();
+  if (!dir) {
+    FAIL("set TD_STORE_DIR");
+    return 1;
+  }
+  tpudistResult_t r = tpudistCommInitStore(&c, n, rank, &store, "pg-async", &cfg);
+  if (r != tpudistInProgress)
+    FAIL("InitStore: %s, expected tpudistInProgress", tpudistGetErrorString(r));
+  if (getenv("TD_STORE_ALONE")) { /* rank 0 never comes: abort while the store is asked */
+    tpudistResult_t st = tpudistSuccess;
+    sleepMs(300);
+    if (tpudistCommGetAsyncError(c, &st) != tpudistSuccess || st != tpudistInProgress)
+      FAIL("the creation is in state %s, expected in progress", tpudistGetErrorString(st));
+    double t0 = nowMs();
+    tpudistCommAbort(c);
+    double dt = nowMs() - t0;
+    if (dt > 100.0) FAIL("abort while waiting for the store took %.1f ms (limit 100)", dt);
+    checkNothingLeft("after abort");
+    printf("rank %d: abort while waiting for the store returned in %.1f ms\n", rank, dt);
+    return gFail ? 1 : 0;
+  }
+  if (pollReady(c, 30000) != tpudistSuccess) {
+    FAIL("store creation: %s", tpudistGetLastError(c));
+    return 1;
+  }
+  int vals[64];
+  for (int q = 0; q < n; q++) vals[q] = q + 1;
+  exactAllReduces(c, vals, n, rank);
+  if (tpudistCommDestroy(c) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
+  checkNothingLeft("after destroy");
+  printf("rank %d: non-blocking store init: results exact\n", rank);
+  return gFail ? 1 : 0;
+}
+
 /* ---- flight record, health query --------------------------------------------------------- */
 
 /* One rank, timeout 300 ms: a receive from itself that never comes times out after two
@@ -369,7 +444,8 @@ int main(int argc, char **argv) {
   int rank = (v = getenv("RANK")) ? atoi(v) : -1, n = (v = getenv("WORLD_SIZE")) ? atoi(v) : -1;
   if (argc < 2 || rank < 0 || n < 1 || n > 64) {
     fprintf(stderr,
-            "usage: RANK=R WORLD_SIZE=N async_job init|abort|timeout|splitabort|frdump|stall MS\n");
+            "usage: RANK=R WORLD_SIZE=N async_job init|abort|timeout|splitabort|store|frdump|stall "
+            "MS\n");
     return 2;
   }
   gRank = rank;
@@ -378,6 +454,7 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "timeout")) return modeTimeout(rank, n);
   if (!strcmp(argv[1], "splitabort")) return modeSplitAbort(rank, n);
   if (!strcmp(argv[1], "frdump")) return modeFrDump(rank, n);
+  if (!strcmp(argv[1], "store")) return modeStore(rank, n);
   if (!strcmp(argv[1], "stall")) return modeStall(rank, n, argc > 2 ? atoi(argv[2]) : 3000);
   fprintf(stderr, "async_job: unknown mode %s\n", argv[1]);
   return 2;
