@@ -263,7 +263,10 @@ static void jsonWrite(FILE *f, tdExec *ex, const char *why, const char *fail) {
           "  \"world_size\": %d,\n  \"comm_hash\": \"%016llx\",\n  \"reason\": ",
           net->rank, net->nranks, (unsigned long long)net->comm_hash);
   jsonStr(f, why);
-  fprintf(f, ",\n  \"pg_config\": {\"0\": {\"name\": ");
+  /* keyed by the name entries give as process_group[0], as torch's analyzer looks groups up */
+  fprintf(f, ",\n  \"pg_config\": {");
+  jsonStr(f, net->name);
+  fprintf(f, ": {\"name\": ");
   jsonStr(f, net->name);
   fprintf(f, ", \"desc\": \"tpu_dist\", \"ranks\": \"[");
   for (int r = 0; r < net->nranks; r++) fprintf(f, "%s%d", r ? ", " : "", r);

@@ -89,7 +89,7 @@ assert len(files) == 1, files
 assert files[0].endswith("tpu_dist_fr_fr_test_rank0.json"), files[0]
 d = json.load(open(files[0]))
 assert d["rank"] == 0 and d["world_size"] == 1 and d["version"], d
-assert d["pg_config"]["0"]["name"] == 'fr"test' and d["pg_config"]["0"]["ranks"] == "[0]", d["pg_config"]
+assert d["pg_config"] == {'fr"test': {"name": 'fr"test', "desc": "tpu_dist", "ranks": "[0]"}}, d["pg_config"]
 assert d["reason"] == "timeout", d["reason"]
 e = d["entries"]
 assert [x["profiling_name"] for x in e] == ["tpu_dist:all_reduce", "tpu_dist:broadcast", "tpu_dist:recv 0<-0"], e
