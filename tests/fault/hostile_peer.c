@@ -239,11 +239,6 @@ static int sniff(tdRecorded *rec, int64_t deadline) {
                             .sll_protocol = htons(ETH_P_IP),
                             .sll_ifindex = (int)if_nametoindex("lo")};
   bind(s, (struct sockaddr *)&sll, sizeof(sll));
-  /* a large buffer: the job's handshakes may come amid a burst of the flood's packets (the
-   * rendezvous point drains the idle connections when the ranks have joined) */
-  int buf = 16 << 20;
-  if (setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &buf, sizeof(buf)) != 0)
-    setsockopt(s, SOL_SOCKET, SO_RCVBUF, &buf, sizeof(buf));
   uint16_t sport = 0;
   unsigned char pkt[65536];
   while (netNowMs() < deadline) {
