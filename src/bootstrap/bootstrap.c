@@ -533,7 +533,7 @@ fail:
 /* store->get; with an abort flag in slices of TD_STORE_SLICE_MS (a slice that fails at once is
  * padded to its length), so that the flag is seen promptly although a callback cannot be
  * interrupted (a store that ignores the timeout argument is seen only when its get returns). */
-#define TD_STORE_SLICE_MS 50
+#define TD_STORE_SLICE_MS 20
 static tpudistResult_t storeGet(const tpudistStore_t *store, const char *key, int timeout_ms,
                                 volatile int *abort, void **val, size_t *len, char *err) {
   int64_t deadline = netNowMs() + timeout_ms;

@@ -20,7 +20,7 @@ tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, c
 /* Rendezvous of nranks ranks through the id's root (the root is rank 0). Every rank proves it
  * knows the secret (challenge-response, boot_priv.h), and the root proves it to every rank; the
  * root checks the library version of every peer; bounded by timeout_ms. abort (may be NULL): a flag
- * another thread may set to stop the rendezvous (seen within 50 ms); the channel keeps polling it
+ * another thread may set to stop the rendezvous (seen within 20 ms); the channel keeps polling it
  * in its later waits, and bootstrapAbort sets it. */
 tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, int timeout_ms,
                               volatile int *abort, tdBootstrap **out, char *err);

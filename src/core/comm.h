@@ -134,7 +134,7 @@ tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, u
  * tpudist-info --status (rank 0 on the job's address, every rank on its own listener, whose
  * address this exchanges over the bootstrap). Nothing otherwise. */
 tpudistResult_t commStatusStart(tdComm *c, char *err);
-/* Stops the server and joins its thread (within about 50 ms). */
+/* Stops the server and joins its thread (within about 20 ms). */
 void commStatusStop(tdComm *c);
 
 /* ---- errors (rt_error.h) ---- */

@@ -7,7 +7,7 @@
  *
  * While the job runs, the handle is live (GetAsyncError, GetLastError, Destroy and Abort accept
  * it) and every other call is refused (commEnter). Every wait of a job polls c->net.aborted
- * (the bootstrap channel watches it; its waits poll in slices of at most 50 ms), so
+ * (the bootstrap channel watches it; its waits poll in slices of at most 20 ms), so
  * tpudistCommAbort sets the flag, joins the helper thread and frees what the job built. A job
  * that fails releases what it built before its failure is published: a failed creation holds no
  * socket, segment or thread. A split's job runs over its parent's bootstrap channel: the parent

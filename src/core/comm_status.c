@@ -11,10 +11,10 @@
  * (a rank that does not answer in time is reported as such), and formats one line per rank: the
  * oldest operation not finished, its sequence number, how long it has run and the rank it waits
  * for (flightStatus), then which ranks are behind the others. The thread polls its listeners in
- * 50 ms slices and reads a communicator's state under its executor's lock for a moment (never
+ * 20 ms slices and reads a communicator's state under its executor's lock for a moment (never
  * longer than 200 ms), so a query never disturbs the job beyond that. Connections are served one at
  * a time, each handshake within TD_STATUS_SERVE_MS (a silent client costs that much). The thread
- * stops with the communicator (commStatusStop, within about 50 ms).
+ * stops with the communicator (commStatusStop, within about 20 ms).
  */
 #include <poll.h>
 #include <stdio.h>
@@ -224,7 +224,7 @@ static void *statusMain(void *arg) {
       if (s->fds[i] >= 0) who[n] = -1 - i, p[n++] = (struct pollfd){s->fds[i], POLLIN, 0};
     for (int i = 0; i < TD_STATUS_CONNS; i++)
       if (s->conns[i] >= 0) who[n] = i, p[n++] = (struct pollfd){s->conns[i], POLLIN, 0};
-    int ready = poll(p, (nfds_t)n, 50);
+    int ready = poll(p, (nfds_t)n, 20);
     for (int k = 0; k < n && ready > 0 && !s->stop; k++) {
       if (!p[k].revents) continue;
       if (who[k] < 0)
