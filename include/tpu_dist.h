@@ -124,8 +124,8 @@ typedef struct {
   size_t size;          /* sizeof(tpudistConfig_t), set by the initializer */
   unsigned int magic;   /* TPUDIST_CONFIG_MAGIC */
   unsigned int version; /* TPUDIST_VERSION_CODE */
-  int blocking;         /* 1 (default): init/split block; 0: they may return tpudistInProgress */
-  int timeoutMs;        /* bound on every wait in ms; default TPU_DIST_TIMEOUT_MS */
+  int blocking;  /* 1 (default): init/split block; 0: they return tpudistInProgress (below) */
+  int timeoutMs; /* bound on every wait in ms; default TPU_DIST_TIMEOUT_MS */
   const char *commName; /* name in logs and errors; may be NULL */
   const char *topology; /* torus for this communicator, TPU_DIST_TOPOLOGY syntax; NULL: env */
   int mode;             /* TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG; default TPU_DIST_MODE */
@@ -184,14 +184,36 @@ TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks
 TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int key,
                                              tpudistComm_t *newcomm, const tpudistConfig_t *config);
 
+/* Non-blocking creation (as NCCL's non-blocking communicators): with config.blocking = 0,
+ * CommInitRankConfig, CommInitEnv, CommInitStore and CommSplit return tpudistInProgress at once
+ * with *comm / *newcomm set to a handle whose creation runs in the background (config NULL in
+ * CommSplit inherits the parent's blocking). Poll tpudistCommGetAsyncError(handle, &state) until
+ * state is tpudistSuccess (ready) or an error (the creation failed; destroy the handle). Until
+ * then every other call on the handle fails with tpudistInvalidUsage (NCCL answers
+ * ncclInvalidArgument), except tpudistGetLastError, tpudistCommDestroy (waits for the creation,
+ * which is bounded by the timeout, then frees) and tpudistCommAbort (stops the creation within
+ * 100 ms and frees everything: thread, sockets, shared memory). While a non-blocking split runs,
+ * its parent can be used for operations but not split again or destroyed (tpudistInvalidUsage);
+ * aborting the parent aborts the split. A rank passing TPUDIST_SPLIT_NOCOLOR takes part in the
+ * exchange of colors at the call and gets *newcomm = NULL and tpudistSuccess. An external store's
+ * ctx must stay valid until the creation has finished. */
+
 /* Completes outstanding work, then frees everything. */
 TPUDIST_API tpudistResult_t tpudistCommDestroy(tpudistComm_t comm);
 /* Safe from any thread: fails every pending and future operation with tpudistAborted and
- * releases every wait at once, then frees the communicator. */
+ * releases every wait at once, then frees the communicator. During a non-blocking creation:
+ * stops it and frees everything within 100 ms. */
 TPUDIST_API tpudistResult_t tpudistCommAbort(tpudistComm_t comm);
-/* The first asynchronous error (e.g. a dead peer seen by the progress thread), or success. */
+/* During a non-blocking creation: tpudistInProgress, then its result. After: the first
+ * asynchronous error (e.g. a dead peer seen by the progress thread), or success. */
 TPUDIST_API tpudistResult_t tpudistCommGetAsyncError(tpudistComm_t comm,
                                                      tpudistResult_t *asyncError);
+/* Writes comm's flight record (its last TPU_DIST_FLIGHT_RECORDS operations with their state) as
+ * JSON in the shape of torch's flight recorder dumps into dir (NULL: TPU_DIST_FR_DUMP_DIR), one
+ * file per rank and communicator: <dir>/tpu_dist_fr_<comm name>_rank<R>.json. With
+ * TPU_DIST_FR_DUMP_DIR set the same is written when the communicator fails or times out.
+ * docs/reliability.md describes the fields. */
+TPUDIST_API tpudistResult_t tpudistCommDumpFlightRecord(tpudistComm_t comm, const char *dir);
 TPUDIST_API tpudistResult_t tpudistCommCount(const tpudistComm_t comm, int *count);
 TPUDIST_API tpudistResult_t tpudistCommUserRank(const tpudistComm_t comm, int *rank);
 

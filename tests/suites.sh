@@ -64,6 +64,9 @@ suite tools-info 60 tests/mpi/tools_info.sh
 suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
 suite fault-flight 60 tests/fault/jobs.sh flight
 suite fault-inject 240 tests/fault/inject.sh
+# non-blocking init/split (exact results, abort mid-creation, a peer that never arrives), the JSON
+# flight record after a forced timeout, the health query of a job with a stalled rank
+suite fault-async 120 tests/fault/async.sh
 # fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 40 s each)
 suite fuzz-replay 60 sh -c 'for t in bootstrap socket sched topo config env; do tests/fuzz/replay_$t tests/fuzz/corpus/$t || exit 1; done'
 suite fuzz 1200 tests/fuzz/run.sh

@@ -10,6 +10,12 @@
  *                                    selection table picks for the size
  *   tpudist-info -s (--topology T | --nranks N) [--algo-override SPEC]
  *                                    the selection table (collective x size bucket)
+ *   tpudist-info --status HOST:PORT [--dump] [--timeout MS]
+ *                                    a running TPU_DIST_COMM_ID job's health: per rank the
+ *                                    operation in flight, its sequence number and the rank it
+ *                                    waits for (the job's secret from TPU_DIST_COMM_SECRET or
+ *                                    TPU_DIST_COMM_SECRET_FILE); --dump: every rank also writes
+ *                                    its flight record to its TPU_DIST_FR_DUMP_DIR
  *
  * Without --topology the tool sees what the library sees: TPU_DIST_TOPOLOGY, else the TPU
  * runtime's variables, else flat over --nranks; without --algo-override, TPU_DIST_ALGO.
@@ -19,6 +25,7 @@
 #include <string.h>
 
 #include "algos.h"
+#include "boot_status.h"
 #include "rt_config.h"
 #include "rt_topo.h"
 #include "sched_io.h"
@@ -26,8 +33,8 @@
 
 typedef struct {
   char mode;
-  int markdown, summary, inplace, nranks, rank, root;
-  const char *coll, *algo, *topology, *override;
+  int markdown, summary, inplace, nranks, rank, root, dump, timeout_ms;
+  const char *coll, *algo, *topology, *override, *status;
   uint64_t count;
 } tdInfoArgs;
 
@@ -36,13 +43,15 @@ static int usage(void) {
           "usage: tpudist-info -c [--markdown] | -a |\n"
           "       -d --coll C [--algo A] (--nranks N | --topology T) --rank R [--root R]\n"
           "          [--count N] [--inplace] [--summary] |\n"
-          "       -s (--topology T | --nranks N) [--algo-override SPEC]\n");
+          "       -s (--topology T | --nranks N) [--algo-override SPEC] |\n"
+          "       --status HOST:PORT [--dump] [--timeout MS]\n");
   return 2;
 }
 
 static int parseArgs(int argc, char **argv, tdInfoArgs *a) {
   memset(a, 0, sizeof(*a));
   a->count = 1u << 20;
+  a->timeout_ms = 15000;
   for (int i = 1; i < argc; i++) {
     const char *s = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     if (!strcmp(s, "-c") || !strcmp(s, "-a") || !strcmp(s, "-d") || !strcmp(s, "-s"))
@@ -53,6 +62,8 @@ static int parseArgs(int argc, char **argv, tdInfoArgs *a) {
       a->summary = 1;
     else if (!strcmp(s, "--inplace"))
       a->inplace = 1;
+    else if (!strcmp(s, "--dump"))
+      a->dump = 1;
     else if (!v)
       return usage();
     else if (!strcmp(s, "--coll"))
@@ -69,6 +80,10 @@ static int parseArgs(int argc, char **argv, tdInfoArgs *a) {
       a->rank = atoi(argv[++i]);
     else if (!strcmp(s, "--root"))
       a->root = atoi(argv[++i]);
+    else if (!strcmp(s, "--status"))
+      a->status = argv[++i], a->mode = 'S';
+    else if (!strcmp(s, "--timeout"))
+      a->timeout_ms = atoi(argv[++i]);
     else if (!strcmp(s, "--count"))
       a->count = strtoull(argv[++i], NULL, 10);
     else
@@ -225,6 +240,29 @@ static int dumpOne(const tdInfoArgs *a) {
   return 0;
 }
 
+/* --status: asks rank 0 of the job at a->status for every rank's state. */
+static int status(const tdInfoArgs *a) {
+  tdNetAddr addr;
+  tdKey key;
+  char err[TD_ERRLEN] = "", *body = NULL;
+  size_t len = 0;
+  if (a->timeout_ms <= 0) {
+    fprintf(stderr, "tpudist-info: --timeout must be positive\n");
+    return 2;
+  }
+  tpudistResult_t r = bootstrapJobKey(a->status, &addr, &key, err);
+  if (r == tpudistSuccess)
+    r = bootstrapStatusQuery(&addr, &key, a->dump ? TD_STATUS_JOB_DUMP : TD_STATUS_JOB,
+                             netNowMs() + a->timeout_ms, NULL, &body, &len, err);
+  if (r != tpudistSuccess) {
+    fprintf(stderr, "tpudist-info: --status %s: %s\n", a->status, err);
+    return 1;
+  }
+  fwrite(body, 1, len, stdout);
+  free(body);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   tdInfoArgs a;
   int rc = parseArgs(argc, argv, &a);
@@ -246,6 +284,8 @@ int main(int argc, char **argv) {
       return listAlgos();
     case 's':
       return selection(&a);
+    case 'S':
+      return status(&a);
     default:
       return dumpOne(&a);
   }

@@ -242,7 +242,7 @@ static tpudistResult_t admitAll(tdAdmit *ad, int lfd, tdBootstrap *owner, int64_
   tdBootstrap *bs = ad->bs;
   if (owner) TD_CHECK(admitStashed(ad, owner, err));
   while (ad->joined < bs->nranks - 1) {
-    if (bs->aborted || (owner && owner->aborted))
+    if (*bs->abortp || (owner && *owner->abortp))
       return tdErr(err, tpudistAborted, "bootstrap aborted while waiting for peers");
     int64_t now = netNowMs();
     if (now >= deadline)
@@ -280,11 +280,11 @@ static tpudistResult_t rootFinish(tdAdmit *ad, tpudistResult_t res, const char *
     char what[32], e[TD_ERRLEN] = "";
     snprintf(what, sizeof(what), "rank %d", r);
     sendReply(bs->peer_fds[r], ad->key, &ad->tr[r], res, bs->nranks, nonce,
-              res == tpudistSuccess ? "" : msg, deadline, &bs->aborted, e);
+              res == tpudistSuccess ? "" : msg, deadline, bs->abortp, e);
     tpudistResult_t sr = e[0] ? tpudistRemoteError : tpudistSuccess;
     if (sr == tpudistSuccess && res == tpudistSuccess)
       sr = netSendAll(bs->peer_fds[r], bs->addrs, sizeof(tdNetAddr) * (size_t)bs->nranks, deadline,
-                      &bs->aborted, what, e);
+                      bs->abortp, what, e);
     if (sr != tpudistSuccess && res == tpudistSuccess) return tdErr(err, sr, "%s", e);
   }
   return res;

@@ -76,11 +76,14 @@ struct tdBootstrap {
   uint64_t hash;
   int timeout_ms;
   volatile int aborted;
-  int listen_fd;    /* own listener: the rendezvous point of splits where this rank is root */
-  tdNetAddr *addrs; /* nranks listen addresses */
-  int root_fd;      /* non-root: connection to rank 0 */
-  int *peer_fds;    /* root: connections to ranks 1..n-1 */
-  tdStash *stash;   /* hellos of later splits that arrived on listen_fd */
+  volatile int *abortp; /* the flag every wait polls: &aborted, or the creator's (bootstrapInit) */
+  int listen_fd;        /* own listener: the rendezvous point of splits where this rank is root */
+  tdNetAddr *addrs;     /* nranks listen addresses */
+  int root_fd;          /* non-root: connection to rank 0 */
+  int id_fd;      /* root of a TPU_DIST_COMM_ID id: the listener on the job's address, or -1 */
+  int job_id;     /* made from a TPU_DIST_COMM_ID id */
+  int *peer_fds;  /* root: connections to ranks 1..n-1 */
+  tdStash *stash; /* hellos of later splits that arrived on listen_fd */
 };
 
 /* The version this process presents (tests pretend to be another release). */

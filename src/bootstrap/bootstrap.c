@@ -39,6 +39,7 @@
 #include <sys/socket.h>
 #include <sys/stat.h>
 #include <sys/uio.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "boot_priv.h"
@@ -221,7 +222,7 @@ static int takePendingListener(const uint8_t *secret) {
   return fd;
 }
 
-static tdBootstrap *bsAlloc(int rank, int nranks, int timeout_ms) {
+static tdBootstrap *bsAlloc(int rank, int nranks, int timeout_ms, volatile int *abort) {
   tdBootstrap *bs = calloc(1, sizeof(*bs));
   if (!bs) return NULL;
   bs->addrs = calloc((size_t)nranks, sizeof(tdNetAddr));
@@ -236,7 +237,8 @@ static tdBootstrap *bsAlloc(int rank, int nranks, int timeout_ms) {
   bs->rank = rank;
   bs->nranks = nranks;
   bs->timeout_ms = timeout_ms > 0 ? timeout_ms : 300000;
-  bs->listen_fd = bs->root_fd = -1;
+  bs->listen_fd = bs->root_fd = bs->id_fd = -1;
+  bs->abortp = abort ? abort : &bs->aborted;
   return bs;
 }
 
@@ -244,6 +246,7 @@ void bootstrapFree(tdBootstrap *bs) {
   if (!bs) return;
   if (bs->listen_fd >= 0) close(bs->listen_fd);
   if (bs->root_fd >= 0) close(bs->root_fd);
+  if (bs->id_fd >= 0) close(bs->id_fd);
   for (int i = 0; i < bs->nranks; i++)
     if (bs->peer_fds[i] >= 0) close(bs->peer_fds[i]);
   while (bs->stash) {
@@ -280,7 +283,19 @@ int bootstrapPeerReleased(const tdBootstrap *bs, int peer) {
 }
 
 void bootstrapAbort(tdBootstrap *bs) {
-  if (bs) bs->aborted = 1;
+  if (!bs) return;
+  bs->aborted = 1;
+  *bs->abortp = 1;
+}
+
+int bootstrapJobId(const tdBootstrap *bs) {
+  return bs->job_id;
+}
+
+int bootstrapTakeIdListener(tdBootstrap *bs) {
+  int fd = bs->id_fd;
+  bs->id_fd = -1;
+  return fd;
 }
 
 /* Opens this rank's own listener on the IP of ip (port 0). */
@@ -403,13 +418,13 @@ static tpudistResult_t clientHandshake(tdBootstrap *bs, const tdKey *key, uint32
   tr.hello.nranks = bs->nranks;
   tr.hello.addr = bs->addrs[bs->rank];
   TD_CHECK(authRandom(tr.hello.nonce, sizeof(tr.hello.nonce), err));
-  TD_CHECK(netSendAll(bs->root_fd, &tr.hello, sizeof(tr.hello), deadline, &bs->aborted, rs, err));
-  TD_CHECK(netRecvAll(bs->root_fd, &ch, sizeof(ch), deadline, &bs->aborted, rs, err));
+  TD_CHECK(netSendAll(bs->root_fd, &tr.hello, sizeof(tr.hello), deadline, bs->abortp, rs, err));
+  TD_CHECK(netRecvAll(bs->root_fd, &ch, sizeof(ch), deadline, bs->abortp, rs, err));
   tpudistResult_t r = bootstrapChallengeCheck(&ch, sizeof(ch), tr.nonce_r, e);
   if (r != tpudistSuccess) return tdErr(err, r, "%s (from %s)", e, rs);
   authMac(key, TD_BOOT_LABEL_RANK, &tr, sizeof(tr), NULL, 0, proof);
-  TD_CHECK(netSendAll(bs->root_fd, proof, sizeof(proof), deadline, &bs->aborted, rs, err));
-  TD_CHECK(netRecvAll(bs->root_fd, &rep, sizeof(rep), deadline, &bs->aborted, rs, err));
+  TD_CHECK(netSendAll(bs->root_fd, proof, sizeof(proof), deadline, bs->abortp, rs, err));
+  TD_CHECK(netRecvAll(bs->root_fd, &rep, sizeof(rep), deadline, bs->abortp, rs, err));
   r = bootstrapReplyCheck(&rep, sizeof(rep), bs->nranks, key, &tr, sizeof(tr), nonce, e);
   if (r != tpudistSuccess) return tdErr(err, r, "%s (from %s)", e, rs);
   return tpudistSuccess;
@@ -424,7 +439,7 @@ static tpudistResult_t clientJoin(tdBootstrap *bs, const tdNetAddr *root, const 
   uint64_t nonce = 0;
   netAddrStr(root, rs, sizeof(rs));
   for (int attempt = 0;; attempt++) {
-    TD_CHECK(netConnectRetry(root, deadline, &bs->aborted, &bs->root_fd, err));
+    TD_CHECK(netConnectRetry(root, deadline, bs->abortp, &bs->root_fd, err));
     if (bs->listen_fd < 0) {
       struct sockaddr_storage ss;
       socklen_t sl = sizeof(ss);
@@ -451,7 +466,7 @@ static tpudistResult_t clientJoin(tdBootstrap *bs, const tdNetAddr *root, const 
   bs->hash = authId64(&bs->key, "tpu_dist/comm-hash/v1", &bs->hash, sizeof(bs->hash));
   tdNetAddr mine = bs->addrs[bs->rank];
   TD_CHECK(netRecvAll(bs->root_fd, bs->addrs, sizeof(tdNetAddr) * (size_t)bs->nranks, deadline,
-                      &bs->aborted, rs, err));
+                      bs->abortp, rs, err));
   bs->addrs[bs->rank] = mine;
   for (int q = 0; q < bs->nranks; q++)
     if (bootstrapAddrCheck(&bs->addrs[q], sizeof(tdNetAddr), e) != tpudistSuccess)
@@ -474,7 +489,7 @@ static tpudistResult_t rootListener(const tdIdBody *b, int *lfd, char *err) {
 }
 
 tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, int timeout_ms,
-                              tdBootstrap **out, char *err) {
+                              volatile int *abort, tdBootstrap **out, char *err) {
   tdIdBody b;
   TD_CHECK(bootstrapIdCheck(id, err));
   memcpy(&b, id->internal, sizeof(b));
@@ -482,9 +497,10 @@ tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, i
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return tdErr(err, tpudistInvalidArgument, "bootstrap: rank %d out of range for nranks %d", rank,
                  nranks);
-  tdBootstrap *bs = bsAlloc(rank, nranks, timeout_ms);
+  tdBootstrap *bs = bsAlloc(rank, nranks, timeout_ms, abort);
   if (!bs) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
   memcpy(bs->key.b, b.secret, sizeof(bs->key.b));
+  bs->job_id = (b.flags & TD_ID_FIXED) != 0;
   bs->hash = authId64(&bs->key, "tpu_dist/comm-hash/v1", &b.root, sizeof(b.root));
   tpudistResult_t res;
   if (rank == 0) {
@@ -498,7 +514,10 @@ tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, i
     }
     if (res == tpudistSuccess)
       res = bootRootRendezvous(bs, lfd, NULL, &bs->key, TD_HELLO_INIT, 0, err);
-    close(lfd);
+    if (res == tpudistSuccess && (b.flags & TD_ID_FIXED))
+      bs->id_fd = lfd; /* the job's address: kept for bootstrapTakeIdListener */
+    else
+      close(lfd);
     if (res != tpudistSuccess) goto fail;
   } else {
     TD_CHECK_GOTO(clientJoin(bs, &b.root, &bs->key, TD_HELLO_INIT, 0, err), res, fail);
@@ -512,8 +531,33 @@ fail:
   return res;
 }
 
+/* store->get; with an abort flag in slices of TD_STORE_SLICE_MS (a slice that fails at once is
+ * padded to its length), so that the flag is seen promptly although a callback cannot be
+ * interrupted (a store that ignores the timeout argument is seen only when its get returns). */
+#define TD_STORE_SLICE_MS 20
+static tpudistResult_t storeGet(const tpudistStore_t *store, const char *key, int timeout_ms,
+                                volatile int *abort, void **val, size_t *len, char *err) {
+  int64_t deadline = netNowMs() + timeout_ms;
+  for (;;) {
+    int64_t t0 = netNowMs();
+    int slice = abort ? (int)TD_MIN(deadline - t0, TD_STORE_SLICE_MS) : timeout_ms;
+    if (slice > 0 && store->get(store->ctx, key, val, len, slice) == 0 && *val)
+      return tpudistSuccess;
+    if (abort && *abort)
+      return tdErr(err, tpudistAborted, "bootstrap: aborted while waiting for store key '%s'", key);
+    int64_t now = netNowMs();
+    if (!abort || now >= deadline)
+      return tdErr(err, tpudistTimeout, "bootstrap: store get('%s') failed or timed out", key);
+    if (now - t0 < slice) {
+      struct timespec ts = {0, (long)(slice - (now - t0)) * 1000000L};
+      nanosleep(&ts, NULL);
+    }
+  }
+}
+
 tpudistResult_t bootstrapInitStore(const tpudistStore_t *store, const char *prefix, int rank,
-                                   int nranks, int timeout_ms, tdBootstrap **out, char *err) {
+                                   int nranks, int timeout_ms, volatile int *abort,
+                                   tdBootstrap **out, char *err) {
   char key[512];
   tpudistUniqueId id;
   if (!store || !store->set || !store->get || !prefix)
@@ -531,8 +575,7 @@ tpudistResult_t bootstrapInitStore(const tpudistStore_t *store, const char *pref
   } else {
     void *val = NULL;
     size_t len = 0;
-    if (store->get(store->ctx, key, &val, &len, timeout_ms) != 0 || !val)
-      return tdErr(err, tpudistTimeout, "bootstrap: store get('%s') failed or timed out", key);
+    TD_CHECK(storeGet(store, key, timeout_ms, abort, &val, &len, err));
     if (len != sizeof(id)) {
       free(val);
       return tdErr(err, tpudistInvalidUsage, "bootstrap: store key '%s' holds %zu bytes, not %zu",
@@ -541,7 +584,7 @@ tpudistResult_t bootstrapInitStore(const tpudistStore_t *store, const char *pref
     memcpy(&id, val, sizeof(id));
     free(val);
   }
-  return bootstrapInit(&id, rank, nranks, timeout_ms, out, err);
+  return bootstrapInit(&id, rank, nranks, timeout_ms, abort, out, err);
 }
 
 /* Sends what is left of hdr + data (sent[r] bytes went already) to rank r without blocking.
@@ -572,7 +615,7 @@ static int sendSome(tdBootstrap *bs, int r, const tdCollHdr *h, const void *data
  * every connection): a rank slow to read holds up no other (a loop of blocking sends would wait
  * for each reader in turn, hundreds of context switches in a row on an oversubscribed host). */
 static tpudistResult_t rootFanOut(tdBootstrap *bs, const tdCollHdr *h, const void *data,
-                                  int64_t deadline, char *err) {
+                                  int64_t deadline, volatile int *ab, char *err) {
   int n = bs->nranks, left = n - 1;
   size_t *sent = calloc((size_t)n, sizeof(size_t));
   struct pollfd *pfd = calloc((size_t)n, sizeof(*pfd));
@@ -588,7 +631,7 @@ static tpudistResult_t rootFanOut(tdBootstrap *bs, const tdCollHdr *h, const voi
       if (st == 0) pfd[np++] = (struct pollfd){bs->peer_fds[r], POLLOUT, 0};
     }
     if (res != tpudistSuccess || left == 0) break;
-    if (bs->aborted)
+    if (*ab)
       res = tdErr(err, tpudistAborted, "bootstrap aborted while sending");
     else if (netNowMs() >= deadline)
       res = tdErr(err, tpudistTimeout, "bootstrap: timeout sending to %d ranks", left);
@@ -602,50 +645,55 @@ static tpudistResult_t rootFanOut(tdBootstrap *bs, const tdCollHdr *h, const voi
 
 /* Non-root: the root's header for op with len bytes, then the bytes into data. */
 static tpudistResult_t recvFromRoot(tdBootstrap *bs, uint32_t op, void *data, size_t len,
-                                    int64_t deadline, const char *what, char *err) {
+                                    int64_t deadline, volatile int *ab, const char *what,
+                                    char *err) {
   tdCollHdr r;
-  TD_CHECK(netRecvAll(bs->root_fd, &r, sizeof(r), deadline, &bs->aborted, "rank 0", err));
+  TD_CHECK(netRecvAll(bs->root_fd, &r, sizeof(r), deadline, ab, "rank 0", err));
   if (r.op != op || r.len != len)
     return tdErr(err, tpudistInvalidUsage,
                  "bootstrap %s: rank 0 sent %llu bytes, expected %zu (mismatched calls)", what,
                  (unsigned long long)r.len, len);
-  return netRecvAll(bs->root_fd, data, len, deadline, &bs->aborted, "rank 0", err);
+  return netRecvAll(bs->root_fd, data, len, deadline, ab, "rank 0", err);
 }
 
-tpudistResult_t bootstrapAllGather(tdBootstrap *bs, void *data, size_t len, char *err) {
+tpudistResult_t bootstrapAllGatherWatch(tdBootstrap *bs, void *data, size_t len,
+                                        volatile int *abort, char *err) {
+  volatile int *ab = abort ? abort : bs->abortp;
   int64_t deadline = netNowMs() + bs->timeout_ms;
   char *d = data;
   char what[32];
   tdCollHdr h = {1, (uint32_t)bs->rank, len};
   if (bs->nranks == 1) return tpudistSuccess;
   if (bs->rank != 0) {
-    TD_CHECK(netSendAll(bs->root_fd, &h, sizeof(h), deadline, &bs->aborted, "rank 0", err));
-    TD_CHECK(netSendAll(bs->root_fd, d + len * (size_t)bs->rank, len, deadline, &bs->aborted,
-                        "rank 0", err));
-    return recvFromRoot(bs, 1, d, len * (size_t)bs->nranks, deadline, "allgather", err);
+    TD_CHECK(netSendAll(bs->root_fd, &h, sizeof(h), deadline, ab, "rank 0", err));
+    TD_CHECK(netSendAll(bs->root_fd, d + len * (size_t)bs->rank, len, deadline, ab, "rank 0", err));
+    return recvFromRoot(bs, 1, d, len * (size_t)bs->nranks, deadline, ab, "allgather", err);
   }
   for (int r = 1; r < bs->nranks; r++) {
     tdCollHdr in;
     snprintf(what, sizeof(what), "rank %d", r);
-    TD_CHECK(netRecvAll(bs->peer_fds[r], &in, sizeof(in), deadline, &bs->aborted, what, err));
+    TD_CHECK(netRecvAll(bs->peer_fds[r], &in, sizeof(in), deadline, ab, what, err));
     if (in.op != 1 || in.rank != (uint32_t)r || in.len != len)
       return tdErr(err, tpudistInvalidUsage,
                    "bootstrap allgather: rank %d contributes %llu bytes, rank 0 %zu "
                    "(mismatched calls)",
                    r, (unsigned long long)in.len, len);
-    TD_CHECK(
-        netRecvAll(bs->peer_fds[r], d + len * (size_t)r, len, deadline, &bs->aborted, what, err));
+    TD_CHECK(netRecvAll(bs->peer_fds[r], d + len * (size_t)r, len, deadline, ab, what, err));
   }
   h.len = len * (size_t)bs->nranks;
-  return rootFanOut(bs, &h, d, deadline, err);
+  return rootFanOut(bs, &h, d, deadline, ab, err);
 }
 
 tpudistResult_t bootstrapBroadcast(tdBootstrap *bs, void *data, size_t len, char *err) {
   int64_t deadline = netNowMs() + bs->timeout_ms;
   tdCollHdr h = {2, 0, len};
   if (bs->nranks == 1) return tpudistSuccess;
-  if (bs->rank != 0) return recvFromRoot(bs, 2, data, len, deadline, "broadcast", err);
-  return rootFanOut(bs, &h, data, deadline, err);
+  if (bs->rank != 0) return recvFromRoot(bs, 2, data, len, deadline, bs->abortp, "broadcast", err);
+  return rootFanOut(bs, &h, data, deadline, bs->abortp, err);
+}
+
+tpudistResult_t bootstrapAllGather(tdBootstrap *bs, void *data, size_t len, char *err) {
+  return bootstrapAllGatherWatch(bs, data, len, NULL, err);
 }
 
 tpudistResult_t bootstrapBarrier(tdBootstrap *bs, char *err) {
@@ -657,7 +705,7 @@ tpudistResult_t bootstrapBarrier(tdBootstrap *bs, char *err) {
 }
 
 tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, int newrank,
-                               uint64_t tag, tdBootstrap **out, char *err) {
+                               uint64_t tag, volatile int *abort, tdBootstrap **out, char *err) {
   if (n < 1 || newrank < 0 || newrank >= n || members[newrank] != parent->rank)
     return tdErr(err, tpudistInvalidArgument,
                  "bootstrap split: rank %d is not member %d of the %d members", parent->rank,
@@ -666,7 +714,7 @@ tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, i
     if (members[i] < 0 || members[i] >= parent->nranks)
       return tdErr(err, tpudistInvalidArgument, "bootstrap split: member %d out of range",
                    members[i]);
-  tdBootstrap *bs = bsAlloc(newrank, n, parent->timeout_ms);
+  tdBootstrap *bs = bsAlloc(newrank, n, parent->timeout_ms, abort);
   if (!bs) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
   authChildKey(&parent->key, "tpu_dist/split-key/v1", tag, &bs->key);
   bs->hash = authId64(&bs->key, "tpu_dist/split-hash/v1", &parent->hash, sizeof(parent->hash));

@@ -19,21 +19,34 @@ typedef struct tdBootstrap tdBootstrap;
 tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, char *err);
 /* Rendezvous of nranks ranks through the id's root (the root is rank 0). Every rank proves it
  * knows the secret (challenge-response, boot_priv.h), and the root proves it to every rank; the
- * root checks the library version of every peer; bounded by timeout_ms. */
+ * root checks the library version of every peer; bounded by timeout_ms. abort (may be NULL): a flag
+ * another thread may set to stop the rendezvous (seen within 20 ms); the channel keeps polling it
+ * in its later waits, and bootstrapAbort sets it. */
 tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, int timeout_ms,
-                              tdBootstrap **out, char *err);
+                              volatile int *abort, tdBootstrap **out, char *err);
 /* Same, rendezvous through an external store under prefix. */
 tpudistResult_t bootstrapInitStore(const tpudistStore_t *store, const char *prefix, int rank,
-                                   int nranks, int timeout_ms, tdBootstrap **out, char *err);
+                                   int nranks, int timeout_ms, volatile int *abort,
+                                   tdBootstrap **out, char *err);
 /* data holds nranks slots of len bytes; this rank's slot is filled; on return all are. */
 tpudistResult_t bootstrapAllGather(tdBootstrap *bs, void *data, size_t len, char *err);
 /* Rank 0's len bytes of data into every rank's data. */
 tpudistResult_t bootstrapBroadcast(tdBootstrap *bs, void *data, size_t len, char *err);
+/* As bootstrapAllGather, polling abort instead of the channel's flag (a non-blocking split's
+ * exchange over its parent's channel stops when the split is aborted). */
+tpudistResult_t bootstrapAllGatherWatch(tdBootstrap *bs, void *data, size_t len,
+                                        volatile int *abort, char *err);
 tpudistResult_t bootstrapBarrier(tdBootstrap *bs, char *err);
 /* Child channel over parent's connections for the members (parent ranks, in new rank order);
- * collective over the members only. tag distinguishes concurrent splits. */
+ * collective over the members only. tag distinguishes concurrent splits; abort as in
+ * bootstrapInit. */
 tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, int newrank,
-                               uint64_t tag, tdBootstrap **out, char *err);
+                               uint64_t tag, volatile int *abort, tdBootstrap **out, char *err);
+/* Rank 0 of a TPU_DIST_COMM_ID rendezvous keeps listening on the job's address; this hands that
+ * listener to the caller (who closes it), or -1 (another rank, another kind of id, taken). */
+int bootstrapTakeIdListener(tdBootstrap *bs);
+/* 1 if bs was made from a TPU_DIST_COMM_ID id (every rank knows the job's address and key). */
+int bootstrapJobId(const tdBootstrap *bs);
 /* For a failed communicator: closes this rank's own listener, which peers probe with
  * bootstrapPeerReleased. The channel can no longer be split afterwards. */
 void bootstrapRelease(tdBootstrap *bs);

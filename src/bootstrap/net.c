@@ -1,6 +1,6 @@
 /*
  * net.c - TCP helpers for the bootstrap and the socket transport (see net.h). Every socket is
- * non-blocking; waits use poll() in slices of at most 50 ms so an abort flag is seen promptly;
+ * non-blocking; waits use poll() in slices of at most 20 ms so an abort flag is seen promptly;
  * every send uses MSG_NOSIGNAL.
  */
 #include "net.h"
@@ -205,7 +205,7 @@ static int waitFd(int fd, short events, int64_t deadline_ms, volatile int *abort
     int64_t left = deadline_ms - netNowMs();
     if (left <= 0) return 0;
     struct pollfd p = {fd, events, 0};
-    int rc = poll(&p, 1, (int)TD_MIN(left, 50));
+    int rc = poll(&p, 1, (int)TD_MIN(left, 20));
     if (rc > 0) return 1;
     if (rc < 0 && errno != EINTR) return 1; /* let the caller's syscall report it */
   }

@@ -30,7 +30,7 @@ static int liveIndex(const tdComm *c) {
   return -1;
 }
 
-static tpudistResult_t liveAdd(tdComm *c) {
+tpudistResult_t commLiveAdd(tdComm *c) {
   pthread_mutex_lock(&gLiveLock);
   if (tdGrow(&gLive, &gLiveCap, (size_t)gNLive + 1, sizeof(*gLive), 16)) {
     pthread_mutex_unlock(&gLiveLock);
@@ -41,8 +41,7 @@ static tpudistResult_t liveAdd(tdComm *c) {
   return tpudistSuccess;
 }
 
-/* Removes c from the registry; returns 0 if it was not there. */
-static int liveRemove(tdComm *c) {
+int commLiveRemove(tdComm *c) {
   pthread_mutex_lock(&gLiveLock);
   int i = liveIndex(c);
   if (i >= 0) gLive[i] = gLive[--gNLive];
@@ -50,7 +49,7 @@ static int liveRemove(tdComm *c) {
   return i >= 0;
 }
 
-tpudistResult_t commEnter(tdComm *comm, const char *fn) {
+static tpudistResult_t enter(tdComm *comm, const char *fn, int any_state) {
   if (!comm)
     return fn ? commError(NULL, tpudistInvalidArgument, "%s: comm is NULL", fn)
               : tpudistInvalidArgument;
@@ -62,11 +61,36 @@ tpudistResult_t commEnter(tdComm *comm, const char *fn) {
     return fn ? commError(NULL, tpudistInvalidUsage,
                           "%s: communicator %p was destroyed or is not valid", fn, (void *)comm)
               : tpudistInvalidUsage;
-  if (fn && comm->net.aborted) {
-    commLeave(comm);
-    return commError(NULL, tpudistAborted, "%s: communicator %s was aborted", fn, comm->net.name);
-  }
-  return tpudistSuccess;
+  if (!fn) return tpudistSuccess;
+  int state = __atomic_load_n(&comm->create_state, __ATOMIC_ACQUIRE);
+  tpudistResult_t r = tpudistSuccess;
+  if (comm->net.aborted && !any_state) /* a split aborted with its parent can be destroyed */
+    r = commError(NULL, tpudistAborted, "%s: communicator %p was aborted", fn, (void *)comm);
+  else if (!any_state && state == tpudistInProgress)
+    r = commError(NULL, tpudistInvalidUsage,
+                  "%s: communicator %p is still being created (non-blocking): poll "
+                  "tpudistCommGetAsyncError until it gives tpudistSuccess",
+                  fn, (void *)comm);
+  else if (!any_state && state != tpudistSuccess)
+    r = commError(NULL, (tpudistResult_t)state, "%s: the creation of communicator %p failed: %s",
+                  fn, (void *)comm, comm->net.err.msg);
+  if (r != tpudistSuccess) commLeave(comm);
+  return r;
+}
+
+tpudistResult_t commEnter(tdComm *comm, const char *fn) {
+  return enter(comm, fn, 0);
+}
+
+tpudistResult_t commEnterAnyState(tdComm *comm, const char *fn) {
+  return enter(comm, fn, 1);
+}
+
+void commAbortChildren(tdComm *parent) {
+  pthread_mutex_lock(&gLiveLock);
+  for (int i = 0; i < gNLive; i++)
+    if (gLive[i]->parent == parent) gLive[i]->net.aborted = 1;
+  pthread_mutex_unlock(&gLiveLock);
 }
 
 void commLeave(tdComm *comm) {
@@ -75,7 +99,7 @@ void commLeave(tdComm *comm) {
 
 /* ---- creation ---------------------------------------------------------------------------- */
 
-static tdComm *commAlloc(int nranks, int rank) {
+tdComm *commAlloc(int nranks, int rank) {
   tdComm *c = calloc(1, sizeof(struct tpudistComm));
   if (!c) return NULL;
   c->net.nranks = nranks;
@@ -84,21 +108,9 @@ static tdComm *commAlloc(int nranks, int rank) {
   c->net.timeout_ms = c->net.cfg->timeout_ms;
   netNameErrors(&c->net);
   c->last_algo = "none";
+  c->blocking = 1;
   return c;
 }
-
-static void commFree(tdComm *c) {
-  if (!c) return;
-  execFree(&c->exec);
-  commSchedFree(c);
-  commSelectFree(c);
-  if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
-  free(c);
-}
-
-/* 1 if the caller's config struct (of uc->size bytes: older callers' are shorter) has field. */
-#define TD_CONFIG_HAS(uc, field) \
-  ((uc) && (uc)->size >= offsetof(tpudistConfig_t, field) + sizeof((uc)->field))
 
 /* The execution mode: config.mode, else the parent's (split), else TPU_DIST_MODE. */
 static int configMode(const tpudistConfig_t *uc, const tdComm *parent, const tdConfig *cfg) {
@@ -106,11 +118,11 @@ static int configMode(const tpudistConfig_t *uc, const tdComm *parent, const tdC
   return parent ? parent->mode : cfg->mode;
 }
 
-static int configTimeout(const tpudistConfig_t *uc) {
+int commConfigTimeout(const tpudistConfig_t *uc) {
   return (uc && uc->timeoutMs != TPUDIST_CONFIG_UNDEF_INT && uc->timeoutMs > 0) ? uc->timeoutMs : 0;
 }
 
-static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
+tpudistResult_t commCheckConfig(const tpudistConfig_t *uc, char *err) {
   if (!uc) return tpudistSuccess;
   if (uc->magic != TPUDIST_CONFIG_MAGIC || uc->size < sizeof(size_t) + 2 * sizeof(unsigned))
     return tdErr(err, tpudistInvalidArgument,
@@ -119,7 +131,16 @@ static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
       uc->mode != TPUDIST_MODE_STRICT && uc->mode != TPUDIST_MODE_DEBUG)
     return tdErr(err, tpudistInvalidArgument,
                  "config.mode %d is not TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG", uc->mode);
+  if (TD_CONFIG_HAS(uc, blocking) && uc->blocking != TPUDIST_CONFIG_UNDEF_INT &&
+      uc->blocking != 0 && uc->blocking != 1)
+    return tdErr(err, tpudistInvalidArgument, "config.blocking %d is not 0 or 1", uc->blocking);
   return tpudistSuccess;
+}
+
+int commConfigNonBlocking(const tpudistConfig_t *uc, const tdComm *parent) {
+  if (TD_CONFIG_HAS(uc, blocking) && uc->blocking != TPUDIST_CONFIG_UNDEF_INT)
+    return uc->blocking == 0;
+  return !uc && parent ? !parent->blocking : 0;
 }
 
 /* Ranks per host when every host holds the same number of consecutive ranks (the host level of
@@ -164,7 +185,7 @@ static double msSince(uint64_t t0) {
 }
 
 /* Everything after the bootstrap channel exists (t_boot: when its creation started):
- * transports, peer exchange, topology, selection, executor. */
+ * transports, peer exchange, topology, selection, executor, health queries. */
 static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
                                  const int *members, uint64_t t_boot, char *err) {
   double boot_ms = msSince(t_boot);
@@ -178,6 +199,7 @@ static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdC
   c->mode = configMode(uc, parent, c->net.cfg);
   c->check = c->net.cfg->check || c->mode == TPUDIST_MODE_DEBUG;
   TD_CHECK(execInit(&c->exec, &c->net, err));
+  if (!parent) TD_CHECK(commStatusStart(c, err));
   char topo[64];
   topoFormat(&c->topo, topo, sizeof(topo));
   TD_INFO(TD_SUBSYS_INIT,
@@ -185,7 +207,7 @@ static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdC
           "(bootstrap %.1f, peer exchange %.1f, selection %.1f)",
           c->net.name, c->net.rank, c->net.nranks, topo, c->net.ntransports,
           configModeName(c->mode), msSince(t_boot), boot_ms, peers_ms, select_ms);
-  return liveAdd(c);
+  return tpudistSuccess;
 }
 
 static void commSetName(tdComm *c, const tpudistConfig_t *uc, const char *dflt_prefix) {
@@ -197,11 +219,28 @@ static void commSetName(tdComm *c, const tpudistConfig_t *uc, const char *dflt_p
   netNameErrors(&c->net);
 }
 
-/* Tears down a communicator that never became live. */
-static void commDiscard(tdComm *c) {
-  execStop(&c->exec);
-  transportFiniAll(&c->net);
-  commFree(c);
+/* What an init job needs, copied from the caller's arguments (a non-blocking init outlives the
+ * call; the store's ctx must stay valid until the init has finished). */
+typedef struct {
+  tpudistUniqueId id;
+  int has_store;
+  tpudistStore_t store;
+  char prefix[];
+} tdInitArgs;
+
+static tpudistResult_t initJob(tdComm *c, const tpudistConfig_t *uc, void *arg, char *err) {
+  tdInitArgs *a = arg;
+  uint64_t t_boot = clockNowNs();
+  int n = c->net.nranks, rank = c->net.rank;
+  volatile int *abort = c->blocking ? NULL : &c->net.aborted; /* nobody aborts a blocking one */
+  if (a->has_store)
+    TD_CHECK(bootstrapInitStore(&a->store, a->prefix, rank, n, c->net.timeout_ms, abort,
+                                &c->net.bootstrap, err));
+  else
+    TD_CHECK(bootstrapInit(&a->id, rank, n, c->net.timeout_ms, abort, &c->net.bootstrap, err));
+  c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
+  commSetName(c, uc, "comm-");
+  return commSetup(c, uc, NULL, NULL, t_boot, err);
 }
 
 static tpudistResult_t initCommon(tpudistComm_t *out, int nranks, const tpudistUniqueId *id,
@@ -213,28 +252,21 @@ static tpudistResult_t initCommon(tpudistComm_t *out, int nranks, const tpudistU
   if (nranks < 1 || rank < 0 || rank >= nranks)
     return commError(NULL, tpudistInvalidArgument, "init: rank %d out of range for %d ranks", rank,
                      nranks);
-  if ((r = checkUserConfig(uc, err)) != tpudistSuccess) return commErrorMsg(NULL, r, err);
+  if ((r = commCheckConfig(uc, err)) != tpudistSuccess) return commErrorMsg(NULL, r, err);
   if (configError()) return commErrorMsg(NULL, tpudistInvalidArgument, configError());
-  uint64_t t_boot = clockNowNs();
+  size_t plen = prefix ? strlen(prefix) + 1 : 1;
+  tdInitArgs *a = calloc(1, sizeof(*a) + plen);
   tdComm *c = commAlloc(nranks, rank);
-  if (!c) return commError(NULL, tpudistNoMemory, "init: out of memory");
-  if (configTimeout(uc)) c->net.timeout_ms = configTimeout(uc);
-  if (store)
-    r = bootstrapInitStore(store, prefix, rank, nranks, c->net.timeout_ms, &c->net.bootstrap, err);
-  else
-    r = bootstrapInit(id, rank, nranks, c->net.timeout_ms, &c->net.bootstrap, err);
-  if (r != tpudistSuccess) {
-    commFree(c);
-    return commErrorMsg(NULL, r, err);
+  if (!a || !c) {
+    free(a);
+    free(c);
+    return commError(NULL, tpudistNoMemory, "init: out of memory");
   }
-  c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
-  commSetName(c, uc, "comm-");
-  if ((r = commSetup(c, uc, NULL, NULL, t_boot, err)) != tpudistSuccess) {
-    commDiscard(c);
-    return commErrorMsg(NULL, r, err);
-  }
-  *out = (tpudistComm_t)c;
-  return tpudistSuccess;
+  if (id) a->id = *id;
+  if (store) a->has_store = 1, a->store = *store;
+  if (prefix) memcpy(a->prefix, prefix, plen);
+  if (commConfigTimeout(uc)) c->net.timeout_ms = commConfigTimeout(uc);
+  return commCreate(c, !commConfigNonBlocking(uc, NULL), uc, initJob, a, "init", out);
 }
 
 TPUDIST_API tpudistResult_t tpudistGetUniqueId(tpudistUniqueId *uniqueId) {
@@ -295,39 +327,31 @@ TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks
   return initCommon(comm, nranks, NULL, rank, store, prefix, config);
 }
 
-/* ---- split, destroy (used by comm_life.c) ------------------------------------------------ */
+/* ---- split (used by comm_life.c) ---------------------------------------------------------- */
 
-tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *members,
-                                uint64_t tag, uint64_t hash, const tpudistConfig_t *uc,
-                                tdComm **out, char *err) {
-  TD_CHECK(checkUserConfig(uc, err));
+tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, uint64_t tag,
+                                const tpudistConfig_t *uc, char *err) {
   uint64_t t_boot = clockNowNs();
-  tdComm *c = commAlloc(n, newrank);
-  if (!c) return tdErr(err, tpudistNoMemory, "split: out of memory");
-  c->net.timeout_ms = configTimeout(uc) ? configTimeout(uc) : parent->net.timeout_ms;
-  tpudistResult_t r =
-      bootstrapSplit(parent->net.bootstrap, members, n, newrank, tag, &c->net.bootstrap, err);
-  if (r != tpudistSuccess) {
-    commFree(c);
-    return r;
-  }
+  TD_CHECK(bootstrapSplit(parent->net.bootstrap, members, c->net.nranks, c->net.rank, tag,
+                          c->blocking ? NULL : &c->net.aborted, &c->net.bootstrap, err));
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
-  (void)hash;
   commSetName(c, uc, "comm-");
-  if ((r = commSetup(c, uc, parent, members, t_boot, err)) != tpudistSuccess) {
-    commDiscard(c);
-    return r;
-  }
-  *out = c;
-  return tpudistSuccess;
+  return commSetup(c, uc, parent, members, t_boot, err);
 }
 
-int commLiveRemove(tdComm *c) {
-  return liveRemove(c);
+void commRelease(tdComm *c) {
+  commStatusStop(c);
+  execStop(&c->exec);
+  transportFiniAll(&c->net);
+  execFree(&c->exec);
+  commSchedFree(c);
+  commSelectFree(c);
+  if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
+  c->net.bootstrap = NULL;
 }
 
 void commDestroyNow(tdComm *c) {
-  execStop(&c->exec);
-  transportFiniAll(&c->net);
-  commFree(c);
+  commCreateJoin(c);
+  commRelease(c);
+  free(c);
 }

@@ -57,6 +57,13 @@ typedef struct tdComm {
   int nfile_scheds;
   volatile int in_calls;
   int destroyed;
+  /* creation (comm_async.c) */
+  int blocking;              /* config.blocking (split inherits): 0 = creation in the background */
+  volatile int create_state; /* tpudistSuccess (ready), tpudistInProgress, or why creation failed */
+  struct tdCreate *create;   /* the running creation job, until joined */
+  struct tdComm *parent;     /* split: the parent, held while the creation job runs */
+  volatile int async_children;   /* creation jobs running over this communicator's bootstrap */
+  struct tdStatusServer *status; /* health queries (comm_status.c), or NULL */
 } tdComm;
 
 struct tpudistComm {
@@ -73,9 +80,62 @@ static inline tdComm *commOfOp(const tdOp *op) {
 }
 
 /* ---- registry of live communicators (comm.c) ---- */
-/* Enters an API call on comm: checks that comm is live and not aborted; counts the call. */
+/* Enters an API call on comm: checks that comm is live, created (not still in a non-blocking
+ * creation, which is tpudistInvalidUsage, nor failed in one, which is that failure) and not
+ * aborted; counts the call. fn NULL: only live (no message recorded). */
 tpudistResult_t commEnter(tdComm *comm, const char *fn);
+/* As commEnter, accepting a communicator whose creation is running or failed (destroy). */
+tpudistResult_t commEnterAnyState(tdComm *comm, const char *fn);
 void commLeave(tdComm *comm);
+/* Adds c to / removes c from the registry (remove: 0 if it was not there). */
+tpudistResult_t commLiveAdd(tdComm *c);
+int commLiveRemove(tdComm *c);
+/* Sets the abort flag of every creation job running over parent (lock: the registry's). */
+void commAbortChildren(tdComm *parent);
+
+/* ---- creation (comm.c, comm_async.c) ---- */
+/* A communicator object for nranks/rank with the configured defaults (not live), or NULL. */
+tdComm *commAlloc(int nranks, int rank);
+/* Releases everything c holds but the object itself (again: nothing). */
+void commRelease(tdComm *c);
+/* Joins a creation job, releases everything c holds and frees it (c is not live, or was removed
+ * from the registry). */
+void commDestroyNow(tdComm *c);
+/* A creation job: builds c (bootstrap, transports, executor) from arg and the caller's config uc
+ * (NULL: none), polling c->net.aborted in every wait; on failure it may leave parts built
+ * (commCreate releases them) and writes the reason to err. */
+typedef tpudistResult_t (*tdCreateJob)(tdComm *c, const tpudistConfig_t *uc, void *arg, char *err);
+/* The one way communicators are created. blocking: runs job here; on success c becomes live and
+ * *out = c; on failure c is freed and the error recorded (on c->parent if set, else the thread's).
+ * Non-blocking: c becomes live at once in state tpudistInProgress, *out = c, the job runs on a
+ * helper thread and publishes its result in c->create_state (tpudistCommGetAsyncError); returns
+ * tpudistInProgress. Takes ownership of arg (freed with free()) and copies uc. c->parent, if set,
+ * is held (in a call, async_children) until the job ends. */
+tpudistResult_t commCreate(tdComm *c, int blocking, const tpudistConfig_t *uc, tdCreateJob job,
+                           void *arg, const char *fn, tpudistComm_t *out);
+/* Waits for c's creation job (if any) to end and reclaims its thread. */
+void commCreateJoin(tdComm *c);
+/* 1 if config asks for non-blocking creation (config.blocking == 0); NULL config: parent's
+ * (NULL parent: blocking). */
+int commConfigNonBlocking(const tpudistConfig_t *uc, const tdComm *parent);
+/* 1 if the caller's config struct (of uc->size bytes: older callers' are shorter) has field. */
+#define TD_CONFIG_HAS(uc, field) \
+  ((uc) && (uc)->size >= offsetof(tpudistConfig_t, field) + sizeof((uc)->field))
+/* Checks a caller's config (magic, mode, blocking). */
+tpudistResult_t commCheckConfig(const tpudistConfig_t *uc, char *err);
+/* config.timeoutMs when set, else 0. */
+int commConfigTimeout(const tpudistConfig_t *uc);
+/* Split's creation: c (nranks, rank and timeout set) over parent's bootstrap for the members. */
+tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, uint64_t tag,
+                                const tpudistConfig_t *uc, char *err);
+
+/* ---- health queries (comm_status.c) ---- */
+/* For a communicator created from a TPU_DIST_COMM_ID id with TPU_DIST_STATUS=1: starts answering
+ * tpudist-info --status (rank 0 on the job's address, every rank on its own listener, whose
+ * address this exchanges over the bootstrap). Nothing otherwise. */
+tpudistResult_t commStatusStart(tdComm *c, char *err);
+/* Stops the server and joins its thread (within about 20 ms). */
+void commStatusStop(tdComm *c);
 
 /* ---- errors (rt_error.h) ---- */
 /* comm's error recorder, or NULL (the thread's) without a communicator. */

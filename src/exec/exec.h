@@ -207,13 +207,47 @@ tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err);
 void execSmallDescribe(const tdOp *op, char *buf, size_t len);
 /* Describes what op waits for (for timeout messages). */
 void execCollDescribe(const tdOp *op, char *buf, size_t len);
+/* The rank a running operation waits for first (its lowest stream's pending receive, else the
+ * send not yet taken; the first peer whose slot payload is missing), or -1. */
+int execCollWaitPeer(const tdOp *op);
+int execSmallWaitPeer(const tdOp *op);
 
 /* ---- flight recorder (exec_flight.c) ---- */
 tpudistResult_t flightInit(tdExec *ex, const tdConfig *cfg);
 void flightFree(tdExec *ex);
 /* Records op as it is queued (lock held). */
 void flightRecord(tdExec *ex, const tdOp *op);
-/* Logs the recorded operations with their state (lock held). */
+/* Logs the recorded operations with their state and, with TPU_DIST_FR_DUMP_DIR set, writes them
+ * as JSON there (lock held). */
 void flightDump(tdExec *ex, const char *why);
+/* Writes the flight record as JSON in the shape of torch's flight recorder dumps (entries with
+ * record_id, collective_seq_id, profiling_name, input/output sizes and dtypes, state
+ * scheduled/started/completed, time_created_ns ...) to dir/tpu_dist_fr_<comm>_rank<R>.json
+ * (written to a temporary name, then renamed). why: the reason, stored in the dump. The path
+ * written into path (may be NULL). Takes the lock. */
+tpudistResult_t flightDumpJson(tdExec *ex, const char *dir, const char *why, char *path,
+                               size_t plen, char *err);
+
+/* What a communicator is doing now, for health queries (flightStatus). */
+typedef enum {
+  TD_FS_NONE = 0, /* nothing issued yet */
+  TD_FS_IDLE,     /* every recorded operation has completed */
+  TD_FS_QUEUED,   /* the oldest unfinished operation waits behind others */
+  TD_FS_RUNNING,  /* ... is running */
+  TD_FS_FAILED,   /* ... failed (the communicator is broken) */
+  TD_FS_BUSY      /* the executor's lock stayed held: no answer */
+} tdFlightState;
+typedef struct {
+  int32_t state;    /* tdFlightState */
+  int32_t peer;     /* the rank the operation waits for, or -1 */
+  uint64_t seq;     /* the operation's collective sequence number (0 for point to point) */
+  uint64_t age_ms;  /* since it was issued */
+  uint64_t issued;  /* operations recorded so far */
+  char op[24];      /* "allreduce", "send", ...: the unfinished operation, else the last one */
+  char detail[256]; /* what it waits for, in words */
+} tdFlightStatus;
+/* Fills st from the oldest unfinished recorded operation (else the newest one); waits at most
+ * 200 ms for the executor's lock. */
+void flightStatus(tdExec *ex, tdFlightStatus *st);
 
 #endif /* TD_EXEC_H_ */

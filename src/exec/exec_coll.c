@@ -391,3 +391,16 @@ void execCollDescribe(const tdOp *op, char *buf, size_t len) {
   if (off >= 2 && off < len) buf[off - 2] = 0;
   if (!buf[0]) snprintf(buf, len, "nothing pending");
 }
+
+int execCollWaitPeer(const tdOp *op) {
+  const tdSched *s = op->sched;
+  for (uint32_t i = 0; s && op->rt && i < s->nstreams; i++) {
+    if (op->lo[i] >= s->streams[i].nsteps) continue;
+    const tdStep *st = &s->streams[i].steps[op->lo[i]];
+    const tdStepRt *rt = &op->rt[op->stream_base[i] + op->lo[i]];
+    if (rt->state == TD_RT_WAIT) continue; /* waits for a local dependency */
+    if (rt->xin != TD_NONE && rt->rin < rt->npieces) return schedRecvPeer(st);
+    return schedSendPeer(st);
+  }
+  return -1;
+}

@@ -145,6 +145,12 @@ void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
   snprintf(buf, len, "nothing pending");
 }
 
+int execSmallWaitPeer(const tdOp *op) {
+  for (int r = 0; r < op->net->nranks; r++)
+    if (!(op->small_arrived & (1u << r)) || !(op->small_written & (1u << r))) return r;
+  return -1;
+}
+
 /* The inline loop of execSmallRun; lock held. Returns the result, err describing a failure. */
 static tpudistResult_t smallLoop(tdOp *op, char *err) {
   tdNet *comm = op->net;

@@ -40,6 +40,12 @@ const tdConfigVar tdConfigTable[] = {
      "Fault injection for tests: delay=MS,drop=N,corrupt=N[,rank=R] (see src/transport/fault)."},
     {"TPU_DIST_FLIGHT_RECORDS", cfgInt, "16", TD_OFF(flight_records), 0, 4096,
      "Operations per communicator the flight recorder keeps and logs when it fails (0: off)."},
+    {"TPU_DIST_FR_DUMP_DIR", cfgStr, "", TD_OFF(fr_dump_dir), 0, 0,
+     "Directory where each rank writes its flight record as JSON (torch flight recorder entries) "
+     "when a communicator fails or times out, and on tpudistCommDumpFlightRecord."},
+    {"TPU_DIST_STATUS", cfgInt, "1", TD_OFF(status), 0, 1,
+     "1: rank 0 of a TPU_DIST_COMM_ID communicator keeps listening on that address and answers "
+     "`tpudist-info --status host:port` (authenticated with the job's secret); 0: off."},
     {"TPU_DIST_TOPOLOGY", cfgStr, "", TD_OFF(topology), 0, 0,
      "Logical torus AxB[xC[xD]][:wrap=1,1,0][:twist][:hosts=..][:slices=S] or flat[(N)]; "
      "overrides TPU_* variables; unset = flat (docs/topology.md)."},

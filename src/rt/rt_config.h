@@ -13,12 +13,14 @@
 
 typedef struct {
   /* core */
-  int timeout_ms;        /* TPU_DIST_TIMEOUT_MS */
-  int debug_level;       /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
-  unsigned debug_subsys; /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
-  int check;             /* TPU_DIST_CHECK */
-  int mode;              /* TPU_DIST_MODE: TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG */
-  int flight_records;    /* TPU_DIST_FLIGHT_RECORDS */
+  int timeout_ms;          /* TPU_DIST_TIMEOUT_MS */
+  int debug_level;         /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
+  unsigned debug_subsys;   /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
+  int check;               /* TPU_DIST_CHECK */
+  int mode;                /* TPU_DIST_MODE: TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG */
+  int flight_records;      /* TPU_DIST_FLIGHT_RECORDS */
+  const char *fr_dump_dir; /* TPU_DIST_FR_DUMP_DIR: JSON flight records (exec_flight.c) */
+  int status;              /* TPU_DIST_STATUS: answer health queries (comm_status.c) */
   /* topology and algorithms */
   const char *topology;       /* TPU_DIST_TOPOLOGY */
   const char *algo;           /* TPU_DIST_ALGO */

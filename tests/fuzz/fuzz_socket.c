@@ -42,7 +42,7 @@ static void *rank1(void *arg) {
   char err[TD_ERRLEN];
   tdBootstrap *bs;
   (void)arg;
-  if (bootstrapInit(&gId, 1, 2, 30000, &bs, err) != tpudistSuccess ||
+  if (bootstrapInit(&gId, 1, 2, 30000, NULL, &bs, err) != tpudistSuccess ||
       transportTestComm(bs, &gCfg, &gPeer, err) != tpudistSuccess) {
     fprintf(stderr, "fuzz_socket: rank 1: %s\n", err);
     abort();
@@ -59,7 +59,7 @@ static void setup(void) {
   gCfg.socket_ifname = "lo";
   if (bootstrapGetUniqueId(&gId, NULL, err) != tpudistSuccess) abort();
   pthread_create(&t, NULL, rank1, NULL);
-  if (bootstrapInit(&gId, 0, 2, 30000, &bs, err) != tpudistSuccess ||
+  if (bootstrapInit(&gId, 0, 2, 30000, NULL, &bs, err) != tpudistSuccess ||
       transportTestComm(bs, &gCfg, &gComm, err) != tpudistSuccess) {
     fprintf(stderr, "fuzz_socket: rank 0: %s\n", err);
     abort();

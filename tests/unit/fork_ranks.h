@@ -29,7 +29,7 @@ static inline tdNet *forkNet(int rank, int n, const tpudistUniqueId *id, const t
   char err[TD_ERRLEN];
   tdBootstrap *bs;
   tdNet *net;
-  if (bootstrapInit(id, rank, n, 30000, &bs, err) != tpudistSuccess) {
+  if (bootstrapInit(id, rank, n, 30000, NULL, &bs, err) != tpudistSuccess) {
     fprintf(stderr, "rank %d bootstrap: %s\n", rank, err);
     return NULL;
   }

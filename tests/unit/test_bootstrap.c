@@ -27,7 +27,7 @@ static int bodyBootstrap(int rank, int n, const tpudistUniqueId *id, void *arg) 
   (void)arg;
   char err[TD_ERRLEN];
   tdBootstrap *bs, *child, *child2;
-  CHILD_CHECK(bootstrapInit(id, rank, n, 20000, &bs, err) == tpudistSuccess);
+  CHILD_CHECK(bootstrapInit(id, rank, n, 20000, NULL, &bs, err) == tpudistSuccess);
   int vals[8] = {0};
   vals[rank] = rank * 100 + 7;
   CHILD_CHECK(bootstrapAllGather(bs, vals, sizeof(int), err) == tpudistSuccess);
@@ -49,9 +49,9 @@ static int bodyBootstrap(int rank, int n, const tpudistUniqueId *id, void *arg) 
       if (r == rank) newrank = m;
       members[m++] = r;
     }
-  CHILD_CHECK(bootstrapSplit(bs, members, m, newrank, 1000 + rank % 2, &child, err) ==
+  CHILD_CHECK(bootstrapSplit(bs, members, m, newrank, 1000 + rank % 2, NULL, &child, err) ==
               tpudistSuccess);
-  CHILD_CHECK(bootstrapSplit(bs, members, m, newrank, 2000 + rank % 2, &child2, err) ==
+  CHILD_CHECK(bootstrapSplit(bs, members, m, newrank, 2000 + rank % 2, NULL, &child2, err) ==
               tpudistSuccess);
   CHILD_CHECK(bootstrapCommHash(child) != bootstrapCommHash(bs));
   bootstrapFree(bs); /* the children outlive their parent */
@@ -71,7 +71,7 @@ static int bodyBroadcastMismatch(int rank, int n, const tpudistUniqueId *id, voi
   char err[TD_ERRLEN] = "";
   tdBootstrap *bs;
   uint64_t v[2] = {1, 2};
-  CHILD_CHECK(bootstrapInit(id, rank, n, 20000, &bs, err) == tpudistSuccess);
+  CHILD_CHECK(bootstrapInit(id, rank, n, 20000, NULL, &bs, err) == tpudistSuccess);
   tpudistResult_t r = bootstrapBroadcast(bs, v, rank == 0 ? 8 : 16, err);
   if (rank == 0) CHILD_CHECK(r == tpudistSuccess);
   if (rank != 0) CHILD_CHECK(r == tpudistInvalidUsage && strstr(err, "sent 8 bytes, expected 16"));
@@ -91,7 +91,7 @@ static int bodyVersion(int rank, int n, const tpudistUniqueId *id, void *arg) {
   char err[TD_ERRLEN] = "";
   tdBootstrap *bs;
   if (rank == 1) bootstrapTestSetVersion(TPUDIST_VERSION_CODE + 1);
-  tpudistResult_t r = bootstrapInit(id, rank, n, 10000, &bs, err);
+  tpudistResult_t r = bootstrapInit(id, rank, n, 10000, NULL, &bs, err);
   char want[96];
   snprintf(want, sizeof(want), "peer 1 runs tpu_dist version %u, this rank %u",
            (unsigned)TPUDIST_VERSION_CODE + 1, (unsigned)TPUDIST_VERSION_CODE);
@@ -106,7 +106,7 @@ static int bodyDuplicate(int rank, int n, const tpudistUniqueId *id, void *arg) 
   (void)n;
   char err[TD_ERRLEN] = "";
   tdBootstrap *bs;
-  tpudistResult_t r = bootstrapInit(id, rank == 0 ? 0 : 1, 3, 10000, &bs, err);
+  tpudistResult_t r = bootstrapInit(id, rank == 0 ? 0 : 1, 3, 10000, NULL, &bs, err);
   if (rank == 0)
     CHILD_CHECK(r == tpudistInvalidUsage && strstr(err, "two processes presented rank 1"));
   if (rank != 0) CHILD_CHECK(r != tpudistSuccess); /* rejected, or told the rendezvous failed */
@@ -153,7 +153,7 @@ static int bodyStore(int rank, int n, const tpudistUniqueId *id, void *arg) {
   char err[TD_ERRLEN];
   tpudistStore_t store = {arg, fileSet, fileGet};
   tdBootstrap *bs;
-  CHILD_CHECK(bootstrapInitStore(&store, "pg0", rank, n, 20000, &bs, err) == tpudistSuccess);
+  CHILD_CHECK(bootstrapInitStore(&store, "pg0", rank, n, 20000, NULL, &bs, err) == tpudistSuccess);
   int vals[4] = {0};
   vals[rank] = 1000 + rank;
   CHILD_CHECK(bootstrapAllGather(bs, vals, sizeof(int), err) == tpudistSuccess);
@@ -171,7 +171,7 @@ static int bodyCommId(int rank, int n, const tpudistUniqueId *id, void *arg) {
   uint64_t hashes[2][4];
   CHILD_CHECK(bootstrapGetUniqueId(&mine, (const char *)arg, err) == tpudistSuccess);
   for (int round = 0; round < 2; round++) { /* the same id twice: two distinct communicators */
-    CHILD_CHECK(bootstrapInit(&mine, rank, n, 20000, &bs, err) == tpudistSuccess);
+    CHILD_CHECK(bootstrapInit(&mine, rank, n, 20000, NULL, &bs, err) == tpudistSuccess);
     hashes[round][rank] = bootstrapCommHash(bs);
     CHILD_CHECK(bootstrapAllGather(bs, hashes[round], sizeof(uint64_t), err) == tpudistSuccess);
     for (int r = 0; r < n; r++) CHILD_CHECK(hashes[round][r] == hashes[round][0]);
@@ -223,7 +223,7 @@ static int bodyAbort(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
   char err[TD_ERRLEN];
   tdBootstrap *bs;
-  CHILD_CHECK(bootstrapInit(id, rank, n, 20000, &bs, err) == tpudistSuccess);
+  CHILD_CHECK(bootstrapInit(id, rank, n, 20000, NULL, &bs, err) == tpudistSuccess);
   if (rank == 1) {
     usleep(3000000); /* never joins the allgather in time */
     bootstrapFree(bs);
@@ -259,7 +259,7 @@ typedef struct {
 static void *decoyJoin(void *arg) {
   tdDecoy *d = arg;
   tdBootstrap *bs = NULL;
-  d->res = bootstrapInit(&d->id, 1, 2, 3000, &bs, d->err);
+  d->res = bootstrapInit(&d->id, 1, 2, 3000, NULL, &bs, d->err);
   if (d->res == tpudistSuccess) bootstrapFree(bs);
   return NULL;
 }
@@ -342,7 +342,7 @@ static int bodyAttacker(const tpudistUniqueId *id) {
   tpudistUniqueId bad = *id;
   tdBootstrap *bs;
   bad.internal[20] ^= 0x5a;
-  CHILD_CHECK(bootstrapInit(&bad, 1, 2, 5000, &bs, err) == tpudistInvalidUsage);
+  CHILD_CHECK(bootstrapInit(&bad, 1, 2, 5000, NULL, &bs, err) == tpudistInvalidUsage);
   CHILD_CHECK(strstr(err, "wrong secret") != NULL);
   return 0;
 }
@@ -354,7 +354,7 @@ static int bodyAuth(int rank, int n, const tpudistUniqueId *id, void *arg) {
   tdBootstrap *bs;
   if (rank == 2) return bodyAttacker(id);
   if (rank == 1) usleep(1500000); /* the attacks come first */
-  CHILD_CHECK(bootstrapInit(id, rank, 2, 20000, &bs, err) == tpudistSuccess);
+  CHILD_CHECK(bootstrapInit(id, rank, 2, 20000, NULL, &bs, err) == tpudistSuccess);
   int v[2] = {0};
   v[rank] = 70 + rank;
   CHILD_CHECK(bootstrapAllGather(bs, v, sizeof(int), err) == tpudistSuccess);

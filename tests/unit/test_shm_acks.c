@@ -69,7 +69,7 @@ static int body(int rank, int n, const tpudistUniqueId *id, void *arg) {
   gCfg.shm_cma = 1;
   gCfg.shm_cma_min_bytes = MSG;
   gCfg.shm_cma_pull_ms = 1;
-  CHILD_CHECK(bootstrapInit(id, rank, n, 30000, &bs, err) == tpudistSuccess);
+  CHILD_CHECK(bootstrapInit(id, rank, n, 30000, NULL, &bs, err) == tpudistSuccess);
   CHILD_CHECK(transportTestComm(bs, &gCfg, &comm, err) == tpudistSuccess);
   int peer = 1 - rank;
   tdXfer *sx = calloc(PER_ROUND, sizeof(tdXfer)), *rx = calloc(PER_ROUND, sizeof(tdXfer));

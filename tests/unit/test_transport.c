@@ -398,7 +398,7 @@ static int bodyIntruder(int rank, int n, const tpudistUniqueId *id, void *arg) {
     tpudistUniqueId bad = *id;
     bad.internal[16] ^= 0x5a; /* the secret */
     tdBootstrap *bs;
-    tpudistResult_t r = bootstrapInit(&bad, 1, 2, 10000, &bs, err);
+    tpudistResult_t r = bootstrapInit(&bad, 1, 2, 10000, NULL, &bs, err);
     CHILD_CHECK(r != tpudistSuccess && strstr(err, "wrong secret"));
     return 0;
   }
