@@ -414,8 +414,10 @@ static int modeFlight(int rank, int n) {
 
 /* ---- the job beside a hostile peer (tests/fault/hostile.sh) ----------------------------- */
 
-/* Exactly checked all-reduces (1, 1000 and 65536 elements) until rank 0 has run TD_HOSTILE_MS;
- * prints init time and time per iteration. Rank 0 writes every rank's socket-transport listener
+/* Exactly checked all-reduces (1, 1000 and 65536 elements) until rank 0 has run TD_HOSTILE_MS
+ * and, where TD_HOSTILE_STOP names a file, until that file exists (the attacker is done: the job
+ * must outlive the attacks however late they start; at most 20 times TD_HOSTILE_MS); prints init
+ * time and time per iteration. Rank 0 writes every rank's socket-transport listener
  * port to TD_HOSTILE_PORTS (what an attacker would find with a port scan). */
 static int modeHostile(int rank, int n) {
   double t0 = nowMs();
@@ -433,6 +435,7 @@ static int modeHostile(int rank, int n) {
     if (f) fclose(f);
   }
   int ms = envInt("TD_HOSTILE_MS", 3000), iters = 0;
+  const char *stopfile = getenv("TD_HOSTILE_STOP");
   int32_t *in = malloc(65536 * 4), *out = malloc(65536 * 4), stop = 0;
   int vals[64];
   for (int q = 0; q < n; q++) vals[q] = q + 1;
@@ -442,7 +445,9 @@ static int modeHostile(int rank, int n) {
     for (int k = 0; k < 3; k++)
       if (checkedAllReduce(c, rank + 1, n, vals, counts[k], in, out) != tpudistSuccess)
         FAIL("all-reduce of %zu: %s", counts[k], tpudistGetLastError(c));
-    int32_t mine = rank == 0 && nowMs() - t1 > ms;
+    double ran = nowMs() - t1;
+    int32_t mine =
+        rank == 0 && ran > ms && (!stopfile || access(stopfile, F_OK) == 0 || ran > 20.0 * ms);
     if (tpudistAllReduce(&mine, &stop, 1, tpudistInt32, tpudistSum, c, NULL) != tpudistSuccess)
       FAIL("stop flag: %s", tpudistGetLastError(c));
     iters++;

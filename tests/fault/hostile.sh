@@ -7,7 +7,8 @@
 #   handshake while the ranks join;
 #   at the socket-transport listeners, once the job runs: a hello and proof recorded from the job's
 #   own traffic (AF_PACKET sniffer) replayed, a reflected challenge, a wrong secret, an oversized
-#   header, 2,000 idle connections over the 8 listeners, a slow sender, a never-finished handshake.
+#   header, 2,000 idle connections over the 8 listeners, a slow sender, a never-finished handshake
+#   (the job runs on until both attackers are done: TD_HOSTILE_STOP).
 # Every attack must be refused (hostile_peer checks each), the job must finish with exact results;
 # the job's slowdown against the same job alone is printed, and first the handshakes' cost per
 # connection (tests/fault/handshake_cost). TPU_DIST_HANDSHAKE_MS=2000 here.
@@ -39,10 +40,10 @@ grep -E "rank 0:|FAIL" "$tmp/alone.log"
 
 echo "== the job beside a hostile peer"
 export TPU_DIST_COMM_ID_FIXED=127.0.0.1:$(td_port)
-$peer record "$tmp/rec" >"$tmp/record.log" 2>&1 &
+$peer record "$tmp/rec" "$tmp/ports" >"$tmp/record.log" 2>&1 &
 rpid=$!
 sleep 0.3
-TD_HOSTILE_PORTS=$tmp/ports launch 8 sh -c 'if [ "$RANK" != 0 ]; then sleep 3; fi; exec "$@"' sh \
+TD_HOSTILE_PORTS=$tmp/ports TD_HOSTILE_STOP=$tmp/stop launch 8 sh -c 'if [ "$RANK" != 0 ]; then sleep 3; fi; exec "$@"' sh \
   $job hostile >"$tmp/job.log" 2>&1 &
 jpid=$!
 sleep 0.5
@@ -55,6 +56,7 @@ $peer sockets "$tmp/rec" $idle 10000 $(cat "$tmp/ports" 2>/dev/null) >"$tmp/sock
 src=$?
 wait $dpid
 drc=$?
+touch "$tmp/stop"
 wait $jpid
 jrc=$?
 echo "-- at the rendezvous point"

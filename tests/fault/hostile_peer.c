@@ -7,8 +7,9 @@
  *       well-formed hello with a made-up proof), a reflected challenge (the root's nonce sent
  *       back as the proof), a hello followed by a frame header announcing 1 TiB, a never-finished
  *       handshake, a slow sender (one byte every 200 ms) and IDLE idle connections held HOLD_MS.
- *   hostile_peer record FILE
- *       records the first socket-transport hello and proof a real rank sends (AF_PACKET on lo:
+ *   hostile_peer record FILE PORTSFILE
+ *       records the first socket-transport hello and proof a real rank of the job sends to one of
+ *       the job's listeners (their ports: PORTSFILE, written by the job's rank 0; AF_PACKET on lo:
  *       needs CAP_NET_RAW) into FILE.
  *   hostile_peer sockets FILE IDLE HOLD_MS PORT...
  *       replays the recorded hello and proof to the listener they were sent to, reflects its
@@ -228,8 +229,24 @@ typedef struct {
   uint8_t proof[TD_MAC_BYTES];
 } tdRecorded;
 
-/* Sniffs lo until a socket-transport hello and the proof that follows it on the same flow. */
-static int sniff(tdRecorded *rec, int64_t deadline) {
+/* 1 if port is one of the job's listener ports, as rank 0 wrote them to the file portsfile (one a
+ * line; 0 while the file is not written yet). Other jobs on this machine's loopback say hello
+ * too: only the job under attack's own traffic may be recorded. */
+static int jobPort(const char *portsfile, uint16_t port) {
+  FILE *f = fopen(portsfile, "r");
+  unsigned p;
+  int found = 0;
+  while (f && !found && fscanf(f, "%u", &p) == 1) found = p == port;
+  if (f) fclose(f);
+  return found;
+}
+
+#define TD_SNIFF_FLOWS 64
+
+/* Sniffs lo until a socket-transport hello to one of the job's listeners (portsfile) and the
+ * proof that follows it on the same flow. Flows seen before the ports are known are kept (the
+ * last TD_SNIFF_FLOWS) and looked at again once they are. */
+static int sniff(tdRecorded *rec, const char *portsfile, int64_t deadline) {
   int s = socket(AF_PACKET, SOCK_DGRAM, htons(ETH_P_IP));
   if (s < 0) {
     fprintf(stderr, "hostile_peer: AF_PACKET: %s (needs CAP_NET_RAW)\n", strerror(errno));
@@ -239,32 +256,44 @@ static int sniff(tdRecorded *rec, int64_t deadline) {
                             .sll_protocol = htons(ETH_P_IP),
                             .sll_ifindex = (int)if_nametoindex("lo")};
   bind(s, (struct sockaddr *)&sll, sizeof(sll));
-  uint16_t sport = 0;
-  unsigned char pkt[65536];
-  while (netNowMs() < deadline) {
+  int rcvbuf = 32 << 20; /* the rendezvous flood must not push the job's packets out */
+  setsockopt(s, SOL_SOCKET, SO_RCVBUFFORCE, &rcvbuf, sizeof(rcvbuf));
+  static tdRecorded flows[TD_SNIFF_FLOWS];
+  uint16_t sports[TD_SNIFF_FLOWS];
+  int proved[TD_SNIFF_FLOWS] = {0}, nflows = 0, got = -1;
+  unsigned seen = 0;
+  static unsigned char pkt[65536];
+  while (got < 0 && netNowMs() < deadline) {
     struct pollfd p = {s, POLLIN, 0};
-    if (poll(&p, 1, 100) <= 0) continue;
-    ssize_t n = recv(s, pkt, sizeof(pkt), 0);
-    if (n < (ssize_t)sizeof(struct iphdr)) continue;
-    struct iphdr *ip = (struct iphdr *)pkt;
-    if (ip->protocol != IPPROTO_TCP) continue;
-    struct tcphdr *tcp = (struct tcphdr *)(pkt + ip->ihl * 4);
-    unsigned char *pl = (unsigned char *)tcp + tcp->doff * 4;
-    size_t plen = (size_t)(pkt + TD_MIN((size_t)n, (size_t)ntohs(ip->tot_len)) - pl);
-    uint64_t magic;
-    if (plen == sizeof(tdSockHello) && (memcpy(&magic, pl, 8), magic == TD_SOCK_MAGIC)) {
-      memcpy(&rec->hello, pl, sizeof(rec->hello));
-      sport = tcp->source;
-      rec->dport = ntohs(tcp->dest);
-    } else if (sport && plen == TD_MAC_BYTES && tcp->source == sport &&
-               ntohs(tcp->dest) == rec->dport) {
-      memcpy(rec->proof, pl, TD_MAC_BYTES);
-      close(s);
-      return 0;
+    if (poll(&p, 1, 100) > 0) {
+      ssize_t n = recv(s, pkt, sizeof(pkt), 0);
+      if (n < (ssize_t)sizeof(struct iphdr)) continue;
+      struct iphdr *ip = (struct iphdr *)pkt;
+      if (ip->protocol != IPPROTO_TCP) continue;
+      struct tcphdr *tcp = (struct tcphdr *)(pkt + ip->ihl * 4);
+      unsigned char *pl = (unsigned char *)tcp + tcp->doff * 4;
+      size_t plen = (size_t)(pkt + TD_MIN((size_t)n, (size_t)ntohs(ip->tot_len)) - pl);
+      uint64_t magic;
+      if (plen == sizeof(tdSockHello) && (memcpy(&magic, pl, 8), magic == TD_SOCK_MAGIC)) {
+        int f = nflows < TD_SNIFF_FLOWS ? nflows++ : (int)(seen % TD_SNIFF_FLOWS);
+        seen++; /* full: the oldest flow makes room */
+        memcpy(&flows[f].hello, pl, sizeof(flows[f].hello));
+        flows[f].dport = ntohs(tcp->dest);
+        sports[f] = tcp->source;
+        proved[f] = 0;
+      } else if (plen == TD_MAC_BYTES) {
+        for (int f = 0; f < nflows; f++)
+          if (!proved[f] && sports[f] == tcp->source && flows[f].dport == ntohs(tcp->dest))
+            memcpy(flows[f].proof, pl, TD_MAC_BYTES), proved[f] = 1;
+      }
     }
+    for (int f = 0; f < nflows && got < 0; f++)
+      if (proved[f] && jobPort(portsfile, flows[f].dport)) got = f;
   }
   close(s);
-  return -1;
+  if (got < 0) return -1;
+  *rec = flows[got];
+  return 0;
 }
 
 /* hello, then proof (NULL: reflect the listener's nonce): 1 if closed without a verdict. */
@@ -285,9 +314,9 @@ static int sockProof(const tdNetAddr *a, const tdSockHello *h, const void *proof
   return refused;
 }
 
-static int modeRecord(const char *path) {
+static int modeRecord(const char *path, const char *portsfile) {
   tdRecorded rec;
-  if (sniff(&rec, netNowMs() + 30000) != 0) {
+  if (sniff(&rec, portsfile, netNowMs() + 30000) != 0) {
     fprintf(stderr, "hostile_peer: recorded nothing\n");
     return 1;
   }
@@ -355,11 +384,11 @@ int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc >= 5 && !strcmp(argv[1], "rendezvous"))
     return modeRendezvous(argv[2], atoi(argv[3]), atoi(argv[4]));
-  if (argc >= 3 && !strcmp(argv[1], "record")) return modeRecord(argv[2]);
+  if (argc >= 4 && !strcmp(argv[1], "record")) return modeRecord(argv[2], argv[3]);
   if (argc >= 6 && !strcmp(argv[1], "sockets"))
     return modeSockets(argv[2], atoi(argv[3]), atoi(argv[4]), argc - 5, argv + 5);
   fprintf(stderr,
-          "usage: hostile_peer rendezvous HOST:PORT IDLE HOLD_MS | record FILE | "
+          "usage: hostile_peer rendezvous HOST:PORT IDLE HOLD_MS | record FILE PORTSFILE | "
           "sockets FILE IDLE HOLD_MS PORT...\n");
   return 2;
 }
