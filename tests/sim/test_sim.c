@@ -3,7 +3,8 @@
  * generator in functional mode (real reductions checked against the collective's definition),
  * and published facts (shared/reference/tpu_topology.md §2, §3, §5, §6): the scaling book's worked
  * examples within 15%, the bidirectional ring all-gather approaching V/W, the twisted 4x4x8
- * all-to-all beating the plain one, the v5e/v6e pod figures. Expected values come from the
+ * all-to-all beating the plain one, the v5e/v6e pod figures; the translation quotient (rank 0
+ * standing for every rank) against simulating every rank. Expected values come from the
  * published formulas, written out here, never from the simulator.
  */
 #include <CUnit/CUnit.h>
@@ -169,6 +170,56 @@ static void testFunctional(void) {
         runs++;
       }
   CU_ASSERT(runs >= 60);
+}
+
+/* ---- the translation quotient (sim/sym.c) ---- */
+
+/* Rank 0 standing for every rank gives what simulating every rank gives, on shapes where every
+ * rank's plan is rank 0's translate; elsewhere every rank is simulated. */
+static void testQuotient(void) {
+  static const struct {
+    const char *spec;
+    tdColl coll;
+    const char *algo;
+    int dma, want; /* 1: step for step, 2: as sets, 0: not symmetric */
+  } cases[] = {
+      {"4x4x8", TD_COLL_ALLREDUCE, "torus", 0, 1},
+      {"4x4x8:hosts=2,2,1", TD_COLL_ALLREDUCE, "torus", 2, 1},
+      {"4x8x8:hosts=2,2,1", TD_COLL_ALLREDUCE, "torus", 0, 1},
+      {"4x4x8:hosts=2,2,1", TD_COLL_ALLTOALL, "direct", 0, 2},
+      {"4x4x8:twist", TD_COLL_ALLTOALL, "direct", 0, 2},
+      {"4x4x8", TD_COLL_ALLTOALL, "direct", 2, 0},            /* a DMA queue: the order matters */
+      {"4x4x8:wrap=1,1,0", TD_COLL_ALLREDUCE, "torus", 0, 0}, /* a line breaks translations */
+      {"4x4x4", TD_COLL_ALLTOALL, "pairwise", 0, 0},          /* peers by rank number, paced */
+      {"4x4x4", TD_COLL_ALLGATHER, "ring", 0, 0},
+  };
+  char err[TD_ERRLEN];
+  for (size_t i = 0; i < TD_ARRAY_SIZE(cases); i++) {
+    simResult r[2];
+    for (int every = 0; every < 2; every++) {
+      tdTopo t;
+      CU_ASSERT_FATAL(topoParse(cases[i].spec, 0, &t, err) == tpudistSuccess);
+      simConfig cfg;
+      simConfigDefault(&cfg, simPresetFind("v5p"), &t);
+      cfg.symmetric = !every;
+      cfg.max_dma = cases[i].dma;
+      int rc = runColl("v5p", cases[i].spec, cases[i].coll, cases[i].algo, 4u << 20, &cfg,
+                       &r[every], err);
+      if (rc) fprintf(stderr, "\n  %s %s: %s", cases[i].spec, cases[i].algo, err);
+      CU_ASSERT_FATAL(rc == 0);
+    }
+    printf("\n  %-18s %-9s %-8s dma %d: symmetric %d, %.6f us (every rank %.6f us)", cases[i].spec,
+           schedCollName(cases[i].coll), cases[i].algo, cases[i].dma, r[0].symmetric,
+           r[0].time * 1e6, r[1].time * 1e6);
+    CU_ASSERT(r[0].symmetric == cases[i].want && r[1].symmetric == 0);
+    CU_ASSERT(r[0].time > 0 && near(r[0].time, r[1].time, 1e-12));
+    CU_ASSERT(r[0].messages == r[1].messages);
+    CU_ASSERT(near(r[0].wire_bytes, r[1].wire_bytes, 1e-12));
+    CU_ASSERT(near(r[0].link_bytes, r[1].link_bytes, 1e-9));
+    CU_ASSERT(near(r[0].util_mean, r[1].util_mean, 1e-9));
+    CU_ASSERT(near(r[0].util_max, r[1].util_max, 1e-9));
+    if (cases[i].want) CU_ASSERT(r[0].max_steps * 8 <= r[1].max_steps); /* rank 0's alone */
+  }
 }
 
 /* ---- published facts ---- */
@@ -342,6 +393,7 @@ int main(void) {
       {"failed link: detour", testDetour},
       {"presets: sold shapes, wrap rules", testPresets},
       {"functional: every generator", testFunctional},
+      {"translation quotient = every rank", testQuotient},
       {"book worked examples within 15%", testBookExamples},
       {"bidirectional ring all-gather -> V/W", testRingApproachesVW},
       {"twisted 4x4x8 all-to-all", testTwist},
