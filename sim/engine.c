@@ -190,8 +190,7 @@ static tpudistResult_t postEnd(simEngine *e, uint32_t slot, int send) {
     return tdErr(e->err, tpudistNotSupported, "sim: more than 65536 messages on one stream pair");
   int from = send ? s->rank : peer, to = send ? peer : s->rank;
   uint32_t stream = s->stream;
-  if (e->sym) /* rank 0's receive from q stands for q's send to 0: rank 0's send to -q */
-    from = 0, to = send ? peer : e->mirror[peer];
+  if (e->sym) symCanon(e, &from, &to); /* a representative's send meets its translate's receive */
   if (e->sym == 2) /* images as sets: one message per pair, whatever its stream (sym.c) */
     stream = 0, ord = 0;
   uint64_t mine = mkKey(from, to, stream, ord, send), other = mine ^ 1ull;
@@ -439,7 +438,8 @@ static void engineFree(simEngine *e) {
   free(e->freeslots);
   free(e->table);
   free(e->ordcnt);
-  free(e->mirror);
+  free(e->sim_ranks);
+  free(e->rep);
   free(e->pend);
   free(e->port_active);
   free(e->port_head);
@@ -449,11 +449,12 @@ static void engineFree(simEngine *e) {
 
 static void engineResult(simEngine *e, simResult *res) {
   simNet *n = &e->net;
-  /* in the quotient rank 0's messages, links and flows each stand for nranks of them */
-  double k = e->sym ? e->nranks : 1;
+  /* in the quotient a representative's messages, links and flows stand for their orbit's */
+  uint64_t orbit = (uint64_t)(e->nranks / e->nsim);
+  double k = (double)orbit;
   res->time = e->now;
   for (int r = 0; r < e->nranks; r++) res->time = TD_MAX(res->time, e->ranks[r].finish);
-  res->messages = e->messages * (uint64_t)k;
+  res->messages = e->messages * orbit;
   res->wire_bytes = e->wire_bytes * k;
   res->nlinks = (int)n->nlinks;
   double sum = 0;
@@ -464,17 +465,18 @@ static void engineResult(simEngine *e, simResult *res) {
     res->util_max = TD_MAX(res->util_max, u);
   }
   res->util_mean = n->nlinks ? sum / n->nlinks : 0;
-  res->max_flows = n->max_active * (uint64_t)k;
+  res->max_flows = n->max_active * orbit;
   res->symmetric = e->sym;
+  res->sym_ranks = e->nsim;
   res->sym_samples = e->sym_samples;
   res->max_steps = e->max_held;
   res->generations = e->generations;
 }
 
 static tpudistResult_t engineLoop(simEngine *e) {
-  for (int r = 0; r < e->nsim; r++) TD_CHECK(winLoad(e, r, 0));
+  for (int i = 0; i < e->nsim; i++) TD_CHECK(winLoad(e, SIM_RANK(e, i), 0));
   if (e->cfg->functional) TD_CHECK(funcInit(e));
-  for (int r = 0; r < e->nsim; r++) TD_CHECK(advance(e, r));
+  for (int i = 0; i < e->nsim; i++) TD_CHECK(advance(e, SIM_RANK(e, i)));
   simEvent ev;
   for (;;) {
     if (e->net.nwork && (!e->net.nheap || e->net.heap[0].t > e->now))
@@ -483,7 +485,8 @@ static tpudistResult_t engineLoop(simEngine *e) {
     e->now = ev.t;
     TD_CHECK(onEvent(e, &ev));
   }
-  for (int r = 0; r < e->nsim; r++) {
+  for (int i = 0; i < e->nsim; i++) {
+    int r = SIM_RANK(e, i);
     simRankState *rs = &e->ranks[r];
     if (rs->done) continue;
     for (uint32_t i = 0; i < rs->nstreams; i++)
@@ -534,7 +537,6 @@ tpudistResult_t simRun(const simConfig *cfg, const tdCollArgs *args, const char 
       e.port_head[i] = e.port_tail[i] = SIM_NO_SLOT;
   }
   if (r == tpudistSuccess) r = symSetup(&e);
-  if (r == tpudistSuccess) e.nsim = e.sym ? 1 : e.nranks;
   if (r == tpudistSuccess) r = engineLoop(&e);
   if (r == tpudistSuccess) {
     engineResult(&e, res);

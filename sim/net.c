@@ -11,17 +11,17 @@
 
 #include "sim_int.h"
 
-/* In the translation quotient (sym.c) every link is rank 0's link of its class. */
+/* In the translation quotient (sym.c) every link is its representative's link. */
 static uint32_t linkId(const simNet *n, int rank, int axis, int dir) {
-  return (uint32_t)(((n->sym ? 0 : rank) * n->nd + axis) * 2 + (dir > 0 ? 0 : 1));
+  return (uint32_t)(((n->rep ? n->rep[rank] : rank) * n->nd + axis) * 2 + (dir > 0 ? 0 : 1));
 }
 
 static uint32_t injId(const simNet *n, int rank) {
-  return n->nlinks + (uint32_t)(n->sym ? 0 : rank);
+  return n->nlinks + (uint32_t)(n->rep ? n->rep[rank] : rank);
 }
 
 static uint32_t ejId(const simNet *n, int rank) {
-  return n->nlinks + (uint32_t)n->topo->nranks + (uint32_t)(n->sym ? 0 : rank);
+  return n->nlinks + (uint32_t)n->topo->nranks + (uint32_t)(n->rep ? n->rep[rank] : rank);
 }
 
 static void failLink(simNet *n, int rank, int axis, int dir) {

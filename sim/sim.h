@@ -100,7 +100,8 @@ typedef struct {
   uint64_t max_flows;   /* most flows active at once */
   uint64_t max_steps;   /* most steps held in windows at once (all ranks) */
   uint64_t generations; /* per-rank schedule generations (incl. regenerations) */
-  int symmetric;        /* 1 if rank 0 stood for every rank (translation quotient) */
+  int symmetric;        /* translation quotient: 1 step for step, 2 as sets, 0 every rank run */
+  int sym_ranks;        /* ranks simulated (representatives) when symmetric */
   int sym_samples;      /* ranks whose plans were checked to be rank 0's translates */
   int functional_ok;    /* functional mode: 1 if every output matched */
   char check_msg[TD_ERRLEN];

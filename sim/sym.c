@@ -24,8 +24,6 @@
 
 #include "sim_int.h"
 
-#define SYM_MAX_SAMPLES (TD_MAX_DIMS + 2)
-
 /* The rank at rank q's coordinates moved by rank g's (g's image of q). */
 static int symTranslate(const tdTopo *t, int g, int q) {
   int cg[TD_MAX_DIMS], cq[TD_MAX_DIMS];
@@ -42,21 +40,6 @@ static int symEligible(const simEngine *e) {
   for (int a = 0; a < t->ndims; a++)
     if (t->dims[a] > 1 && !t->wrap[a]) return 0;
   return 1;
-}
-
-static int symSamples(const tdTopo *t, int *g) {
-  int n = 0, d[TD_MAX_DIMS] = {0};
-  for (int a = 0; a < t->ndims; a++) {
-    if (t->dims[a] < 2) continue;
-    memset(d, 0, sizeof(d));
-    d[a] = 1;
-    g[n++] = topoTranslate(t, NULL, d, NULL);
-  }
-  for (int a = 0; a < TD_MAX_DIMS; a++) d[a] = 1;
-  g[n++] = topoTranslate(t, NULL, d, NULL);
-  for (int a = 0; a < TD_MAX_DIMS; a++) d[a] = a < t->ndims ? t->dims[a] - 1 : 0;
-  g[n++] = topoTranslate(t, NULL, d, NULL);
-  return n;
 }
 
 /* Conflicts within a stream depend only on which chunks two references share (in-place plans are
@@ -272,48 +255,144 @@ static tpudistResult_t planSetImage(const simEngine *e, int g, const tdSched *x,
   return r;
 }
 
-/* The kind of image rank g's plans are of rank 0's (x): 1 step for step, 2 as sets (planFree),
- * 0 none; samples: how many ranks were compared. */
-static tpudistResult_t symKind(simEngine *e, const tdSched *x, int *kind, int *samples) {
-  const tdTopo *t = e->cfg->topo;
-  int g[SYM_MAX_SAMPLES], n = symSamples(t, g), set = 0;
-  if (!e->cfg->max_dma && !e->cfg->max_inflight) TD_CHECK(planFree(e, x, &set));
-  int step = 1;
-  *samples = 0;
-  for (int i = 0; i < n && (step || set); i++) {
-    if (g[i] <= 0) continue; /* a 1-long axis: no translate */
-    tdSched y;
-    TD_CHECK(winGenerate(e, g[i], &y));
-    tpudistResult_t r = step ? planImage(e, g[i], x, &y, &step) : tpudistSuccess;
-    if (r == tpudistSuccess && set) r = planSetImage(e, g[i], x, &y, &set);
-    schedFree(&y);
+/* The rank at coordinates d (a translation, as the image of rank 0). */
+static int vecRank(const tdTopo *t, const int *d) {
+  return topoTranslate(t, NULL, d, NULL);
+}
+
+/* Compares the plans of the base ranks with those of their translates by the vectors g (ranks,
+ * images of rank 0); clears *step or *set where the plans are not images in that sense. */
+static tpudistResult_t symCheck(simEngine *e, const int *base, int nbase, const int *g, int ng,
+                                int *step, int *set) {
+  for (int i = 0; i < nbase && (*step || *set); i++) {
+    tdSched x;
+    TD_CHECK(winGenerate(e, base[i], &x));
+    tpudistResult_t r = tpudistSuccess;
+    for (int j = 0; j < ng && (*step || *set) && r == tpudistSuccess; j++) {
+      if (g[j] <= 0) continue; /* a 1-long axis: no translate */
+      tdSched y;
+      r = winGenerate(e, symTranslate(e->cfg->topo, g[j], base[i]), &y);
+      if (r != tpudistSuccess) break;
+      if (*step) r = planImage(e, g[j], &x, &y, step);
+      if (r == tpudistSuccess && *set) r = planSetImage(e, g[j], &x, &y, set);
+      schedFree(&y);
+      e->sym_samples++;
+    }
+    schedFree(&x);
     TD_CHECK(r);
-    (*samples)++;
   }
-  *kind = !*samples ? 0 : step ? 1 : set ? 2 : 0;
   return tpudistSuccess;
+}
+
+/* The whole group of translations: one step along each axis, the diagonal and the far corner
+ * must map rank 0's plan to theirs. */
+static tpudistResult_t symWhole(simEngine *e, int set0, int *kind) {
+  const tdTopo *t = e->cfg->topo;
+  int g[TD_MAX_DIMS + 2], n = 0, d[TD_MAX_DIMS], zero = 0, step = 1, set = set0;
+  for (int a = 0; a < t->ndims; a++) {
+    memset(d, 0, sizeof(d));
+    d[a] = 1;
+    if (t->dims[a] > 1) g[n++] = vecRank(t, d);
+  }
+  for (int a = 0; a < TD_MAX_DIMS; a++) d[a] = 1;
+  g[n++] = vecRank(t, d);
+  for (int a = 0; a < TD_MAX_DIMS; a++) d[a] = a < t->ndims ? t->dims[a] - 1 : 0;
+  g[n++] = vecRank(t, d);
+  TD_CHECK(symCheck(e, &zero, 1, g, n, &step, &set));
+  *kind = step ? 1 : set ? 2 : 0;
+  for (int a = 0; a < TD_MAX_DIMS; a++) e->period[a] = 1;
+  return tpudistSuccess;
+}
+
+/* A subgroup: the axes along which one step maps rank 0's plan to its neighbour's (plans that
+ * order peers by rank number have it along the slowest axis, where a step is a shift of rank
+ * numbers); then a step along all of them at once must too, from rank 0 and from the far
+ * corner of the representatives. period[a] = dims[a] on the other axes. */
+static tpudistResult_t symAxes(simEngine *e, int set0, int *kind) {
+  const tdTopo *t = e->cfg->topo;
+  int d[TD_MAX_DIMS] = {0}, far[TD_MAX_DIMS] = {0}, any = 0, zero = 0;
+  *kind = 0;
+  for (int a = 0; a < TD_MAX_DIMS; a++) {
+    e->period[a] = a < t->ndims ? t->dims[a] : 1;
+    if (a >= t->ndims || t->dims[a] < 2) continue;
+    int step = 1, set = set0, u[TD_MAX_DIMS] = {0};
+    u[a] = 1;
+    int g = vecRank(t, u);
+    TD_CHECK(symCheck(e, &zero, 1, &g, 1, &step, &set));
+    if (!step && !set) continue;
+    e->period[a] = 1;
+    d[a] = 1;
+    any = 1;
+    *kind = TD_MAX(*kind, step ? 1 : 2);
+  }
+  if (!any) return tpudistSuccess;
+  for (int a = 0; a < t->ndims; a++) far[a] = e->period[a] - 1;
+  int base[2] = {0, vecRank(t, far)}, g = vecRank(t, d), step = *kind == 1, set = set0;
+  TD_CHECK(symCheck(e, base, base[1] ? 2 : 1, &g, 1, &step, &set));
+  if (!step && !set) *kind = 0;
+  if (!step && set) *kind = 2;
+  return tpudistSuccess;
+}
+
+/* Representatives: the ranks whose coordinates are below the periods; rep[q] is q's. */
+static tpudistResult_t symReps(simEngine *e) {
+  const tdTopo *t = e->cfg->topo;
+  int m = 1;
+  for (int a = 0; a < t->ndims; a++) m *= e->period[a];
+  e->rep = malloc(sizeof(int) * (size_t)e->nranks);
+  e->sim_ranks = malloc(sizeof(int) * (size_t)m);
+  if (!e->rep || !e->sim_ranks) return tdErr(e->err, tpudistNoMemory, "sim: no memory for ranks");
+  e->nsim = 0;
+  for (int q = 0; q < e->nranks; q++) {
+    int c[TD_MAX_DIMS], inside = 1;
+    topoRankToCoords(t, q, c);
+    for (int a = 0; a < t->ndims; a++) {
+      inside &= c[a] < e->period[a];
+      c[a] %= e->period[a];
+    }
+    e->rep[q] = topoCoordsToRank(t, c);
+    if (inside) e->sim_ranks[e->nsim++] = q;
+  }
+  return e->nsim == m ? tpudistSuccess : tpudistInternalError;
+}
+
+void symCanon(const simEngine *e, int *from, int *to) {
+  int r = e->rep[*to];
+  if (r == *to) return;
+  const tdTopo *t = e->cfg->topo;
+  int cf[TD_MAX_DIMS], ct[TD_MAX_DIMS], cr[TD_MAX_DIMS];
+  topoRankToCoords(t, *from, cf);
+  topoRankToCoords(t, *to, ct);
+  topoRankToCoords(t, r, cr);
+  for (int a = 0; a < TD_MAX_DIMS; a++) ct[a] = cr[a] - ct[a];
+  *from = topoTranslate(t, cf, ct, NULL);
+  *to = r;
 }
 
 tpudistResult_t symSetup(simEngine *e) {
   e->sym = 0;
   e->sym_samples = 0;
+  e->nsim = e->nranks;
   if (!symEligible(e)) return tpudistSuccess;
-  const tdTopo *t = e->cfg->topo;
-  tdSched x;
-  TD_CHECK(winGenerate(e, 0, &x));
-  int kind = 0;
-  tpudistResult_t r = symKind(e, &x, &kind, &e->sym_samples);
-  schedFree(&x);
-  if (r != tpudistSuccess || !kind) return r;
-  e->mirror = malloc(sizeof(int) * (size_t)e->nranks);
-  if (!e->mirror) return tdErr(e->err, tpudistNoMemory, "sim: no memory for %d ranks", e->nranks);
-  for (int q = 0; q < e->nranks; q++) {
-    int c[TD_MAX_DIMS];
-    topoRankToCoords(t, q, c);
-    for (int a = 0; a < TD_MAX_DIMS; a++) c[a] = -c[a];
-    e->mirror[q] = topoTranslate(t, NULL, c, NULL);
+  int set0 = 0, kind = 0;
+  if (!e->cfg->max_dma && !e->cfg->max_inflight) { /* queues and depth limits see the order */
+    tdSched x;
+    TD_CHECK(winGenerate(e, 0, &x));
+    tpudistResult_t r = planFree(e, &x, &set0);
+    schedFree(&x);
+    TD_CHECK(r);
   }
+  TD_CHECK(symWhole(e, set0, &kind));
+  /* A DMA queue takes the messages matched at one instant in the order the engine meets them,
+   * which for every rank follows rank numbers (not a translate's order): the quotient then only
+   * for the whole group, whose plans agree with it (tests/sim/test_sim.c). */
+  if (!kind && !e->cfg->topo->twisted && !e->cfg->max_dma) TD_CHECK(symAxes(e, set0, &kind));
+  if (!kind) {
+    e->nsim = e->nranks;
+    return tpudistSuccess;
+  }
+  TD_CHECK(symReps(e));
   e->sym = kind;
-  e->net.sym = 1;
+  e->net.rep = e->rep;
   return tpudistSuccess;
 }

@@ -262,8 +262,8 @@ static int runOne(const simConfig *cfg, tdColl coll, const char *algo, uint64_t 
          (unsigned long long)res->max_flows, (unsigned long long)res->max_steps,
          (unsigned long long)res->generations, wallNow() - w0, maxRssMiB());
   if (res->symmetric)
-    printf("  symmetric: rank 0 stood for all %d (its translates; %d ranks' plans checked)\n",
-           a.nranks, res->sym_samples);
+    printf("  symmetric: %d ranks stood for all %d (their translates; %d plans checked)\n",
+           res->sym_ranks, a.nranks, res->sym_samples);
   if (cfg->functional) printf("  %s\n", res->check_msg);
   return cfg->functional && !res->functional_ok ? -1 : 0;
 }
