@@ -4,7 +4,8 @@
  *
  * Rates are max-min fair (rate.c). Routes are the torus model's dimension-ordered shortest routes;
  * when one crosses a failed link the flow takes a shortest path over healthy links (breadth-first
- * search).
+ * search). In the translation quotient (sym.c) every link and injection/ejection resource is its
+ * representative's, so a flow crossing k links of one class counts k times in its share.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -11,6 +11,8 @@
  *
  * Schedules come from the per-rank generators on demand: each rank holds only a window of its
  * steps (regenerated when the window is used up), so memory follows what is in flight.
+ * On a wrapped torus where every rank's plan is a translate of a representative's, only the
+ * representatives are simulated (sym.c, the translation quotient; same results).
  * The functional mode also moves real data through the kernels and checks the results.
  *
  * Pure: uses topology/ and collectives/ only; reads no environment and never logs.
