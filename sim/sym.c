@@ -294,7 +294,7 @@ static tpudistResult_t symWhole(simEngine *e, int set0, int *kind) {
     d[a] = 1;
     if (t->dims[a] > 1) g[n++] = vecRank(t, d);
   }
-  for (int a = 0; a < TD_MAX_DIMS; a++) d[a] = 1;
+  for (int a = 0; a < TD_MAX_DIMS; a++) d[a] = a < t->ndims && t->dims[a] > 1;
   g[n++] = vecRank(t, d);
   for (int a = 0; a < TD_MAX_DIMS; a++) d[a] = a < t->ndims ? t->dims[a] - 1 : 0;
   g[n++] = vecRank(t, d);
