@@ -1,23 +1,25 @@
 /*
- * sym.c - the simulator's quotient by the torus' translations. On a torus that wraps on every
- * axis every chip is a translate of chip 0 (topoTranslate, twisted wiring included), and
- * dimension-ordered routes are translates of each other. When every rank's plan is the image of
- * rank 0's under the translation that maps 0 to it, the simulation is translation invariant: every
- * rank issues the image of rank 0's steps at the same instants, and every directed link of one
- * (axis, direction) carries the translates of the same flows. The engine then simulates rank 0
- * alone (engine.c): a message rank 0 sends to q stands for every rank g's message to g + q; the
- * receive rank 0 posts from p is matched with rank 0's send to -p (the image of p's send to 0);
- * links are classes (axis, direction), where a flow that crosses k links of one class counts k
- * times in the fair share (net.c), which is what each physical link of that class sees.
+ * sym.c - the simulator's quotient by the torus' translations (docs/simulator.md, "Performance of
+ * the simulator"). On a torus that wraps on every axis every chip is a translate of chip 0
+ * (topoTranslate, twisted wiring included), and dimension-ordered routes are translates of each
+ * other. When every rank's plan is the image of a representative's under the translation that
+ * maps one to the other, the simulation is translation invariant: every rank issues the image of
+ * its representative's steps at the same instants, and every link carries the translates of the
+ * same flows. The engine then simulates the representatives alone: a message is matched in the
+ * frame of its receiver's representative (symCanon), every link and injection/ejection resource is
+ * its representative's (net.c), where a flow that crosses k links of one class counts k times in
+ * the fair share, which is what each physical link of that class sees.
  *
- * The image is checked, not assumed, on sample ranks (one step along each axis, the diagonal and
- * the far corner): stream for stream and step for step the same op and dependencies, peers
- * mapped by the translation, and buffer references that are rank 0's up to a permutation of
- * chunks of equal size (so sizes and conflicts between steps are the same; sigSame). Plans that are
- * translates only as sets (messages in another order, peers ordered by rank number: pairwise,
- * direct, Bruck) fail it and are simulated rank by rank, as are shapes without wrap on some axis,
- * failed links, in-place and explicit (all-to-all-v) layouts, uneven chunks and the functional
- * mode.
+ * The group: all translations (one representative, rank 0) when one step along each axis, the
+ * diagonal and the far corner map rank 0's plan to theirs; else (untwisted, no DMA limit) the
+ * axes along which one step does (plans that order peers by rank number: the slowest axis, where
+ * a step shifts rank numbers by a plane), the representatives being the ranks at coordinate 0 on
+ * those axes. The image is checked, not assumed, on those samples: stream for stream and step for
+ * step the same op and dependencies, peers moved by the translation, and buffer references that
+ * are the representative's up to a permutation of chunks of equal size (so sizes and conflicts
+ * between steps are the same; sigSame). Plans whose steps never wait (planFree: direct) need only
+ * be images as sets. Shapes without wrap on some axis, failed links, in-place and explicit
+ * (all-to-all-v) layouts and the functional mode are simulated rank by rank.
  */
 #include <stdlib.h>
 #include <string.h>
