@@ -17,9 +17,10 @@
  * those axes. The image is checked, not assumed, on those samples: stream for stream and step for
  * step the same op and dependencies, peers moved by the translation, and buffer references that
  * are the representative's up to a permutation of chunks of equal size (so sizes and conflicts
- * between steps are the same; sigSame). Plans whose steps never wait (planFree: direct) need only
- * be images as sets. Shapes without wrap on some axis, failed links, in-place and explicit
- * (all-to-all-v) layouts and the functional mode are simulated rank by rank.
+ * between steps are the same; sigSame; explicit all-to-all-v layouts with their blocks apart).
+ * Plans whose steps never wait (planFree: direct) need only be images as sets. Shapes without
+ * wrap on some axis, failed links, in-place plans and the functional mode are simulated rank by
+ * rank.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -37,7 +38,7 @@ static int symTranslate(const tdTopo *t, int g, int q) {
 static int symEligible(const simEngine *e) {
   const tdTopo *t = e->cfg->topo;
   if (!e->cfg->symmetric || e->cfg->functional || e->cfg->nfailed || t->ndims == 0 ||
-      e->args.inplace || e->args.coll == TD_COLL_ALLTOALLV || e->nranks < 2)
+      e->args.inplace || e->nranks < 2)
     return 0;
   for (int a = 0; a < t->ndims; a++)
     if (t->dims[a] > 1 && !t->wrap[a]) return 0;
@@ -52,7 +53,8 @@ static int symEligible(const simEngine *e) {
  * sub-chunk s of a block is one element longer when s < count % k. */
 typedef struct {
   uint64_t *sig[2][TD_NUM_BUFS]; /* [plan: rank 0, rank g][buffer]: n + 1 entries, differences */
-  uint64_t n[TD_NUM_BUFS], k[TD_NUM_BUFS], rem[TD_NUM_BUFS];
+  const tdLayout *lay[2][TD_NUM_BUFS];
+  uint64_t n[TD_NUM_BUFS], count;
 } symSig;
 
 static uint64_t symMix(uint64_t z) { /* splitmix64's finaliser */
@@ -66,17 +68,24 @@ static void sigFree(symSig *m) {
   for (int b = 0; b < TD_NUM_BUFS; b++) free(m->sig[0][b]);
 }
 
-static tpudistResult_t sigInit(symSig *m, const tdSched *x, uint64_t count) {
+static tpudistResult_t sigInit(symSig *m, const tdSched *x, const tdSched *y, uint64_t count) {
   memset(m, 0, sizeof(*m));
+  m->count = count;
   for (int b = 0; b < TD_NUM_BUFS; b++) {
-    m->k[b] = x->layout[b].chunks_per_block;
-    m->rem[b] = m->k[b] ? count % m->k[b] : 0;
-    m->n[b] = (uint64_t)x->layout[b].nblocks * m->k[b];
+    m->lay[0][b] = &x->layout[b];
+    m->lay[1][b] = &y->layout[b];
+    m->n[b] = (uint64_t)x->layout[b].nblocks * x->layout[b].chunks_per_block;
     m->sig[0][b] = calloc(2 * (m->n[b] + 1), sizeof(uint64_t));
     if (!m->sig[0][b]) return tpudistNoMemory;
     m->sig[1][b] = m->sig[0][b] + m->n[b] + 1;
   }
   return tpudistSuccess;
+}
+
+/* Elements of chunk c: its block's count split into k balanced sub-chunks (docs: tdLayout). */
+static uint64_t chunkSize(const tdLayout *l, uint64_t count, uint64_t c) {
+  uint64_t k = l->chunks_per_block, n = l->offsets ? l->counts[c / k] : count, s = c % k;
+  return n / k + (s < n % k);
 }
 
 static int sigAdd(symSig *m, int side, tdBufRef r, uint64_t tag) {
@@ -99,7 +108,7 @@ static int sigSame(symSig *m) {
       uint64_t *v = m->sig[side][b], run = 0;
       for (uint64_t c = 0; c < m->n[b]; c++) {
         run += v[c];
-        v[c] = run ^ (c % m->k[b] < m->rem[b] ? 0x9e3779b97f4a7c15ull : 0); /* its size */
+        v[c] = run + symMix(chunkSize(m->lay[side][b], m->count, c) ^ 0x5bd1e995ull);
       }
       qsort(v, m->n[b], sizeof(uint64_t), u64Cmp);
     }
@@ -130,12 +139,20 @@ static int stepImage(const tdTopo *t, int g, symSig *m, uint64_t i, const tdStep
   return 1;
 }
 
-/* Equal uniform layouts. */
+/* Explicit layouts (all-to-all-v) whose blocks lie in order without overlapping, so that only
+ * shared chunks make references conflict. */
+static int blocksApart(const tdLayout *l) {
+  for (uint32_t b = 0; l->offsets && b + 1 < l->nblocks; b++)
+    if (l->offsets[b] + l->counts[b] > l->offsets[b + 1]) return 0;
+  return 1;
+}
+
+/* Layouts of the same shape (uniform, or explicit with disjoint blocks in order). */
 static int layoutsEqual(const tdSched *x, const tdSched *y) {
   for (int b = 0; b < TD_NUM_BUFS; b++) {
     const tdLayout *lx = &x->layout[b], *ly = &y->layout[b];
-    if (lx->offsets || ly->offsets || lx->nblocks != ly->nblocks ||
-        lx->chunks_per_block != ly->chunks_per_block)
+    if (!lx->offsets != !ly->offsets || lx->nblocks != ly->nblocks ||
+        lx->chunks_per_block != ly->chunks_per_block || !blocksApart(lx) || !blocksApart(ly))
       return 0;
   }
   return x->nstreams == y->nstreams && !x->inplace && !y->inplace;
@@ -147,7 +164,7 @@ static tpudistResult_t planImage(const simEngine *e, int g, const tdSched *x, co
   *ok = layoutsEqual(x, y);
   if (!*ok) return tpudistSuccess;
   symSig m;
-  tpudistResult_t r = sigInit(&m, x, e->args.count);
+  tpudistResult_t r = sigInit(&m, x, y, e->args.count);
   for (uint32_t s = 0; r == tpudistSuccess && s < x->nstreams && *ok; s++) {
     const tdStream *a = &x->streams[s], *b = &y->streams[s];
     *ok = a->nsteps == b->nsteps;
