@@ -5,7 +5,7 @@
 #    engaged and how many ranks stood for all): the selected all-reduce (v5p figures, 1 GiB, torus,
 #    one rank) within 5 s, the selected all-to-all (v7, 1 GiB, direct, one rank) within 8 s and the
 #    pairwise all-to-all (v7, 1 GiB, one z-plane of 256 ranks) within 20 s (issue targets 30, 60
-#    and 60 s), each within 512 MiB (target 4 GiB). Measured 1.2-1.4 s, 1.9-2.1 s and 6.3-6.6 s,
+#    and 60 s), each within 512 MiB (target 4 GiB). Measured 1.1-1.4 s, 1.9-2.1 s and 5.3-6.6 s,
 #    48, 48 and 128 MiB (2026-12-02, load average above 100).
 #  - every rank simulated, on a shape that breaks translations (twisted 8x16x16, 2048 chips:
 #    pairwise, 64 MiB) within 60 s and 8 GiB; with TD_FULL=1 the 4096-chip pairwise all-to-all
