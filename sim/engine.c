@@ -116,7 +116,8 @@ static uint64_t refBytes(const simEngine *e, int r, tdBufRef ref) {
 static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes,
                                  uint32_t port) {
   uint32_t fid;
-  int from = e->slots[ss].rank, to = e->slots[rs].rank;
+  /* the receiver is the send's peer (in the quotient, rs is rank 0's image of the receive) */
+  int from = e->slots[ss].rank, to = schedSendPeer(&e->slots[ss].step.t);
   uint32_t feeder = SIM_NO_FLOW, rf = e->slots[ss].recv_flow;
   if (e->slots[ss].phase && rf < e->net.nflows && e->net.flows[rf].active &&
       e->net.flows[rf].recv_slot == ss)
@@ -143,7 +144,7 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
 
 static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
   if (e->cfg->max_dma <= 0) return flowStart(e, ss, rs, bytes, 0);
-  uint32_t port = netPort(&e->net, e->slots[ss].rank, e->slots[rs].rank);
+  uint32_t port = netPort(&e->net, e->slots[ss].rank, schedSendPeer(&e->slots[ss].step.t));
   if (e->port_active[port] < (uint32_t)e->cfg->max_dma) return flowStart(e, ss, rs, bytes, port);
   uint32_t id = e->freepend;
   if (id != SIM_NO_SLOT) {
@@ -188,12 +189,17 @@ static tpudistResult_t postEnd(simEngine *e, uint32_t slot, int send) {
   if (ord >= (1u << 16))
     return tdErr(e->err, tpudistNotSupported, "sim: more than 65536 messages on one stream pair");
   int from = send ? s->rank : peer, to = send ? peer : s->rank;
-  uint64_t mine = mkKey(from, to, s->stream, ord, send), other = mine ^ 1ull;
+  uint32_t stream = s->stream;
+  if (e->sym) symCanon(e, &from, &to); /* a representative's send meets its translate's receive */
+  if (e->sym == 2) /* images as sets: one message per pair, whatever its stream (sym.c) */
+    stream = 0, ord = 0;
+  uint64_t mine = mkKey(from, to, stream, ord, send), other = mine ^ 1ull;
   uint32_t o = tableTake(e, other);
   if (o == SIM_NO_SLOT) return tablePut(e, mine, slot);
   uint32_t ss = send ? slot : o, rs = send ? o : slot;
   tdBufRef wire = schedWireRef(&e->slots[ss].step.t);
-  uint64_t sb = refBytes(e, from, wire), rb = refBytes(e, to, e->slots[rs].step.t.dst);
+  uint64_t sb = refBytes(e, e->slots[ss].rank, wire);
+  uint64_t rb = refBytes(e, e->slots[rs].rank, e->slots[rs].step.t.dst);
   if (sb == UINT64_MAX || sb != rb)
     return tdErr(e->err, tpudistInternalError,
                  "sim: message %d->%d stream %u #%u: %llu bytes sent, %llu expected", from, to,
@@ -406,6 +412,7 @@ void simConfigDefault(simConfig *c, const simPreset *p, const tdTopo *topo) {
   c->topo = topo;
   c->window = 256;
   c->fuse = 1;
+  c->symmetric = 1;
   c->piece_bytes = 131072;
   c->dtype = tpudistFloat32;
   c->op = tpudistSum;
@@ -431,6 +438,8 @@ static void engineFree(simEngine *e) {
   free(e->freeslots);
   free(e->table);
   free(e->ordcnt);
+  free(e->sim_ranks);
+  free(e->rep);
   free(e->pend);
   free(e->port_active);
   free(e->port_head);
@@ -440,28 +449,34 @@ static void engineFree(simEngine *e) {
 
 static void engineResult(simEngine *e, simResult *res) {
   simNet *n = &e->net;
+  /* in the quotient a representative's messages, links and flows stand for their orbit's */
+  uint64_t orbit = (uint64_t)(e->nranks / e->nsim);
+  double k = (double)orbit;
   res->time = e->now;
   for (int r = 0; r < e->nranks; r++) res->time = TD_MAX(res->time, e->ranks[r].finish);
-  res->messages = e->messages;
-  res->wire_bytes = e->wire_bytes;
+  res->messages = e->messages * orbit;
+  res->wire_bytes = e->wire_bytes * k;
   res->nlinks = (int)n->nlinks;
   double sum = 0;
   for (uint32_t i = 0; i < n->nlinks; i++) {
-    res->link_bytes += n->res[i].bytes;
+    res->link_bytes += n->res[i].bytes * k;
     double u = res->time > 0 ? n->res[i].bytes / (res->time * n->res[i].cap) : 0;
-    sum += u;
+    sum += u * k;
     res->util_max = TD_MAX(res->util_max, u);
   }
   res->util_mean = n->nlinks ? sum / n->nlinks : 0;
-  res->max_flows = n->max_active;
+  res->max_flows = n->max_active * orbit;
+  res->symmetric = e->sym;
+  res->sym_ranks = e->nsim;
+  res->sym_samples = e->sym_samples;
   res->max_steps = e->max_held;
   res->generations = e->generations;
 }
 
 static tpudistResult_t engineLoop(simEngine *e) {
-  for (int r = 0; r < e->nranks; r++) TD_CHECK(winLoad(e, r, 0));
+  for (int i = 0; i < e->nsim; i++) TD_CHECK(winLoad(e, SIM_RANK(e, i), 0));
   if (e->cfg->functional) TD_CHECK(funcInit(e));
-  for (int r = 0; r < e->nranks; r++) TD_CHECK(advance(e, r));
+  for (int i = 0; i < e->nsim; i++) TD_CHECK(advance(e, SIM_RANK(e, i)));
   simEvent ev;
   for (;;) {
     if (e->net.nwork && (!e->net.nheap || e->net.heap[0].t > e->now))
@@ -470,7 +485,8 @@ static tpudistResult_t engineLoop(simEngine *e) {
     e->now = ev.t;
     TD_CHECK(onEvent(e, &ev));
   }
-  for (int r = 0; r < e->nranks; r++) {
+  for (int i = 0; i < e->nsim; i++) {
+    int r = SIM_RANK(e, i);
     simRankState *rs = &e->ranks[r];
     if (rs->done) continue;
     for (uint32_t i = 0; i < rs->nstreams; i++)
@@ -520,6 +536,7 @@ tpudistResult_t simRun(const simConfig *cfg, const tdCollArgs *args, const char 
     for (size_t i = 0; r == tpudistSuccess && i < np; i++)
       e.port_head[i] = e.port_tail[i] = SIM_NO_SLOT;
   }
+  if (r == tpudistSuccess) r = symSetup(&e);
   if (r == tpudistSuccess) r = engineLoop(&e);
   if (r == tpudistSuccess) {
     engineResult(&e, res);

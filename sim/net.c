@@ -4,15 +4,25 @@
  *
  * Rates are max-min fair (rate.c). Routes are the torus model's dimension-ordered shortest routes;
  * when one crosses a failed link the flow takes a shortest path over healthy links (breadth-first
- * search).
+ * search). In the translation quotient (sym.c) every link and injection/ejection resource is its
+ * representative's, so a flow crossing k links of one class counts k times in its share.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "sim_int.h"
 
+/* In the translation quotient (sym.c) every link is its representative's link. */
 static uint32_t linkId(const simNet *n, int rank, int axis, int dir) {
-  return (uint32_t)((rank * n->nd + axis) * 2 + (dir > 0 ? 0 : 1));
+  return (uint32_t)(((n->rep ? n->rep[rank] : rank) * n->nd + axis) * 2 + (dir > 0 ? 0 : 1));
+}
+
+static uint32_t injId(const simNet *n, int rank) {
+  return n->nlinks + (uint32_t)(n->rep ? n->rep[rank] : rank);
+}
+
+static uint32_t ejId(const simNet *n, int rank) {
+  return n->nlinks + (uint32_t)n->topo->nranks + (uint32_t)(n->rep ? n->rep[rank] : rank);
 }
 
 static void failLink(simNet *n, int rank, int axis, int dir) {
@@ -209,8 +219,7 @@ static tpudistResult_t netRoute(simNet *n, simFlow *f, int src, int dst, int *nh
 
 uint32_t netPort(simNet *n, int src, int dst) {
   tdHop h;
-  if (n->nd == 0 || src == dst || topoRoute(n->topo, src, dst, &h, 1) < 1)
-    return n->nlinks + (uint32_t)src;
+  if (n->nd == 0 || src == dst || topoRoute(n->topo, src, dst, &h, 1) < 1) return injId(n, src);
   return linkId(n, h.from, h.axis, h.dir);
 }
 
@@ -260,9 +269,9 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
   f->t_last = now;
   f->active = 1;
   if (src != dst) {
-    if (n->use_inj) TD_CHECK(addRes(f, n->nlinks + (uint32_t)src));
+    if (n->use_inj) TD_CHECK(addRes(f, injId(n, src)));
     if (n->nd > 0) TD_CHECK(netRoute(n, f, src, dst, &hops));
-    if (n->use_inj) TD_CHECK(addRes(f, n->nlinks + (uint32_t)n->topo->nranks + (uint32_t)dst));
+    if (n->use_inj) TD_CHECK(addRes(f, ejId(n, dst)));
   }
   f->lat = src == dst ? 0 : n->msg_overhead + n->hop_latency * (n->nd ? hops : 1);
   if (++n->active > n->max_active) n->max_active = n->active;

@@ -11,6 +11,8 @@
  *
  * Schedules come from the per-rank generators on demand: each rank holds only a window of its
  * steps (regenerated when the window is used up), so memory follows what is in flight.
+ * On a wrapped torus where every rank's plan is a translate of a representative's, only the
+ * representatives are simulated (sym.c, the translation quotient; same results).
  * The functional mode also moves real data through the kernels and checks the results.
  *
  * Pure: uses topology/ and collectives/ only; reads no environment and never logs.
@@ -70,6 +72,8 @@ typedef struct {
   int max_dma;             /* messages a chip sends at once over one port; matched ones queue
                               in order (0: no limit) */
   int fuse;                /* apply the fusion pass, as the runtime does (default 1) */
+  int symmetric;           /* simulate rank 0 alone when every rank's plan is its translate
+                              (default 1; sym.c); 0: every rank */
   double piece_bytes;      /* the executor's pipeline piece (TPU_DIST_CHUNK_BYTES, 128 KiB) */
   int functional;          /* move real data and check it */
   tpudistDataType_t dtype; /* functional mode */
@@ -84,7 +88,7 @@ typedef struct {
  * set (sums then depend on the order of reduction; the runtime differential test uses them). */
 double simInputValue(int rank, uint64_t i, int fractional);
 
-/* Defaults: window 256, no depth or DMA limit, timing only, float32 sum. */
+/* Defaults: window 256, no depth or DMA limit, timing only, float32 sum, symmetric quotient. */
 void simConfigDefault(simConfig *c, const simPreset *p, const tdTopo *topo);
 
 typedef struct {
@@ -98,6 +102,9 @@ typedef struct {
   uint64_t max_flows;   /* most flows active at once */
   uint64_t max_steps;   /* most steps held in windows at once (all ranks) */
   uint64_t generations; /* per-rank schedule generations (incl. regenerations) */
+  int symmetric;        /* translation quotient: 1 step for step, 2 as sets, 0 every rank run */
+  int sym_ranks;        /* ranks simulated (representatives) when symmetric */
+  int sym_samples;      /* ranks whose plans were checked to be rank 0's translates */
   int functional_ok;    /* functional mode: 1 if every output matched */
   char check_msg[TD_ERRLEN];
 } simResult;

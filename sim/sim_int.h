@@ -48,6 +48,8 @@ typedef struct {
   int nd;          /* axes used for links (0 when flat) */
   uint32_t nlinks; /* directed ICI links; injection/ejection resources follow */
   int use_inj;     /* injection/ejection limits can bind (else left out of routes) */
+  const int *rep;  /* translation quotient (sym.c): each rank's representative, whose links,
+                      injection and ejection stand for its own; NULL: none */
   simRes *res;
   double *level; /* per resource: max-min water level (what an unconstrained flow gets there);
                     an array of its own for locality */
@@ -174,12 +176,29 @@ typedef struct {
   uint64_t held, max_held, generations, messages;
   double wire_bytes, now;
   int ranks_left;
+  int sym;                 /* rank 0 stands for every rank (sym.c): 1 step for step, 2 as sets */
+  int sym_samples;         /* ranks whose plans were checked against rank 0's */
+  int nsim;                /* ranks simulated: the representatives when sym, else all */
+  int *sim_ranks;          /* sym: the nsim representatives (NULL: ranks 0 .. nsim-1) */
+  int *rep;                /* sym: each rank's representative (net.rep) */
+  int period[TD_MAX_DIMS]; /* sym: translations by multiples of period[a] along axis a */
   char *err;
   tpudistResult_t fail;
 } simEngine;
 
+/* Rank r's schedule as the simulator runs it (generated, fused), into s (window.c). */
+tpudistResult_t winGenerate(simEngine *e, int r, tdSched *s);
+#define SIM_RANK(e, i) ((e)->sim_ranks ? (e)->sim_ranks[i] : (i))
+
 /* Loads (or reloads) a window of rank r's schedule (window.c). */
 tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing);
+
+/* Turns the translation quotient on when the plans allow it (sym.c): sets sym, nsim, sim_ranks,
+ * rep, period and net.rep (else nsim = nranks). */
+tpudistResult_t symSetup(simEngine *e);
+/* The message (from, to) moved by the translation of the quotient that takes to to its
+ * representative (the frame in which both ends are matched). */
+void symCanon(const simEngine *e, int *from, int *to);
 
 /* Functional mode (func.c). */
 tpudistResult_t funcInit(simEngine *e);

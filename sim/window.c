@@ -74,13 +74,10 @@ static tpudistResult_t winFill(simEngine *e, simRankState *rs, const tdSched *s)
   return tpudistSuccess;
 }
 
-tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing) {
-  (void)stream_needing;
-  simRankState *rs = &e->ranks[r];
+tpudistResult_t winGenerate(simEngine *e, int r, tdSched *s) {
   tdCollArgs a = e->args;
   a.rank = r;
-  tdSched s;
-  memset(&s, 0, sizeof(s));
+  memset(s, 0, sizeof(*s));
   uint64_t *dis = NULL; /* all-to-all-v from a count matrix: this rank's packed displacements */
   if (a.coll == TD_COLL_ALLTOALLV && a.v_counts && !a.v_local) {
     if (!(dis = malloc(sizeof(uint64_t) * 2 * (size_t)e->nranks))) return tpudistNoMemory;
@@ -93,18 +90,22 @@ tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing) {
     a.v_sdispls = dis;
     a.v_rdispls = dis + e->nranks;
   }
-  tpudistResult_t res = algoGenerate(&a, e->algo, &s, e->err);
+  tpudistResult_t res = algoGenerate(&a, e->algo, s, e->err);
   free(dis);
+  if (res == tpudistSuccess && e->cfg->fuse) schedFuse(s);
+  if (res == tpudistSuccess && (s->nranks != e->nranks || s->nstreams > TD_MAX_STREAMS))
+    res = tdErr(e->err, tpudistInternalError, "sim: rank %d's schedule has a bad shape", r);
+  if (res != tpudistSuccess) schedFree(s);
+  return res;
+}
+
+tpudistResult_t winLoad(simEngine *e, int r, uint32_t stream_needing) {
+  (void)stream_needing;
+  simRankState *rs = &e->ranks[r];
+  tdSched s;
+  tpudistResult_t res = winGenerate(e, r, &s);
   e->generations++;
-  if (res == tpudistSuccess && e->cfg->fuse) schedFuse(&s);
-  if (res != tpudistSuccess) {
-    schedFree(&s);
-    return res;
-  }
-  if (s.nranks != e->nranks || s.nstreams > TD_MAX_STREAMS) {
-    schedFree(&s);
-    return tdErr(e->err, tpudistInternalError, "sim: rank %d's schedule has a bad shape", r);
-  }
+  if (res != tpudistSuccess) return res;
   if (!rs->loaded) res = winFirst(rs, &s);
   if (res == tpudistSuccess) res = winFill(e, rs, &s);
   schedFree(&s);

@@ -26,6 +26,7 @@ typedef struct {
   const char *preset, *topology, *coll, *algo, *algos, *csv, *plot, *fail, *dump;
   uint64_t bytes, min, max;
   int twist, sweep, compare, functional, root, window, depth, dma, quiet, step, fractional, moe;
+  int every_rank; /* --every-rank: no translation quotient */
   uint64_t moe_tokens;
   double link_bw, latency, inj_bw, overhead, piece;
   tpudistDataType_t dtype;
@@ -45,7 +46,7 @@ static void usage(FILE *f) {
           "         [--op sum|max|min] [--fractional] [--dump-outputs FILE]]\n"
           "         [--fail-links R:AXIS:DIR,...]\n"
           "         [--link-bw B/s] [--latency S] [--overhead S] [--inj-bw B/s] [--piece BYTES]\n"
-          "         [--window STEPS] [--depth STEPS] [--dma N] [--quiet]\n");
+          "         [--window STEPS] [--depth STEPS] [--dma N] [--every-rank] [--quiet]\n");
 }
 
 static int parseSize(const char *s, uint64_t *out) {
@@ -105,6 +106,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->moe = 1, need = 0;
     else if (!strcmp(a, "--quiet"))
       o->quiet = 1, need = 0;
+    else if (!strcmp(a, "--every-rank"))
+      o->every_rank = 1, need = 0;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
       return usage(stdout), exit(0), 0;
     else if (!v)
@@ -258,6 +261,9 @@ static int runOne(const simConfig *cfg, tdColl coll, const char *algo, uint64_t 
   printf("  flows max %llu  steps held max %llu  generations %llu  wall %.2f s  rss %ld MiB\n",
          (unsigned long long)res->max_flows, (unsigned long long)res->max_steps,
          (unsigned long long)res->generations, wallNow() - w0, maxRssMiB());
+  if (res->symmetric)
+    printf("  symmetric: %d ranks stood for all %d (their translates; %d plans checked)\n",
+           res->sym_ranks, a.nranks, res->sym_samples);
   if (cfg->functional) printf("  %s\n", res->check_msg);
   return cfg->functional && !res->functional_ok ? -1 : 0;
 }
@@ -366,6 +372,7 @@ int main(int argc, char **argv) {
   if (o.depth > 0) cfg.max_inflight = o.depth;
   if (o.dma > 0) cfg.max_dma = o.dma;
   if (o.piece > 0) cfg.piece_bytes = o.piece;
+  cfg.symmetric = !o.every_rank;
   cfg.functional = o.functional || o.dump;
   cfg.fractional = o.fractional;
   FILE *dump = o.dump ? fopen(o.dump, "wb") : NULL;

@@ -3,7 +3,8 @@
  * generator in functional mode (real reductions checked against the collective's definition),
  * and published facts (shared/reference/tpu_topology.md §2, §3, §5, §6): the scaling book's worked
  * examples within 15%, the bidirectional ring all-gather approaching V/W, the twisted 4x4x8
- * all-to-all beating the plain one, the v5e/v6e pod figures. Expected values come from the
+ * all-to-all beating the plain one, the v5e/v6e pod figures; the translation quotient (rank 0
+ * standing for every rank) against simulating every rank. Expected values come from the
  * published formulas, written out here, never from the simulator.
  */
 #include <CUnit/CUnit.h>
@@ -169,6 +170,99 @@ static void testFunctional(void) {
         runs++;
       }
   CU_ASSERT(runs >= 60);
+}
+
+/* ---- the translation quotient (sim/sym.c) ---- */
+
+/* Rank 0 standing for every rank gives what simulating every rank gives, on shapes where every
+ * rank's plan is rank 0's translate; elsewhere every rank is simulated. */
+static void testQuotient(void) {
+  static const struct {
+    const char *spec;
+    tdColl coll;
+    const char *algo;
+    int dma, want; /* 1: step for step, 2: as sets, 0: not symmetric */
+  } cases[] = {
+      {"4x4x8", TD_COLL_ALLREDUCE, "torus", 0, 1},
+      {"4x4x8:hosts=2,2,1", TD_COLL_ALLREDUCE, "torus", 2, 1},
+      {"4x8x8:hosts=2,2,1", TD_COLL_ALLREDUCE, "torus", 0, 1},
+      {"4x4x8:hosts=2,2,1", TD_COLL_ALLTOALL, "direct", 0, 2},
+      {"4x4x8:twist", TD_COLL_ALLTOALL, "direct", 0, 2},
+      {"4x4x8", TD_COLL_ALLTOALL, "direct", 2, 0},            /* a DMA queue: the order matters */
+      {"4x4x8:wrap=1,1,0", TD_COLL_ALLREDUCE, "torus", 0, 0}, /* a line breaks translations */
+      {"4x4x8:hosts=2,2,1", TD_COLL_ALLTOALL, "pairwise", 0, 1}, /* z: a shift of ranks */
+      {"4x4x4", TD_COLL_ALLTOALL, "pairwise", 0, 1},
+      {"4x4x8:twist", TD_COLL_ALLTOALL, "pairwise", 0, 0}, /* the whole group only */
+      {"8x4x4:hosts=2,2,1", TD_COLL_ALLREDUCE, "ring", 0, 1},
+      {"4x4x4", TD_COLL_ALLGATHER, "ring", 0, 1},
+      {"4x4x4", TD_COLL_BROADCAST, "tree", 0, 0}, /* rooted */
+  };
+  char err[TD_ERRLEN];
+  for (size_t i = 0; i < TD_ARRAY_SIZE(cases); i++) {
+    simResult r[2];
+    for (int every = 0; every < 2; every++) {
+      tdTopo t;
+      CU_ASSERT_FATAL(topoParse(cases[i].spec, 0, &t, err) == tpudistSuccess);
+      simConfig cfg;
+      simConfigDefault(&cfg, simPresetFind("v5p"), &t);
+      cfg.symmetric = !every;
+      cfg.max_dma = cases[i].dma;
+      int rc = runColl("v5p", cases[i].spec, cases[i].coll, cases[i].algo, 4u << 20, &cfg,
+                       &r[every], err);
+      if (rc) fprintf(stderr, "\n  %s %s: %s", cases[i].spec, cases[i].algo, err);
+      CU_ASSERT_FATAL(rc == 0);
+    }
+    printf("\n  %-18s %-9s %-8s dma %d: symmetric %d, %.6f us (every rank %.6f us)", cases[i].spec,
+           schedCollName(cases[i].coll), cases[i].algo, cases[i].dma, r[0].symmetric,
+           r[0].time * 1e6, r[1].time * 1e6);
+    CU_ASSERT(r[0].symmetric == cases[i].want && r[1].symmetric == 0);
+    CU_ASSERT(r[0].time > 0 && near(r[0].time, r[1].time, 1e-12));
+    CU_ASSERT(r[0].messages == r[1].messages);
+    CU_ASSERT(near(r[0].wire_bytes, r[1].wire_bytes, 1e-12));
+    CU_ASSERT(near(r[0].link_bytes, r[1].link_bytes, 1e-9));
+    CU_ASSERT(near(r[0].util_mean, r[1].util_mean, 1e-9));
+    CU_ASSERT(near(r[0].util_max, r[1].util_max, 1e-9));
+    if (cases[i].want) CU_ASSERT(r[0].max_steps * 4 <= r[1].max_steps); /* representatives' */
+  }
+}
+
+/* All-to-all-v: a count matrix invariant under a step along z (a shift of 16 rank numbers on
+ * 4x4x8) is simulated by one plane; one that depends on absolute ranks is not. */
+static void testQuotientV(void) {
+  enum { N = 128 };
+  static uint64_t m[N * N];
+  char err[TD_ERRLEN];
+  for (int inv = 1; inv >= 0; inv--)
+    for (int k = 0; k < 2; k++) {
+      const char *algo = k ? "direct" : "pairwise";
+      for (int src = 0; src < N; src++)
+        for (int dst = 0; dst < N; dst++) {
+          int d = (dst - src + N) % N, v = 100 + ((src % 16) * 7 + d * 3) % 50;
+          m[src * N + dst] = d % 5 == 1 ? 0 : inv ? (uint64_t)v : (uint64_t)(v + dst);
+        }
+      simResult r[2];
+      for (int every = 0; every < 2; every++) {
+        tdTopo t;
+        CU_ASSERT_FATAL(topoParse("4x4x8:hosts=2,2,1", 0, &t, err) == tpudistSuccess);
+        simConfig cfg;
+        simConfigDefault(&cfg, simPresetFind("v5p"), &t);
+        cfg.symmetric = !every;
+        tdCollArgs a;
+        memset(&a, 0, sizeof(a));
+        a.coll = TD_COLL_ALLTOALLV;
+        a.nranks = N;
+        a.topo = &t;
+        a.elem_size = 4;
+        a.v_counts = m;
+        CU_ASSERT_FATAL(simRun(&cfg, &a, algo, &r[every], err) == tpudistSuccess);
+      }
+      printf("\n  alltoallv %-8s %s matrix: symmetric %d (%d ranks), %.6f us (every rank %.6f us)",
+             algo, inv ? "invariant" : "absolute", r[0].symmetric, r[0].sym_ranks, r[0].time * 1e6,
+             r[1].time * 1e6);
+      CU_ASSERT(inv ? r[0].symmetric && r[0].sym_ranks == 16 : !r[0].symmetric);
+      CU_ASSERT(r[0].time > 0 && near(r[0].time, r[1].time, 1e-12));
+      CU_ASSERT(r[0].messages == r[1].messages && near(r[0].link_bytes, r[1].link_bytes, 1e-9));
+    }
 }
 
 /* ---- published facts ---- */
@@ -342,6 +436,8 @@ int main(void) {
       {"failed link: detour", testDetour},
       {"presets: sold shapes, wrap rules", testPresets},
       {"functional: every generator", testFunctional},
+      {"translation quotient = every rank", testQuotient},
+      {"translation quotient: all-to-all-v", testQuotientV},
       {"book worked examples within 15%", testBookExamples},
       {"bidirectional ring all-gather -> V/W", testRingApproachesVW},
       {"twisted 4x4x8 all-to-all", testTwist},
