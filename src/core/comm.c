@@ -92,6 +92,8 @@ static void commFree(tdComm *c) {
   commSchedFree(c);
   commSelectFree(c);
   if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
+  free(c->defer_batch);
+  free(c->defer_taken);
   free(c);
 }
 
@@ -115,9 +117,10 @@ static tpudistResult_t checkUserConfig(const tpudistConfig_t *uc, char *err) {
     return tdErr(err, tpudistInvalidArgument,
                  "config not initialised with TPUDIST_CONFIG_INITIALIZER (magic 0x%x)", uc->magic);
   if (TD_CONFIG_HAS(uc, mode) && uc->mode != TPUDIST_CONFIG_UNDEF_INT &&
-      uc->mode != TPUDIST_MODE_STRICT && uc->mode != TPUDIST_MODE_DEBUG)
+      uc->mode != TPUDIST_MODE_STRICT && uc->mode != TPUDIST_MODE_DEBUG &&
+      uc->mode != TPUDIST_MODE_DEFER)
     return tdErr(err, tpudistInvalidArgument,
-                 "config.mode %d is not TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG", uc->mode);
+                 "config.mode %d is not TPUDIST_MODE_STRICT, _DEBUG or _DEFER", uc->mode);
   return tpudistSuccess;
 }
 
@@ -168,6 +171,7 @@ static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdC
   c->mode = configMode(uc, parent, c->net.cfg);
   c->check = c->net.cfg->check || c->mode == TPUDIST_MODE_DEBUG;
   TD_CHECK(execInit(&c->exec, &c->net, err));
+  TD_CHECK(deferInit(c, err));
   char topo[64];
   topoFormat(&c->topo, topo, sizeof(topo));
   TD_INFO(TD_SUBSYS_INIT, "%s: rank %d of %d, topology %s, %d transport(s), mode %s", c->net.name,

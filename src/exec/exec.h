@@ -119,6 +119,17 @@ typedef struct tdOp {
   char *chk_bufs[2];
   uint64_t chk_n, chk_seq;
   size_t chk_esize;
+  /* defer mode (policy in src/core/defer.c): deferred 1 = held in the executor's deferred list,
+   * 2 = taken from it (running, alone or carried by a fused host) until done */
+  int deferred;
+  int internal;         /* issued by the library (agreement, fused host): freed when it ends */
+  uint64_t dseq;        /* position among the communicator's deferred operations */
+  uint64_t dbytes;      /* bytes of the call (as selection counts them) */
+  int user_op;          /* reduction op as called, -1 for none (signature check at the flush) */
+  uint64_t dchk_seq;    /* TPU_DIST_CHECK: the sequence number reserved for the real plan */
+  struct tdOp *members; /* fused host: the operations it carries, linked through next */
+  void *pack;           /* fused host: packed INPUT and OUTPUT; agreement: the words */
+  size_t pack_cap;
   /* point to point */
   tdXfer p2p;
   /* TD_OP_SMALL: slot sequence, ranks written to / read from (bit per rank), own input */
@@ -149,6 +160,15 @@ typedef struct tdExec {
   uint32_t *ord_send, *ord_recv; /* nranks counters used while binding (tdOrdCount) */
   struct tdFlight *flight;       /* flight recorder (exec_flight.c) */
   int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores) */
+  /* defer mode: operations issued but not started (deferred == 1), in issue order; an agreement
+   * on how many of them to start is in flight (dagree); the policy's hooks, called with the lock
+   * held: on_timer when clockNowNs() passes timer_ns (0: none), on_settle when an operation with
+   * members ends (it completes the members) */
+  tdOp *dhead, *dtail;
+  int dagree;
+  uint64_t timer_ns;
+  void (*on_timer)(struct tdExec *ex);
+  void (*on_settle)(tdOp *host);
 } tdExec;
 
 /* Sets up ex for net (lock, ordinals, flight recorder, progress thread when configured); net's
@@ -161,11 +181,18 @@ void execFree(tdExec *ex);
 
 /* An operation object from the free list (fields reset), or NULL. */
 tdOp *execOpAlloc(tdExec *ex);
+/* As execOpAlloc with the lock held. */
+tdOp *execOpAllocLocked(tdExec *ex);
 /* Returns op to the free list (or keeps it aside while transfers still reference it). */
 void execOpRelease(tdOp *op);
 /* Queues ops (one batch, in order). The progress thread is woken unless the caller is about to
  * wait for them (will_wait): then the caller progresses them inline, with no hand-off. */
 void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait);
+/* As execEnqueue with the lock held (the progress thread is woken if nobody waits). */
+void execEnqueueLocked(tdExec *ex, tdOp **ops, int n, int will_wait);
+/* Waits (bounded, progressing) until no operation is deferred and no agreement is in flight;
+ * returns the error that broke the executor, if any. Lock held. */
+tpudistResult_t execWaitDeferredLocked(tdExec *ex);
 /* Completes op (bounded), progressing inline; returns its result. op is not released. */
 tpudistResult_t execWait(tdOp *op);
 /* One progress pass; *done = op->done. */
@@ -181,6 +208,8 @@ tpudistResult_t execAsyncError(tdExec *ex);
 /* Marks the executor broken with res and msg (recorded, logged with the flight record once) and
  * fails every queued operation. Lock held. */
 void execFailLocked(tdExec *ex, tpudistResult_t res, const char *msg);
+/* Fails every queued and deferred operation with res (members of fused hosts included). */
+void execFailAllLocked(tdExec *ex, tpudistResult_t res);
 /* One progress pass over the transports and the active batch; returns non-zero if anything
  * moved. Caller holds the lock. */
 int execProgressLocked(tdExec *ex);
