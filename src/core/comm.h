@@ -66,6 +66,7 @@ typedef struct tdComm {
   int fifo_kind[16], nfifo;            /* ... and what asked for it (tdDeferTrigger) */
   tdOp **defer_batch, **defer_taken;  /* scratch lists: what a flush queues, what it took */
   size_t defer_batch_cap, defer_taken_cap;
+  uint64_t stat_agreements, stat_hosts, stat_fused; /* flushes, fused hosts, operations they carried */
 } tdComm;
 
 struct tpudistComm {

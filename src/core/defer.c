@@ -140,6 +140,7 @@ static void agreeStart(tdComm *c) {
   e->bufs[TD_BUF_OUTPUT] = (char *)(w + TD_AGREE_WORDS);
   e->phase = agreeDone;
   ex->dagree = 1;
+  c->stat_agreements++;
   execEnqueueLocked(ex, &e, 1, 0);
 }
 
@@ -322,6 +323,8 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out) {
     return tpudistNoMemory;
   }
   if (h->kind == TD_OP_SMALL) execSmallInit(h);
+  c->stat_hosts++;
+  for (tdOp *m = first; m; m = m->next) c->stat_fused++;
   *out = h;
   return tpudistSuccess;
 }
