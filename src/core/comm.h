@@ -58,15 +58,16 @@ typedef struct tdComm {
   volatile int in_calls;
   int destroyed;
   /* defer mode (defer.c; the deferred list is the executor's, all of it under exec.lock) */
-  const tdSched *ag8; /* the 8-word all-gather plan: agreements and TPU_DIST_CHECK signatures */
-  uint64_t defer_next;                 /* dseq of the next deferred operation */
-  uint64_t win_ops, win_bytes;         /* deferred since the last flush point of the caller */
-  uint64_t agree_no;                   /* agreements started */
-  uint64_t fifo_target[16];            /* flush requests not yet agreed: last dseq to run ... */
-  int fifo_kind[16], nfifo;            /* ... and what asked for it (tdDeferTrigger) */
-  tdOp **defer_batch, **defer_taken;  /* scratch lists: what a flush queues, what it took */
+  const tdSched *ag8;  /* the 8-word all-gather plan: agreements and TPU_DIST_CHECK signatures */
+  uint64_t defer_next; /* dseq of the next deferred operation */
+  uint64_t win_ops, win_bytes;       /* deferred since the last flush point of the caller */
+  uint64_t agree_no;                 /* agreements started */
+  uint64_t fifo_target[16];          /* flush requests not yet agreed: last dseq to run ... */
+  int fifo_kind[16], nfifo;          /* ... and what asked for it (tdDeferTrigger) */
+  tdOp **defer_batch, **defer_taken; /* scratch lists: what a flush queues, what it took */
   size_t defer_batch_cap, defer_taken_cap;
-  uint64_t stat_agreements, stat_hosts, stat_fused; /* flushes, fused hosts, operations they carried */
+  uint64_t stat_agreements, stat_hosts,
+      stat_fused; /* flushes, fused hosts, operations they carried */
 } tdComm;
 
 struct tpudistComm {

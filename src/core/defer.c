@@ -45,7 +45,7 @@
 static const tdSched emptySched; /* an agreement's plan after the exchange: nothing */
 
 static const char *triggerName(int k) {
-  static const char *names[] = {"?",         "wait",    "test",      "call",  "GroupEnd",
+  static const char *names[] = {"?",         "wait",       "test",    "call", "GroupEnd",
                                 "ops limit", "byte limit", "destroy", "timer"};
   return k > 0 && k <= TD_FLUSH_TIMER ? names[k] : names[0];
 }
@@ -60,10 +60,14 @@ int deferApplies(const tdComm *c, tdColl coll, const tpudistRequest_t *req) {
 static uint64_t opBlocks(const tdOp *op, int in) {
   int n = op->net->nranks;
   switch (op->coll) {
-    case TD_COLL_ALLGATHER: return in ? 1 : (uint64_t)n;
-    case TD_COLL_REDUCESCATTER: return in ? (uint64_t)n : 1;
-    case TD_COLL_ALLTOALL: return (uint64_t)n;
-    default: return 1;
+    case TD_COLL_ALLGATHER:
+      return in ? 1 : (uint64_t)n;
+    case TD_COLL_REDUCESCATTER:
+      return in ? (uint64_t)n : 1;
+    case TD_COLL_ALLTOALL:
+      return (uint64_t)n;
+    default:
+      return 1;
   }
 }
 
@@ -130,6 +134,7 @@ static void agreeStart(tdComm *c) {
   e->kind = TD_OP_COLL;
   e->coll = TD_COLL_ALLGATHER;
   e->internal = 1;
+  e->label = "defer flush";
   e->sched = c->ag8;
   e->algo = c->ag8->algo;
   e->seq = TD_AGREE_SEQ + c->agree_no++;
@@ -163,8 +168,7 @@ static void trigger(tdComm *c, tdDeferTrigger why) {
 /* The same message on every rank: each rank's target and trigger. */
 static tpudistResult_t divergence(const tdComm *c, const uint64_t *all, char *err) {
   char msg[TD_ERRLEN];
-  size_t u = (size_t)snprintf(msg, sizeof(msg),
-                              "defer: flush points diverge at deferred operation %llu:",
+  size_t u = (size_t)snprintf(msg, sizeof(msg), "flush points diverge at deferred operation %llu:",
                               (unsigned long long)all[1]);
   for (int r = 0; r < c->net.nranks && u < sizeof(msg); r++) {
     const uint64_t *w = all + (size_t)r * TD_AGREE_WORDS;
@@ -187,7 +191,7 @@ static tpudistResult_t agreeDone(tdOp *e, char *err) {
     const uint64_t *w = all + (size_t)r * TD_AGREE_WORDS;
     if (w[0] != TD_AGREE_MAGIC || w[1] != mine[1] || w[5] != mine[5])
       return tdErr(err, tpudistInvalidUsage,
-                   "defer: rank %d is not at the same flush (deferred operation %llu, flush %llu; "
+                   "rank %d is not at the same flush (deferred operation %llu, flush %llu; "
                    "this rank: %llu, %llu); do all ranks use TPU_DIST_MODE=defer?",
                    r, (unsigned long long)w[1], (unsigned long long)w[5],
                    (unsigned long long)mine[1], (unsigned long long)mine[5]);
@@ -205,8 +209,8 @@ static tpudistResult_t agreeDone(tdOp *e, char *err) {
   memmove(c->fifo_target, c->fifo_target + k, sizeof(uint64_t) * (size_t)(c->nfifo - k));
   memmove(c->fifo_kind, c->fifo_kind + k, sizeof(int) * (size_t)(c->nfifo - k));
   c->nfifo -= k;
-  ex->timer_ns = ex->dhead && c->net.cfg->defer_us ? clockNowNs() + 1000ull * c->net.cfg->defer_us
-                                                   : 0;
+  ex->timer_ns =
+      ex->dhead && c->net.cfg->defer_us ? clockNowNs() + 1000ull * c->net.cfg->defer_us : 0;
   agreeStart(c);
   return tpudistSuccess;
 }
@@ -219,11 +223,14 @@ static int fusable(const tdComm *c, const tdOp *op) {
   if (op->dbytes > (uint64_t)c->net.cfg->defer_fuse_bytes) return 0;
   if (op->kind == TD_OP_SMALL) return 1; /* slots: reduced in rank order, copied otherwise */
   switch (op->coll) {
-    case TD_COLL_ALLREDUCE: return !strcmp(op->sched->algo, "recdbl");
+    case TD_COLL_ALLREDUCE:
+      return !strcmp(op->sched->algo, "recdbl");
     case TD_COLL_BROADCAST:
     case TD_COLL_ALLGATHER:
-    case TD_COLL_ALLTOALL: return 1;
-    default: return 0;
+    case TD_COLL_ALLTOALL:
+      return 1;
+    default:
+      return 0;
   }
 }
 

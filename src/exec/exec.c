@@ -45,6 +45,7 @@ tdOp *execOpAllocLocked(tdExec *ex) {
   op->nxfers = 0;
   op->inflight = 0;
   op->deferred = op->internal = 0;
+  op->label = NULL;
   op->user_op = -1;
   op->members = NULL;
   memset(op->bufs, 0, sizeof(op->bufs));
@@ -58,7 +59,8 @@ tdOp *execOpAlloc(tdExec *ex) {
   return op;
 }
 
-/* Back to the free list, unless transfers of a failed operation may still reference it. Lock held. */
+/* Back to the free list, unless transfers of a failed operation may still reference it. Lock held.
+ */
 static void releaseLocked(tdOp *op) {
   tdExec *p = op->ex;
   if (op->owns_sched) schedFree(&op->own_sched);
@@ -250,7 +252,10 @@ static int batchProgress(tdExec *ex) {
     if (r == tpudistSuccess) r = opProgress(op, &progressed, err);
     if (r != tpudistSuccess) {
       char msg[TD_ERRLEN + 64];
-      snprintf(msg, sizeof(msg), "%s seq %llu: %s", opName(op), (unsigned long long)op->seq, err);
+      if (op->label)
+        snprintf(msg, sizeof(msg), "%s: %s", op->label, err);
+      else
+        snprintf(msg, sizeof(msg), "%s seq %llu: %s", opName(op), (unsigned long long)op->seq, err);
       execFailLocked(ex, r, msg);
       return 1;
     }
@@ -282,9 +287,13 @@ static void timeoutFail(tdExec *ex, uint64_t idle_ns) {
     execSmallDescribe(op, what, sizeof(what));
   else
     snprintf(what, sizeof(what), "waiting for rank %d", op->p2p.peer);
-  char msg[TD_ERRLEN + 512];
-  snprintf(msg, sizeof(msg), "%s seq %llu timed out after %llu ms without progress: %s", opName(op),
-           (unsigned long long)op->seq, (unsigned long long)(idle_ns / 1000000), what);
+  char msg[TD_ERRLEN + 512], name[64];
+  if (op->label)
+    snprintf(name, sizeof(name), "%s", op->label);
+  else
+    snprintf(name, sizeof(name), "%s seq %llu", opName(op), (unsigned long long)op->seq);
+  snprintf(msg, sizeof(msg), "%s timed out after %llu ms without progress: %s", name,
+           (unsigned long long)(idle_ns / 1000000), what);
   /* the whole description in the log; the recorded error keeps what fits (not logged again) */
   TD_ERROR(TD_SUBSYS_EXEC, "%s rank %d: %s", comm->name, comm->rank, msg);
   errNote(&comm->err, "%.*s", TD_ERRLEN - 1, msg);

@@ -123,6 +123,7 @@ typedef struct tdOp {
    * 2 = taken from it (running, alone or carried by a fused host) until done */
   int deferred;
   int internal;         /* issued by the library (agreement, fused host): freed when it ends */
+  const char *label;    /* names it in errors instead of collective and sequence (or NULL) */
   uint64_t dseq;        /* position among the communicator's deferred operations */
   uint64_t dbytes;      /* bytes of the call (as selection counts them) */
   int user_op;          /* reduction op as called, -1 for none (signature check at the flush) */

@@ -214,7 +214,8 @@ static int cfgSubsys(const tdConfigVar *v, const char *text, void *dst, char *er
 /* TPU_DIST_MODE: the names of include/tpu_dist.h's TPUDIST_MODE_* values. */
 static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err) {
   int m = configModeParse(text);
-  if (m < 0) return snprintf(err, TD_ERRLEN, "%s=%s: not strict, debug or defer", v->name, text), -1;
+  if (m < 0)
+    return snprintf(err, TD_ERRLEN, "%s=%s: not strict, debug or defer", v->name, text), -1;
   *(int *)dst = m;
   return 0;
 }

@@ -4,7 +4,7 @@
 #   exact     2, 3 and 4 ranks: every collective, datatype and op bit-identical to strict,
 #             mixed queues, in place, zero counts, a dependent pair, groups, splits, the timer
 #   diverge   3 ranks, TPU_DIST_CHECK=1: different flush points are reported on every rank
-#   abort     2 ranks: CommAbort fails every deferred request within 100 ms
+#   abort     2 ranks: CommAbort releases a wait on deferred requests within 100 ms
 #   dead      3 ranks: a rank dies; every deferred request of the others fails within the timeout
 set -uo pipefail
 cd "$(dirname "$0")/../.."
