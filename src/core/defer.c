@@ -42,8 +42,6 @@
 #define TD_AGREE_SEQ (1ull << 62) /* agreements' sequence numbers, above every collective's */
 #define TD_FUSE_KEYS 8            /* fused hosts open at once in one flush */
 
-static const tdSched emptySched; /* an agreement's plan after the exchange: nothing */
-
 static const char *triggerName(int k) {
   static const char *names[] = {"?",         "wait",       "test",    "call", "GroupEnd",
                                 "ops limit", "byte limit", "destroy", "timer"};
@@ -97,8 +95,6 @@ static uint64_t proposal(tdExec *ex, uint64_t target) {
 
 /* ---- agreement --------------------------------------------------------------------------- */
 
-static tpudistResult_t agreeDone(tdOp *e, char *err);
-
 static tpudistResult_t growPack(tdOp *op, size_t bytes) {
   if (bytes <= op->pack_cap) return tpudistSuccess;
   void *p = NULL;
@@ -134,6 +130,7 @@ static void agreeStart(tdComm *c) {
   e->kind = TD_OP_COLL;
   e->coll = TD_COLL_ALLGATHER;
   e->internal = 1;
+  e->settle = 1; /* deferSettle: the agreed operations start when it ends */
   e->label = "defer flush";
   e->sched = c->ag8;
   e->algo = c->ag8->algo;
@@ -143,7 +140,8 @@ static void agreeStart(tdComm *c) {
   e->dtype = tpudistUint64;
   e->bufs[TD_BUF_INPUT] = (char *)w;
   e->bufs[TD_BUF_OUTPUT] = (char *)(w + TD_AGREE_WORDS);
-  e->phase = agreeDone;
+  if (!c->check && execSmallEligible(ex, TD_COLL_ALLGATHER, 8 * TD_AGREE_WORDS * n))
+    execSmallInit(e); /* under the check, the plan: its end means every peer has our words */
   ex->dagree = 1;
   c->stat_agreements++;
   execEnqueueLocked(ex, &e, 1, 0);
@@ -180,10 +178,12 @@ static tpudistResult_t divergence(const tdComm *c, const uint64_t *all, char *er
 
 static tpudistResult_t startAgreed(tdComm *c, uint64_t last, char *err);
 
-/* Phase callback of an agreement: every rank starts the same prefix of its deferred operations. */
-static tpudistResult_t agreeDone(tdOp *e, char *err) {
+/* An agreement has ended: every rank starts the same prefix of its deferred operations. */
+static tpudistResult_t agreeEnded(tdOp *e, char *err) {
   tdComm *c = commOfOp(e);
   tdExec *ex = &c->exec;
+  ex->dagree = 0;
+  if (e->result != tpudistSuccess) return tpudistSuccess; /* the executor fails everything */
   const uint64_t *mine = e->pack, *all = mine + TD_AGREE_WORDS;
   uint64_t last = mine[4];
   int timer = 0, same = 1;
@@ -200,9 +200,6 @@ static tpudistResult_t agreeDone(tdOp *e, char *err) {
     same &= w[2] == mine[2];
   }
   if (c->check && !timer && !same) return divergence(c, all, err);
-  e->sched = &emptySched;
-  e->phase = NULL;
-  ex->dagree = 0;
   TD_CHECK(startAgreed(c, last, err));
   int k = 0;
   while (k < c->nfifo && c->fifo_target[k] <= last) k++;
@@ -280,9 +277,9 @@ static tpudistResult_t hostPack(tdComm *c, tdOp *h) {
   return tpudistSuccess;
 }
 
-/* A fused host's end (executor hook, lock held): results back into each member, then each
- * member completes with the host's result. */
-static void deferSettle(tdOp *h) {
+/* A fused host's end: results back into each member, then each member completes with the host's
+ * result. */
+static void hostSettle(tdOp *h) {
   if (h->result == tpudistSuccess) {
     if (h->user_op == tpudistAvg && h->coll == TD_COLL_ALLREDUCE)
       kernelFinishAvg(h->bufs[TD_BUF_OUTPUT], h->n, h->dtype, h->net->nranks);
@@ -320,6 +317,7 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out) {
   h->user_op = first->user_op;
   h->root = first->root;
   h->internal = 1;
+  h->settle = 1; /* deferSettle: completes the members */
   h->members = first;
   h->n = 0;
   for (tdOp *m = first; m; m = m->next) h->n += m->n;
@@ -426,6 +424,13 @@ static tpudistResult_t startAgreed(tdComm *c, uint64_t last, char *err) {
 
 /* ---- the calls ------------------------------------------------------------------------------ */
 
+/* The executor's hook when a host or an agreement ends (lock held). */
+static tpudistResult_t deferSettle(tdOp *op, char *err) {
+  if (!op->members) return agreeEnded(op, err);
+  hostSettle(op);
+  return tpudistSuccess;
+}
+
 static void deferOnTimer(tdExec *ex) {
   trigger(commOfExec(ex), TD_FLUSH_TIMER);
 }
@@ -469,8 +474,11 @@ void deferAdd(tdComm *c, tdOp *op, uint64_t bytes) {
     ex->dhead = op;
   ex->dtail = op;
   if (!ex->timer_ns && cfg->defer_us) {
-    ex->timer_ns = clockNowNs() + 1000ull * (uint64_t)cfg->defer_us;
-    pthread_cond_signal(&ex->cond); /* the progress thread sleeps until the timer */
+    uint64_t now = clockNowNs();
+    ex->timer_ns = now + 1000ull * (uint64_t)cfg->defer_us;
+    ex->poll_ns = 1000ull * (uint64_t)cfg->defer_us;
+    ex->poll_until_ns = now + 1000000000ull; /* the progress thread polls for a second */
+    if (ex->sleeping) pthread_cond_signal(&ex->cond);
   }
   c->win_ops++;
   c->win_bytes += bytes;

@@ -46,6 +46,7 @@ tdOp *execOpAllocLocked(tdExec *ex) {
   op->inflight = 0;
   op->deferred = op->internal = 0;
   op->label = NULL;
+  op->settle = 0;
   op->user_op = -1;
   op->members = NULL;
   memset(op->bufs, 0, sizeof(op->bufs));
@@ -131,9 +132,10 @@ static void opFinish(tdOp *op, tpudistResult_t res) {
 
 /* An operation has left the queue done: a fused host completes its members, and what the library
  * issued itself goes back to the free list. Lock held; op->next is not read afterwards. */
-static void opEnded(tdExec *ex, tdOp *op) {
-  if (op->members && ex->on_settle) ex->on_settle(op);
+static tpudistResult_t opEnded(tdExec *ex, tdOp *op, char *err) {
+  tpudistResult_t r = op->settle && ex->on_settle ? ex->on_settle(op, err) : tpudistSuccess;
   if (op->internal) releaseLocked(op);
+  return r;
 }
 
 void execFailAllLocked(tdExec *ex, tpudistResult_t res) {
@@ -143,7 +145,7 @@ void execFailAllLocked(tdExec *ex, tpudistResult_t res) {
     tdOp *next = op->next;
     op->queued = 0;
     if (!op->done) opFinish(op, res);
-    opEnded(ex, op);
+    opEnded(ex, op, NULL);
     op = next;
   }
   for (op = ex->dhead; op; op = op->next) {
@@ -181,7 +183,7 @@ void execEnqueueLocked(tdExec *ex, tdOp **ops, int n, int will_wait) {
     flightRecord(ex, op);
     if (p->broken || comm->aborted) {
       opFinish(op, comm->aborted ? tpudistAborted : p->async_error);
-      opEnded(ex, op);
+      opEnded(ex, op, NULL);
       continue;
     }
     op->queued = 1;
@@ -267,7 +269,13 @@ static int batchProgress(tdExec *ex) {
       else
         p->head = next;
       if (p->tail == op) p->tail = prev;
-      opEnded(ex, op);
+      const char *label = op->label;
+      if ((r = opEnded(ex, op, err)) != tpudistSuccess) {
+        char msg[TD_ERRLEN + 64];
+        snprintf(msg, sizeof(msg), "%s: %s", label ? label : opName(op), err);
+        execFailLocked(ex, r, msg);
+        return 1;
+      }
       progressed = 1;
     } else {
       prev = op;

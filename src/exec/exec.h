@@ -124,6 +124,7 @@ typedef struct tdOp {
   int deferred;
   int internal;         /* issued by the library (agreement, fused host): freed when it ends */
   const char *label;    /* names it in errors instead of collective and sequence (or NULL) */
+  int settle;           /* the executor calls its on_settle hook when the operation ends */
   uint64_t dseq;        /* position among the communicator's deferred operations */
   uint64_t dbytes;      /* bytes of the call (as selection counts them) */
   int user_op;          /* reduction op as called, -1 for none (signature check at the flush) */
@@ -164,12 +165,17 @@ typedef struct tdExec {
   /* defer mode: operations issued but not started (deferred == 1), in issue order; an agreement
    * on how many of them to start is in flight (dagree); the policy's hooks, called with the lock
    * held: on_timer when clockNowNs() passes timer_ns (0: none), on_settle when an operation with
-   * members ends (it completes the members) */
+   * settle set has left the queue, done or failed (a fused host completes its members; an
+   * agreement starts what was agreed); an error it returns breaks the executor */
   tdOp *dhead, *dtail;
   int dagree;
   uint64_t timer_ns;
+  /* the idle progress thread polls every poll_ns until poll_until_ns (defer mode sets both);
+   * sleeping: it sleeps until signalled */
+  uint64_t poll_ns, poll_until_ns;
+  int sleeping;
   void (*on_timer)(struct tdExec *ex);
-  void (*on_settle)(tdOp *host);
+  tpudistResult_t (*on_settle)(tdOp *op, char *err);
 } tdExec;
 
 /* Sets up ex for net (lock, ordinals, flight recorder, progress thread when configured); net's

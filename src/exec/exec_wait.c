@@ -15,15 +15,36 @@
 #include "exec.h"
 #include "rt_log.h"
 
-/* Sleeps until signalled or until the defer timer is due. Lock held. */
-static void timedWait(tdExec *p) {
-  uint64_t now = clockNowNs(), left = p->timer_ns > now ? p->timer_ns - now : 0;
+/* Sleeps until signalled or until clockNowNs() reaches until. Lock held. */
+static void timedWait(tdExec *p, uint64_t until) {
+  uint64_t now = clockNowNs(), left = until > now ? until - now : 0;
   struct timespec ts;
   clock_gettime(CLOCK_REALTIME, &ts);
   uint64_t ns = (uint64_t)ts.tv_nsec + left;
   ts.tv_sec += (time_t)(ns / 1000000000ull);
   ts.tv_nsec = (long)(ns % 1000000000ull);
   pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+}
+
+/* The idle progress thread. In defer mode, while operations were deferred in the last second, it
+ * wakes by itself: at the timer, or every poll_ns to see one armed (operations are deferred
+ * without waking it: a wake-up per operation would cost more than the deferral saves). Lock held.
+ */
+static void idleWait(tdExec *p) {
+  tdNet *comm = p->net;
+  uint64_t now = clockNowNs();
+  int live = !p->broken && !comm->aborted;
+  if (live && p->timer_ns && p->waiters == 0 && now >= p->timer_ns) {
+    execProgressLocked(p); /* the timer's flush */
+    return;
+  }
+  if (live && p->poll_ns && now < p->poll_until_ns) {
+    timedWait(p, p->timer_ns && p->timer_ns < now + p->poll_ns ? p->timer_ns : now + p->poll_ns);
+    return;
+  }
+  p->sleeping = 1;
+  pthread_cond_wait(&p->cond, &p->lock);
+  p->sleeping = 0;
 }
 
 static void *progressMain(void *arg) {
@@ -34,15 +55,7 @@ static void *progressMain(void *arg) {
   pthread_mutex_lock(&p->lock);
   while (!p->stop) {
     if (!p->head || p->waiters > 0 || p->broken || comm->aborted) {
-      int idle_timer = p->timer_ns && p->waiters == 0 && !p->broken && !comm->aborted;
-      if (idle_timer && clockNowNs() >= p->timer_ns) { /* defer mode: the timer's flush */
-        execProgressLocked(p);
-        continue;
-      }
-      if (idle_timer)
-        timedWait(p);
-      else
-        pthread_cond_wait(&p->cond, &p->lock);
+      idleWait(p);
       backoffInit(&bo, p->spin_us);
       continue;
     }
