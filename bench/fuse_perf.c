@@ -3,9 +3,9 @@
  * non-blocking collectives of S bytes each, then a wait for all of them, on three communicators of
  * the same ranks in strict, defer and debug mode. The modes take turns within every iteration, so
  * a machine shared with other work slows them alike. Prints, per mode, the median time per
- * operation, the ratio to strict (strict time / mode time: above 1 is faster), and the executor's
- * scratch memory afterwards (step state, transfers, scratch and fused buffers: their peak, since
- * they are kept for reuse). Results are checked exactly after the last iteration.
+ * operation, the ratio to strict (strict time / mode time: above 1 is faster), and the library's
+ * scratch memory afterwards (operation objects, step state, transfers, scratch and the fused
+ * hosts' buffers: their peak, since they are kept for reuse). Results are checked exactly after the last iteration.
  *
  *   mpirun -np 2 bench/fuse_perf [-k K] [-b BYTES] [-c allreduce|allgather|broadcast]
  *                                [-i ITERS] [-w WARMUP] [-m strict,defer,debug]
@@ -122,6 +122,7 @@ static size_t scratchBytes(tpudistComm_t comm) {
   for (tdOp *op = ex->all_ops; op; op = op->all_next)
     b += op->scratch_cap + op->pack_cap + op->rt_cap * sizeof(tdStepRt) +
          op->xfer_cap * sizeof(tdXfer) + sizeof(tdOp);
+  for (size_t i = 0; i < comm->c.npacks; i++) b += comm->c.packs[i].cap; /* fused hosts' */
   pthread_mutex_unlock(&ex->lock);
   return b;
 }

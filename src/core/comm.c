@@ -94,6 +94,8 @@ static void commFree(tdComm *c) {
   if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
   free(c->defer_batch);
   free(c->defer_taken);
+  for (size_t i = 0; i < c->npacks; i++) free(c->packs[i].buf);
+  free(c->packs);
   free(c);
 }
 

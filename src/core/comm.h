@@ -33,6 +33,13 @@ typedef struct {
   const char *algo;
 } tdSchedMemo;
 
+/* A buffer of the defer-mode pool (defer.c): fused hosts borrow one while they run. */
+typedef struct {
+  void *buf;
+  size_t cap;
+  int used;
+} tdPackBuf;
+
 typedef struct tdComm {
   tdNet net;   /* what the transports and the executor see */
   tdExec exec; /* the executor */
@@ -66,8 +73,10 @@ typedef struct tdComm {
   int fifo_kind[16], nfifo;          /* ... and what asked for it (tdDeferTrigger) */
   tdOp **defer_batch, **defer_taken; /* scratch lists: what a flush queues, what it took */
   size_t defer_batch_cap, defer_taken_cap;
-  uint64_t stat_agreements, stat_hosts,
-      stat_fused; /* flushes, fused hosts, operations they carried */
+  tdPackBuf *packs; /* fused hosts' buffers: as many as were ever in use at once */
+  size_t npacks, packs_cap;
+  /* counters: agreements (flushes), fused hosts, operations they carried */
+  uint64_t stat_agreements, stat_hosts, stat_fused;
 } tdComm;
 
 struct tpudistComm {

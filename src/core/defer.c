@@ -236,9 +236,39 @@ static int sameKey(const tdOp *a, const tdOp *b) {
          a->user_op == b->user_op && a->root == b->root && a->sched == b->sched;
 }
 
-/* Where a host's INPUT starts: in place, inside OUTPUT where the plan expects it. */
-static char *hostIn(const tdOp *h) {
-  if (h->kind != TD_OP_COLL || !h->sched->inplace) return h->pack;
+/* A pool buffer of at least bytes (the smallest free one that fits, else one grown or added);
+ * *slot names it. */
+static void *poolTake(tdComm *c, size_t bytes, int *slot) {
+  long best = -1;
+  for (size_t i = 0; i < c->npacks; i++)
+    if (!c->packs[i].used && c->packs[i].cap >= bytes &&
+        (best < 0 || c->packs[i].cap < c->packs[best].cap))
+      best = (long)i;
+  for (size_t i = 0; best < 0 && i < c->npacks; i++)
+    if (!c->packs[i].used) best = (long)i;
+  if (best < 0) {
+    if (tdGrow(&c->packs, &c->packs_cap, c->npacks + 1, sizeof(tdPackBuf), 4)) return NULL;
+    best = (long)c->npacks++;
+    c->packs[best] = (tdPackBuf){NULL, 0, 0};
+  }
+  tdPackBuf *b = &c->packs[best];
+  if (b->cap < bytes) {
+    void *p = NULL;
+    size_t cap = bytes + bytes / 4;
+    if (posix_memalign(&p, 64, cap) != 0) return NULL;
+    memset(p, 0, cap); /* touched once, reused by later flushes */
+    free(b->buf);
+    b->buf = p;
+    b->cap = cap;
+  }
+  b->used = 1;
+  *slot = (int)best;
+  return b->buf;
+}
+
+/* Where a host's INPUT starts in its buffer: in place, inside OUTPUT where the plan expects it. */
+static char *hostIn(const tdOp *h, char *base) {
+  if (h->kind != TD_OP_COLL || !h->sched->inplace) return base;
   size_t own = h->coll == TD_COLL_ALLGATHER ? (size_t)h->net->rank * h->n * h->esize : 0;
   return h->bufs[TD_BUF_OUTPUT] + own;
 }
@@ -247,7 +277,7 @@ static char *hostIn(const tdOp *h) {
  * m->n at off elements into each host block): in = 1 packs m's INPUT, 0 unpacks into its OUTPUT. */
 static void copyMember(const tdOp *h, tdOp *m, uint64_t off, int in) {
   size_t es = h->esize, mb = m->n * es;
-  char *base = in ? hostIn(h) : h->bufs[TD_BUF_OUTPUT];
+  char *base = h->bufs[in ? TD_BUF_INPUT : TD_BUF_OUTPUT];
   char *mine = m->bufs[in ? TD_BUF_INPUT : TD_BUF_OUTPUT];
   if (!mb || !mine) return;
   uint64_t nb = opBlocks(h, in);
@@ -265,9 +295,10 @@ static tpudistResult_t hostPack(tdComm *c, tdOp *h) {
   size_t es = h->esize;
   size_t inb = h->n * es * opBlocks(h, 1), outb = h->n * es * opBlocks(h, 0);
   inb = (inb + 63) & ~(size_t)63;
-  if (growPack(h, inb + outb + 64) != tpudistSuccess) return tpudistNoMemory;
-  h->bufs[TD_BUF_OUTPUT] = (char *)h->pack + inb;
-  h->bufs[TD_BUF_INPUT] = hostIn(h);
+  char *base = poolTake(c, inb + outb + 64, &h->pool_slot);
+  if (!base) return tpudistNoMemory;
+  h->bufs[TD_BUF_OUTPUT] = base + inb;
+  h->bufs[TD_BUF_INPUT] = hostIn(h, base);
   int root_only = h->coll == TD_COLL_BROADCAST && h->root != c->net.rank;
   uint64_t off = 0;
   for (tdOp *m = h->members; m; m = m->next) {
@@ -279,7 +310,7 @@ static tpudistResult_t hostPack(tdComm *c, tdOp *h) {
 
 /* A fused host's end: results back into each member, then each member completes with the host's
  * result. */
-static void hostSettle(tdOp *h) {
+static void hostSettle(tdComm *c, tdOp *h) {
   if (h->result == tpudistSuccess) {
     if (h->user_op == tpudistAvg && h->coll == TD_COLL_ALLREDUCE)
       kernelFinishAvg(h->bufs[TD_BUF_OUTPUT], h->n, h->dtype, h->net->nranks);
@@ -289,6 +320,7 @@ static void hostSettle(tdOp *h) {
       off += m->n;
     }
   }
+  c->packs[h->pool_slot].used = 0;
   tdOp *m = h->members;
   h->members = NULL;
   while (m) {
@@ -354,7 +386,12 @@ static tpudistResult_t fuseFlushKey(tdComm *c, tdOp *first, int *n, char *err) {
   tdOp *op = first;
   if (first->next && hostMake(c, first, &op) != tpudistSuccess)
     return tdErr(err, tpudistNoMemory, "defer: out of memory for a fused operation");
-  return batchAdd(c, op, n, err);
+  tpudistResult_t r = batchAdd(c, op, n, err);
+  if (r != tpudistSuccess && op != first) { /* never queued: its members fail, its buffer returns */
+    op->result = r;
+    hostSettle(c, op);
+  }
+  return r;
 }
 
 /* Groups the taken operations (list in issue order) into hosts and single operations. */
@@ -427,7 +464,7 @@ static tpudistResult_t startAgreed(tdComm *c, uint64_t last, char *err) {
 /* The executor's hook when a host or an agreement ends (lock held). */
 static tpudistResult_t deferSettle(tdOp *op, char *err) {
   if (!op->members) return agreeEnded(op, err);
-  hostSettle(op);
+  hostSettle(commOfOp(op), op);
   return tpudistSuccess;
 }
 

@@ -130,8 +130,9 @@ typedef struct tdOp {
   int user_op;          /* reduction op as called, -1 for none (signature check at the flush) */
   uint64_t dchk_seq;    /* TPU_DIST_CHECK: the sequence number reserved for the real plan */
   struct tdOp *members; /* fused host: the operations it carries, linked through next */
-  void *pack;           /* fused host: packed INPUT and OUTPUT; agreement: the words */
+  void *pack;           /* agreement: the words (a fused host's buffer is the pool's) */
   size_t pack_cap;
+  int pool_slot; /* fused host: its buffer's slot in the communicator's pool */
   /* point to point */
   tdXfer p2p;
   /* TD_OP_SMALL: slot sequence, ranks written to / read from (bit per rank), own input */
