@@ -5,10 +5,12 @@
  * a machine shared with other work slows them alike. Prints, per mode, the median time per
  * operation, the ratio to strict (strict time / mode time: above 1 is faster), and the library's
  * scratch memory afterwards (operation objects, step state, transfers, scratch and the fused
- * hosts' buffers: their peak, since they are kept for reuse). Results are checked exactly after the last iteration.
+ * hosts' buffers: their peak, since they are kept for reuse). Results are checked exactly after the
+ * last iteration.
  *
  *   mpirun -np 2 bench/fuse_perf [-k K] [-b BYTES] [-c allreduce|allgather|broadcast]
- *                                [-i ITERS] [-w WARMUP] [-m strict,defer,debug]
+ *                                [-i ITERS] [-w WARMUP] [-m strict,defer,debug] [-B]
+ *   (-B: blocking calls instead, one after the other: what debug mode's checks cost)
  */
 #include <mpi.h>
 #include <stdio.h>
@@ -21,7 +23,7 @@
 #define MAX_MODES 3
 
 typedef struct {
-  int k, iters, warmup;
+  int k, iters, warmup, blocking;
   size_t bytes;
   tdColl coll;
   int modes[MAX_MODES], nmodes;
@@ -36,9 +38,14 @@ static size_t parseBytes(const char *s) {
 }
 
 static int parse(int argc, char **argv, Opts *o) {
-  *o = (Opts){256, 20, 3, 4096, TD_COLL_ALLREDUCE, {0, 2, 1}, 3};
-  for (int i = 1; i + 1 < argc; i += 2) {
-    const char *f = argv[i], *v = argv[i + 1];
+  *o = (Opts){256, 20, 3, 0, 4096, TD_COLL_ALLREDUCE, {0, 2, 1}, 3};
+  for (int i = 1; i < argc; i += 2) {
+    const char *f = argv[i], *v = i + 1 < argc ? argv[i + 1] : "";
+    if (!strcmp(f, "-B")) { /* blocking calls: no request, no wait */
+      o->blocking = 1;
+      i--;
+      continue;
+    }
     if (!strcmp(f, "-k"))
       o->k = atoi(v);
     else if (!strcmp(f, "-b"))
@@ -78,19 +85,19 @@ static double once(const Opts *o, Run *r, size_t count, tpudistRequest_t *req) {
   double t0 = MPI_Wtime();
   for (int j = 0; j < o->k; j++) {
     tpudistResult_t res;
+    tpudistRequest_t *rq = o->blocking ? NULL : &req[j];
     if (o->coll == TD_COLL_ALLREDUCE)
-      res = tpudistAllReduce(r->in[j], r->out[j], count, tpudistFloat32, tpudistSum, r->comm,
-                             &req[j]);
+      res = tpudistAllReduce(r->in[j], r->out[j], count, tpudistFloat32, tpudistSum, r->comm, rq);
     else if (o->coll == TD_COLL_ALLGATHER)
-      res = tpudistAllGather(r->in[j], r->out[j], count, tpudistFloat32, r->comm, &req[j]);
+      res = tpudistAllGather(r->in[j], r->out[j], count, tpudistFloat32, r->comm, rq);
     else
-      res = tpudistBroadcast(r->in[j], r->out[j], count, tpudistFloat32, 0, r->comm, &req[j]);
+      res = tpudistBroadcast(r->in[j], r->out[j], count, tpudistFloat32, 0, r->comm, rq);
     if (res != tpudistSuccess) {
       fprintf(stderr, "call %d: %s\n", j, tpudistGetLastError(r->comm));
       MPI_Abort(MPI_COMM_WORLD, 1);
     }
   }
-  for (int j = 0; j < o->k; j++)
+  for (int j = 0; !o->blocking && j < o->k; j++)
     if (tpudistWait(req[j]) != tpudistSuccess) {
       fprintf(stderr, "wait %d: %s\n", j, tpudistGetLastError(r->comm));
       MPI_Abort(MPI_COMM_WORLD, 1);
@@ -142,7 +149,7 @@ int main(int argc, char **argv) {
     if (!rank)
       fprintf(stderr,
               "usage: fuse_perf [-k K] [-b BYTES] [-c allreduce|allgather|broadcast] "
-              "[-i ITERS] [-w WARMUP] [-m strict,defer,debug]\n");
+              "[-i ITERS] [-w WARMUP] [-m strict,defer,debug] [-B]\n");
     MPI_Finalize();
     return 2;
   }
@@ -181,10 +188,11 @@ int main(int argc, char **argv) {
   double strict_med = 0;
   if (!rank)
     printf(
-        "# fuse_perf: K=%d %s of %zu bytes (float32%s), %d ranks, %d iterations (median per "
+        "# fuse_perf: K=%d %s%s of %zu bytes (float32%s), %d ranks, %d iterations (median per "
         "op); modes take turns in each iteration\n# %-7s %12s %12s %10s %14s\n",
-        o.k, schedCollName(o.coll), o.bytes, o.coll == TD_COLL_ALLREDUCE ? " sum" : "", n, o.iters,
-        "mode", "us/op", "ms/K ops", "vs strict", "scratch bytes");
+        o.k, o.blocking ? "blocking " : "", schedCollName(o.coll), o.bytes,
+        o.coll == TD_COLL_ALLREDUCE ? " sum" : "", n, o.iters, "mode", "us/op", "ms/K ops",
+        "vs strict", "scratch bytes");
   for (int m = 0; m < o.nmodes; m++) {
     Run *r = &runs[m];
     long bad = check(&o, r, count, n), all_bad = 0;
