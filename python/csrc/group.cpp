@@ -2,6 +2,7 @@
 // the operation queue and its worker, coalesced batches, shutdown and abort.
 #include <c10/util/Exception.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -58,6 +59,22 @@ tpudistConfig_t configFor(std::chrono::milliseconds timeout) {
   return cfg;
 }
 
+// The group's execution mode: Options.mode, else TPU_DIST_MODE (what the C library reads).
+// Sets cfg.mode when the option names one; returns 1 for defer.
+int modeOf(const std::string &opt, tpudistConfig_t *cfg) {
+  const char *env = std::getenv("TPU_DIST_MODE");
+  std::string m = !opt.empty() ? opt : env ? env : "";
+  for (auto &ch : m) ch = (char)std::tolower((unsigned char)ch);
+  if (!opt.empty() && cfg) {
+    TORCH_CHECK(m == "strict" || m == "debug" || m == "defer",
+                "tpu_dist: Options.mode must be strict, debug or defer, not '", opt, "'");
+    cfg->mode = m == "defer"   ? TPUDIST_MODE_DEFER
+                : m == "debug" ? TPUDIST_MODE_DEBUG
+                               : TPUDIST_MODE_STRICT;
+  }
+  return m == "defer";
+}
+
 }  // namespace
 
 // ---- Work ----
@@ -85,7 +102,7 @@ bool WorkQueue::runIfHead(WorkTpuDist *w) {
   c10::intrusive_ptr<WorkTpuDist> head;
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (busy || q.empty() || q.front().get() != w) return false;
+    if (!runInline || busy || q.empty() || q.front().get() != w) return false;
     head = q.front();
     q.pop_front();
     busy = true;
@@ -149,6 +166,8 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store> &
   st.set = storeSet;
   st.get = storeGet;
   tpudistConfig_t cfg = configFor(timeout_);
+  defer_ = modeOf(options_->mode, &cfg);
+  queue_->runInline = !defer_;
   tpudistResult_t res = tpudistCommInitStore(&comm_, size, rank, &st, "tpu_dist", &cfg);
   TORCH_CHECK(res == tpudistSuccess, "tpu_dist: communicator init failed on rank ", rank, ": ",
               tpudistGetErrorString(res), ": ", tpudistGetLastError(nullptr));
@@ -161,6 +180,8 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(tpudistComm_t comm, int rank, int size,
       comm_(comm),
       options_(std::move(options)),
       timeout_(options_->timeout) {
+  defer_ = modeOf(options_->mode, nullptr);  // a split inherits its parent's mode in the library
+  queue_->runInline = !defer_;
   start();
 }
 
@@ -246,8 +267,61 @@ void ProcessGroupTpuDist::workerLoop() {
       wq.q.pop_front();
       wq.busy = true;
     }
-    w->execute();
+    if (defer_)
+      runDeferred(w);
+    else
+      w->execute();
     wq.done();
+  }
+}
+
+void ProcessGroupTpuDist::runDeferred(c10::intrusive_ptr<WorkTpuDist> first) {
+  std::vector<c10::intrusive_ptr<WorkTpuDist>> batch{first};
+  {
+    std::lock_guard<std::mutex> lock(queue_->mu);
+    for (; !queue_->q.empty(); queue_->q.pop_front()) batch.push_back(queue_->q.front());
+  }
+  struct Span {
+    size_t req0, req1, step0, step1;
+    std::exception_ptr err;
+  };
+  std::vector<Span> spans(batch.size());
+  std::vector<tpudistRequest_t> reqs;
+  std::vector<std::function<void()>> steps;
+  for (size_t i = 0; i < batch.size(); i++) {
+    Span &s = spans[i];
+    s.req0 = reqs.size();
+    s.step0 = steps.size();
+    // only a plain all-reduce is left pending; every other operation runs as it would alone
+    bool pend = batch[i]->retrieveOpType() == c10d::OpType::ALLREDUCE;
+    reqs_ = pend ? &reqs : nullptr;
+    deferred_ = pend ? &steps : nullptr;
+    try {
+      batch[i]->body(*batch[i]);
+    } catch (...) {
+      s.err = std::current_exception();
+    }
+    s.req1 = reqs.size();
+    s.step1 = steps.size();
+  }
+  reqs_ = nullptr;
+  deferred_ = nullptr;
+  for (size_t i = 0; i < batch.size(); i++) {
+    Span &s = spans[i];
+    for (size_t r = s.req0; r < s.req1; r++) {
+      tpudistResult_t res = tpudistWait(reqs[r]);  // the first is the flush point
+      try {
+        if (!s.err) check(res, *batch[i]);
+      } catch (...) {
+        s.err = std::current_exception();
+      }
+    }
+    try {
+      for (size_t k = s.step0; !s.err && k < s.step1; k++) steps[k]();
+    } catch (...) {
+      s.err = std::current_exception();
+    }
+    batch[i]->complete(s.err);
   }
 }
 

@@ -58,6 +58,9 @@ struct WorkQueue {
   std::deque<c10::intrusive_ptr<WorkTpuDist>> q;
   bool stop = false;
   bool busy = false;  // an operation is executing
+  // a wait may run the head operation on the waiting thread (not in defer mode: there every
+  // all-reduce must reach the library the same way on every rank, non-blocking, from the worker)
+  bool runInline = true;
   // Executes w here if it is the head of the queue and nothing executes; true if it did.
   bool runIfHead(WorkTpuDist *w);
   // Marks the running operation finished and wakes the worker and waiters.
@@ -112,6 +115,9 @@ class ProcessGroupTpuDist : public BaseGroup {
         : BaseGroup::Options("tpu_dist", timeout) {}
     std::string group_name;
     std::vector<uint64_t> global_ranks_in_group;
+    // Execution mode of the group's communicator: "strict", "debug" or "defer"; empty:
+    // TPU_DIST_MODE (docs/runtime.md, docs/torch.md).
+    std::string mode;
   };
 
   // A new communicator, bootstrapped through the store (rank 0 sets one key, the others get it).
@@ -233,6 +239,10 @@ class ProcessGroupTpuDist : public BaseGroup {
   // Removes every queued and coalesced operation (the queue's lock held by the caller).
   std::vector<c10::intrusive_ptr<WorkTpuDist>> takeQueuedLocked();
   void workerLoop();
+  // Defer mode's worker step: issues first and every operation queued behind it (all-reduces
+  // non-blocking, so the C library defers and fuses them), then waits for each in order and
+  // completes it (the waits are the flush points).
+  void runDeferred(c10::intrusive_ptr<WorkTpuDist> first);
   void check(tpudistResult_t res, const WorkTpuDist &w) const;
   // Reduces in into t (all ranks, or root); t may be non-contiguous (a copy is written back).
   void reduceOne(at::Tensor &t, const at::Tensor &in, int root, c10d::ReduceOp op, bool all,
@@ -255,6 +265,9 @@ class ProcessGroupTpuDist : public BaseGroup {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<WorkTpuDist>> coalesced_;
   std::vector<std::function<void()>> *deferred_ = nullptr;
+  // Defer mode: the worker runs runDeferred; reqs_ collects the requests of the batch it issues.
+  bool defer_ = false;
+  std::vector<tpudistRequest_t> *reqs_ = nullptr;
   std::shared_ptr<WorkQueue> queue_ = std::make_shared<WorkQueue>();
   std::thread worker_;
 };
