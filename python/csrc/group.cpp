@@ -98,6 +98,25 @@ bool WorkTpuDist::isSuccess() const {
   return completed_ && !exception_;
 }
 
+namespace {
+// Counts a thread waiting for a Work in the queue's waiters while it lives (defer mode's worker
+// harvests when someone waits).
+struct WaitMark {
+  WorkQueue *q;
+  explicit WaitMark(WorkQueue *queue) : q(queue && !queue->runInline ? queue : nullptr) {
+    if (!q) return;
+    std::lock_guard<std::mutex> lock(q->mu);
+    q->waiters++;
+    q->cv.notify_all();
+  }
+  ~WaitMark() {
+    if (!q) return;
+    std::lock_guard<std::mutex> lock(q->mu);
+    q->waiters--;
+  }
+};
+}  // namespace
+
 bool WorkQueue::runIfHead(WorkTpuDist *w) {
   c10::intrusive_ptr<WorkTpuDist> head;
   {
@@ -123,6 +142,7 @@ void WorkQueue::done() {
 bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
   if (queue) queue->runIfHead(this);
+  WaitMark mark(queue.get());  // defer mode: the worker's flush point
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
     std::ostringstream os;
@@ -256,6 +276,7 @@ void ProcessGroupTpuDist::abort() {
 }
 
 void ProcessGroupTpuDist::workerLoop() {
+  if (defer_) return deferLoop();
   WorkQueue &wq = *queue_;
   for (;;) {
     c10::intrusive_ptr<WorkTpuDist> w;
@@ -267,61 +288,78 @@ void ProcessGroupTpuDist::workerLoop() {
       wq.q.pop_front();
       wq.busy = true;
     }
-    if (defer_)
-      runDeferred(w);
-    else
-      w->execute();
+    w->execute();
     wq.done();
   }
 }
 
-void ProcessGroupTpuDist::runDeferred(c10::intrusive_ptr<WorkTpuDist> first) {
-  std::vector<c10::intrusive_ptr<WorkTpuDist>> batch{first};
-  {
-    std::lock_guard<std::mutex> lock(queue_->mu);
-    for (; !queue_->q.empty(); queue_->q.pop_front()) batch.push_back(queue_->q.front());
-  }
+// Defer mode's worker: issues queued operations as they come (all-reduces non-blocking, so the
+// library defers and fuses them) and harvests them -- waits for each in order, then completes its
+// Work -- only when a Work::wait asks, the queue stops, or nothing new came for pollMs (futures
+// are not waited through Work::wait): the flush points are the caller's, not the worker's.
+void ProcessGroupTpuDist::deferLoop() {
+  WorkQueue &wq = *queue_;
   struct Span {
+    c10::intrusive_ptr<WorkTpuDist> w;
     size_t req0, req1, step0, step1;
     std::exception_ptr err;
   };
-  std::vector<Span> spans(batch.size());
+  std::vector<Span> out;
   std::vector<tpudistRequest_t> reqs;
   std::vector<std::function<void()>> steps;
-  for (size_t i = 0; i < batch.size(); i++) {
-    Span &s = spans[i];
-    s.req0 = reqs.size();
-    s.step0 = steps.size();
-    // only a plain all-reduce is left pending; every other operation runs as it would alone
-    bool pend = batch[i]->retrieveOpType() == c10d::OpType::ALLREDUCE;
-    reqs_ = pend ? &reqs : nullptr;
-    deferred_ = pend ? &steps : nullptr;
-    try {
-      batch[i]->body(*batch[i]);
-    } catch (...) {
-      s.err = std::current_exception();
+  const char *us = std::getenv("TPU_DIST_DEFER_US");
+  auto poll = std::chrono::microseconds(std::max(100L, us && *us ? std::atol(us) : 1000L));
+  for (;;) {
+    std::vector<c10::intrusive_ptr<WorkTpuDist>> batch;
+    bool harvest;
+    {
+      std::unique_lock<std::mutex> lock(wq.mu);
+      auto ready = [&] { return !wq.q.empty() || wq.stop || (!out.empty() && wq.waiters > 0); };
+      bool woke = out.empty() ? (wq.cv.wait(lock, ready), true) : wq.cv.wait_for(lock, poll, ready);
+      if (wq.stop && wq.q.empty() && out.empty()) return;
+      for (; !wq.q.empty(); wq.q.pop_front()) batch.push_back(wq.q.front());
+      harvest = !woke || wq.stop || wq.waiters > 0;
+      wq.busy = true;
     }
-    s.req1 = reqs.size();
-    s.step1 = steps.size();
-  }
-  reqs_ = nullptr;
-  deferred_ = nullptr;
-  for (size_t i = 0; i < batch.size(); i++) {
-    Span &s = spans[i];
-    for (size_t r = s.req0; r < s.req1; r++) {
-      tpudistResult_t res = tpudistWait(reqs[r]);  // the first is the flush point
+    for (auto &w : batch) {
+      Span sp{w, reqs.size(), 0, steps.size(), 0, nullptr};
+      // only a plain all-reduce is left pending; every other operation runs as it would alone
+      bool pend = w->retrieveOpType() == c10d::OpType::ALLREDUCE;
+      reqs_ = pend ? &reqs : nullptr;
+      deferred_ = pend ? &steps : nullptr;
       try {
-        if (!s.err) check(res, *batch[i]);
+        w->body(*w);
       } catch (...) {
-        s.err = std::current_exception();
+        sp.err = std::current_exception();
       }
+      reqs_ = nullptr;
+      deferred_ = nullptr;
+      sp.req1 = reqs.size();
+      sp.step1 = steps.size();
+      out.push_back(std::move(sp));
     }
-    try {
-      for (size_t k = s.step0; !s.err && k < s.step1; k++) steps[k]();
-    } catch (...) {
-      s.err = std::current_exception();
+    if (harvest) {
+      for (Span &sp : out) {
+        for (size_t r = sp.req0; r < sp.req1; r++) {
+          tpudistResult_t res = tpudistWait(reqs[r]);  // the first is the flush point
+          try {
+            if (!sp.err) check(res, *sp.w);
+          } catch (...) {
+            sp.err = std::current_exception();
+          }
+        }
+        try {
+          for (size_t k = sp.step0; !sp.err && k < sp.step1; k++) steps[k]();
+        } catch (...) {
+          sp.err = std::current_exception();
+        }
+        sp.w->complete(sp.err);
+      }
+      out.clear();
+      reqs.clear();
+      steps.clear();
     }
-    batch[i]->complete(s.err);
+    wq.done();
   }
 }
 

@@ -61,6 +61,7 @@ struct WorkQueue {
   // a wait may run the head operation on the waiting thread (not in defer mode: there every
   // all-reduce must reach the library the same way on every rank, non-blocking, from the worker)
   bool runInline = true;
+  int waiters = 0;  // threads in Work::wait (defer mode's worker harvests when there are any)
   // Executes w here if it is the head of the queue and nothing executes; true if it did.
   bool runIfHead(WorkTpuDist *w);
   // Marks the running operation finished and wakes the worker and waiters.
@@ -239,10 +240,8 @@ class ProcessGroupTpuDist : public BaseGroup {
   // Removes every queued and coalesced operation (the queue's lock held by the caller).
   std::vector<c10::intrusive_ptr<WorkTpuDist>> takeQueuedLocked();
   void workerLoop();
-  // Defer mode's worker step: issues first and every operation queued behind it (all-reduces
-  // non-blocking, so the C library defers and fuses them), then waits for each in order and
-  // completes it (the waits are the flush points).
-  void runDeferred(c10::intrusive_ptr<WorkTpuDist> first);
+  // Defer mode's worker (group.cpp).
+  void deferLoop();
   void check(tpudistResult_t res, const WorkTpuDist &w) const;
   // Reduces in into t (all ranks, or root); t may be non-contiguous (a copy is written back).
   void reduceOne(at::Tensor &t, const at::Tensor &in, int root, c10d::ReduceOp op, bool all,
@@ -265,7 +264,7 @@ class ProcessGroupTpuDist : public BaseGroup {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<WorkTpuDist>> coalesced_;
   std::vector<std::function<void()>> *deferred_ = nullptr;
-  // Defer mode: the worker runs runDeferred; reqs_ collects the requests of the batch it issues.
+  // Defer mode: the worker runs deferLoop; reqs_ collects the requests it has to complete.
   bool defer_ = false;
   std::vector<tpudistRequest_t> *reqs_ = nullptr;
   std::shared_ptr<WorkQueue> queue_ = std::make_shared<WorkQueue>();
