@@ -299,14 +299,7 @@ void ProcessGroupTpuDist::workerLoop() {
 // are not waited through Work::wait): the flush points are the caller's, not the worker's.
 void ProcessGroupTpuDist::deferLoop() {
   WorkQueue &wq = *queue_;
-  struct Span {
-    c10::intrusive_ptr<WorkTpuDist> w;
-    size_t req0, req1, step0, step1;
-    std::exception_ptr err;
-  };
-  std::vector<Span> out;
-  std::vector<tpudistRequest_t> reqs;
-  std::vector<std::function<void()>> steps;
+  DeferBatch b;
   const char *us = std::getenv("TPU_DIST_DEFER_US");
   auto poll = std::chrono::microseconds(std::max(100L, us && *us ? std::atol(us) : 1000L));
   for (;;) {
@@ -314,19 +307,20 @@ void ProcessGroupTpuDist::deferLoop() {
     bool harvest;
     {
       std::unique_lock<std::mutex> lock(wq.mu);
-      auto ready = [&] { return !wq.q.empty() || wq.stop || (!out.empty() && wq.waiters > 0); };
-      bool woke = out.empty() ? (wq.cv.wait(lock, ready), true) : wq.cv.wait_for(lock, poll, ready);
-      if (wq.stop && wq.q.empty() && out.empty()) return;
+      auto ready = [&] { return !wq.q.empty() || wq.stop || (!b.out.empty() && wq.waiters > 0); };
+      bool woke =
+          b.out.empty() ? (wq.cv.wait(lock, ready), true) : wq.cv.wait_for(lock, poll, ready);
+      if (wq.stop && wq.q.empty() && b.out.empty()) return;
       for (; !wq.q.empty(); wq.q.pop_front()) batch.push_back(wq.q.front());
       harvest = !woke || wq.stop || wq.waiters > 0;
       wq.busy = true;
     }
     for (auto &w : batch) {
-      Span sp{w, reqs.size(), 0, steps.size(), 0, nullptr};
+      DeferSpan sp{w, b.reqs.size(), 0, b.steps.size(), 0, nullptr};
       // only a plain all-reduce is left pending; every other operation runs as it would alone
       bool pend = w->retrieveOpType() == c10d::OpType::ALLREDUCE;
-      reqs_ = pend ? &reqs : nullptr;
-      deferred_ = pend ? &steps : nullptr;
+      reqs_ = pend ? &b.reqs : nullptr;
+      deferred_ = pend ? &b.steps : nullptr;
       try {
         w->body(*w);
       } catch (...) {
@@ -334,33 +328,35 @@ void ProcessGroupTpuDist::deferLoop() {
       }
       reqs_ = nullptr;
       deferred_ = nullptr;
-      sp.req1 = reqs.size();
-      sp.step1 = steps.size();
-      out.push_back(std::move(sp));
+      sp.req1 = b.reqs.size();
+      sp.step1 = b.steps.size();
+      b.out.push_back(std::move(sp));
     }
-    if (harvest) {
-      for (Span &sp : out) {
-        for (size_t r = sp.req0; r < sp.req1; r++) {
-          tpudistResult_t res = tpudistWait(reqs[r]);  // the first is the flush point
-          try {
-            if (!sp.err) check(res, *sp.w);
-          } catch (...) {
-            sp.err = std::current_exception();
-          }
-        }
-        try {
-          for (size_t k = sp.step0; !sp.err && k < sp.step1; k++) steps[k]();
-        } catch (...) {
-          sp.err = std::current_exception();
-        }
-        sp.w->complete(sp.err);
-      }
-      out.clear();
-      reqs.clear();
-      steps.clear();
-    }
+    if (harvest) deferHarvest(b);
     wq.done();
   }
+}
+
+void ProcessGroupTpuDist::deferHarvest(DeferBatch &b) {
+  for (DeferSpan &sp : b.out) {
+    for (size_t r = sp.req0; r < sp.req1; r++) {
+      tpudistResult_t res = tpudistWait(b.reqs[r]);  // the first is the flush point
+      try {
+        if (!sp.err) check(res, *sp.w);
+      } catch (...) {
+        sp.err = std::current_exception();
+      }
+    }
+    try {
+      for (size_t k = sp.step0; !sp.err && k < sp.step1; k++) b.steps[k]();
+    } catch (...) {
+      sp.err = std::current_exception();
+    }
+    sp.w->complete(sp.err);
+  }
+  b.out.clear();
+  b.reqs.clear();
+  b.steps.clear();
 }
 
 c10::intrusive_ptr<WorkTpuDist> ProcessGroupTpuDist::makeWork(

@@ -240,8 +240,21 @@ class ProcessGroupTpuDist : public BaseGroup {
   // Removes every queued and coalesced operation (the queue's lock held by the caller).
   std::vector<c10::intrusive_ptr<WorkTpuDist>> takeQueuedLocked();
   void workerLoop();
-  // Defer mode's worker (group.cpp).
+  // Defer mode's worker (group.cpp): the Works it issued and not yet completed, each with its
+  // span of requests and of steps to run after them.
+  struct DeferSpan {
+    c10::intrusive_ptr<WorkTpuDist> w;
+    size_t req0, req1, step0, step1;
+    std::exception_ptr err;
+  };
+  struct DeferBatch {
+    std::vector<DeferSpan> out;
+    std::vector<tpudistRequest_t> reqs;
+    std::vector<std::function<void()>> steps;
+  };
   void deferLoop();
+  // Waits for every request of b in order and completes each Work with its own result.
+  void deferHarvest(DeferBatch &b);
   void check(tpudistResult_t res, const WorkTpuDist &w) const;
   // Reduces in into t (all ranks, or root); t may be non-contiguous (a copy is written back).
   void reduceOne(at::Tensor &t, const at::Tensor &in, int root, c10d::ReduceOp op, bool all,
