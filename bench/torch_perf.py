@@ -6,6 +6,14 @@
 Rows: coll,impl,nranks,bytes,time_us,algbw,busbw,wrong,algo — the same CSV as the C *_perf tools
 (-C). Times are medians over iterations, maximum over ranks. Results are checked (exact small
 integers) once per size.
+
+    /usr/bin/python3 bench/torch_perf.py --np 2 --async-k 200 --min 1K --max 16K \
+        --modes strict,defer,debug
+
+Execution modes side by side (the twin of bench/fuse_perf): one tpu_dist process group per mode
+(Options.mode), K async all_reduce calls whose sizes cycle through min, 2 min, ... max, then a wait
+for all; the modes take turns in every iteration. Prints per mode the median time per call and the
+ratio to the first mode (its time over the mode's: above 1 is faster). Checked exactly once.
 """
 import argparse
 import os
@@ -138,6 +146,59 @@ def worker(rank, n, a, init_file, rows):
     dist.destroy_process_group()
 
 
+def modes_worker(rank, n, a, init_file, rows):
+    import datetime
+    import tpu_dist
+    dist.init_process_group("tpu_dist", init_method="file://" + init_file, rank=rank, world_size=n)
+    store = dist.distributed_c10d._get_default_store()
+    modes = a.modes.split(",")
+    pgs = {}
+    for m in modes:
+        opts = tpu_dist._C.Options(datetime.timedelta(seconds=300))
+        opts.mode = m
+        pgs[m] = tpu_dist._C.create_process_group(dist.PrefixStore("mode_" + m, store), rank, n,
+                                                   opts)
+    sizes, s = [], a.min
+    while s <= a.max:
+        sizes.append(s)
+        s *= 2
+    ts = {m: [torch.full((max(sizes[j % len(sizes)] // 4, 1),), float(rank + 1))
+              for j in range(a.async_k)] for m in modes}
+    times = {m: [] for m in modes}
+    wrong = 0
+    for it in range(a.warmup + a.iters):
+        for m in modes:
+            dist.barrier()
+            t0 = time.perf_counter()
+            works = [pgs[m].allreduce([t]) for t in ts[m]]
+            for w in works:
+                w.wait()
+            if it >= a.warmup:
+                times[m].append(time.perf_counter() - t0)
+            if it == 0:
+                want = float(n * (n + 1) // 2)
+                wrong += sum(0 if bool((t == want).all()) else 1 for t in ts[m])
+                for t in ts[m]:
+                    t.zero_()  # sums of zeros from here on: values stay finite
+    meds = []
+    for m in modes:
+        times[m].sort()
+        med = torch.tensor([times[m][len(times[m]) // 2]])
+        dist.all_reduce(med, op=dist.ReduceOp.MAX)
+        meds.append(med.item())
+    bad = torch.tensor([float(wrong)])
+    dist.all_reduce(bad)
+    if rank == 0:
+        rows.append("# K=%d async all_reduce of %s bytes (cycling), %d ranks, %d iterations"
+                    % (a.async_k, ",".join(str(x) for x in sizes), n, a.iters))
+        for m, med in zip(modes, meds):
+            rows.append("%-7s %10.2f us/call  %6.2fx%s" % (m, med / a.async_k * 1e6, meds[0] / med,
+                                                          "  WRONG" if bad.item() else ""))
+    for pg in pgs.values():
+        del pg
+    dist.destroy_process_group()
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="gloo")
@@ -151,10 +212,14 @@ def main():
     ap.add_argument("--counts", help="all-to-all-v count matrix (elements), from alltoallv_perf -M")
     ap.add_argument("--width", type=int, default=1, help="elements per row with --counts (hidden)")
     ap.add_argument("--csv")
+    ap.add_argument("--async-k", type=int, default=0,
+                    help="K async all_reduce then wait all, per --modes (tpu_dist only)")
+    ap.add_argument("--modes", default="strict,defer,debug")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         rows = mp.Manager().list()
-        mp.spawn(worker, args=(a.np, a, os.path.join(d, "init"), rows), nprocs=a.np)
+        mp.spawn(modes_worker if a.async_k else worker,
+                 args=(a.np, a, os.path.join(d, "init"), rows), nprocs=a.np)
         text = "\n".join(rows) + "\n"
     if a.csv:
         with open(a.csv, "a") as f:

@@ -128,7 +128,7 @@ typedef struct {
   int timeoutMs; /* bound on every wait in ms; default TPU_DIST_TIMEOUT_MS */
   const char *commName; /* name in logs and errors; may be NULL */
   const char *topology; /* torus for this communicator, TPU_DIST_TOPOLOGY syntax; NULL: env */
-  int mode;             /* TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG; default TPU_DIST_MODE */
+  int mode;             /* TPUDIST_MODE_STRICT, _DEBUG or _DEFER; default TPU_DIST_MODE */
 } tpudistConfig_t;
 
 /* Execution modes (config.mode, TPU_DIST_MODE). strict: every operation starts when issued, in
@@ -137,9 +137,16 @@ typedef struct {
  * TPU_DIST_CHECK runs before every collective, and a failure is reported at the call that caused
  * it, naming the call's arguments: for hunting bugs, not speed (docs/performance.md). Point-to-
  * point calls keep their own semantics in debug mode (completing a send before the matching
- * receive is posted would deadlock correct programs). */
+ * receive is posted would deadlock correct programs). defer: non-blocking collectives (a request
+ * given, outside a group) are queued, not started, until a flush point -- a wait or test on any of
+ * them, a blocking call, GroupEnd, TPU_DIST_DEFER_OPS operations or TPU_DIST_DEFER_BYTES bytes
+ * issued since the last flush point, or TPU_DIST_DEFER_US after the first queued one -- where the
+ * ranks agree on how many queued operations to run and compatible ones (same collective, datatype,
+ * op and root) run fused into one schedule; results are bit-identical to strict, and every request
+ * completes and fails on its own (docs/runtime.md). All ranks of a communicator use one mode. */
 #define TPUDIST_MODE_STRICT 0
 #define TPUDIST_MODE_DEBUG 1
+#define TPUDIST_MODE_DEFER 2
 
 #define TPUDIST_CONFIG_INITIALIZER                                                                 \
   {                                                                                                \

@@ -59,6 +59,11 @@ suite fault-badargs 90 tests/fault/jobs.sh badargs
 suite fault-mismatch 90 tests/fault/jobs.sh mismatch
 suite fault-debug 90 tests/fault/jobs.sh debug
 suite mpi-debug 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debug mpirun -np 3 tests/mpi/test_mpi
+# defer mode: the whole MPI suite deferred (alone and with TPU_DIST_CHECK), then defer against
+# strict bit for bit at 2-4 ranks, divergent flush points, abort and a dead peer (tests/fault/defer.sh)
+suite mpi-defer 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer mpirun -np 3 tests/mpi/test_mpi
+suite mpi-defer-check 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer TPU_DIST_CHECK=1 TPU_DIST_PROGRESS_THREAD=0 mpirun -np 4 tests/mpi/test_mpi
+suite fault-defer 120 sh -c 'for m in exact diverge abort dead; do tests/fault/defer.sh $m || exit 1; done'
 suite fault-hostile 120 tests/fault/hostile.sh
 suite tools-info 60 tests/mpi/tools_info.sh
 suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi

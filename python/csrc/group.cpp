@@ -2,6 +2,7 @@
 // the operation queue and its worker, coalesced batches, shutdown and abort.
 #include <c10/util/Exception.h>
 
+#include <cctype>
 #include <cstdlib>
 #include <cstring>
 #include <sstream>
@@ -58,6 +59,22 @@ tpudistConfig_t configFor(std::chrono::milliseconds timeout) {
   return cfg;
 }
 
+// The group's execution mode: Options.mode, else TPU_DIST_MODE (what the C library reads).
+// Sets cfg.mode when the option names one; returns 1 for defer.
+int modeOf(const std::string &opt, tpudistConfig_t *cfg) {
+  const char *env = std::getenv("TPU_DIST_MODE");
+  std::string m = !opt.empty() ? opt : env ? env : "";
+  for (auto &ch : m) ch = (char)std::tolower((unsigned char)ch);
+  if (!opt.empty() && cfg) {
+    TORCH_CHECK(m == "strict" || m == "debug" || m == "defer",
+                "tpu_dist: Options.mode must be strict, debug or defer, not '", opt, "'");
+    cfg->mode = m == "defer"   ? TPUDIST_MODE_DEFER
+                : m == "debug" ? TPUDIST_MODE_DEBUG
+                               : TPUDIST_MODE_STRICT;
+  }
+  return m == "defer";
+}
+
 }  // namespace
 
 // ---- Work ----
@@ -81,11 +98,30 @@ bool WorkTpuDist::isSuccess() const {
   return completed_ && !exception_;
 }
 
+namespace {
+// Counts a thread waiting for a Work in the queue's waiters while it lives (defer mode's worker
+// harvests when someone waits).
+struct WaitMark {
+  WorkQueue *q;
+  explicit WaitMark(WorkQueue *queue) : q(queue && !queue->runInline ? queue : nullptr) {
+    if (!q) return;
+    std::lock_guard<std::mutex> lock(q->mu);
+    q->waiters++;
+    q->cv.notify_all();
+  }
+  ~WaitMark() {
+    if (!q) return;
+    std::lock_guard<std::mutex> lock(q->mu);
+    q->waiters--;
+  }
+};
+}  // namespace
+
 bool WorkQueue::runIfHead(WorkTpuDist *w) {
   c10::intrusive_ptr<WorkTpuDist> head;
   {
     std::lock_guard<std::mutex> lock(mu);
-    if (busy || q.empty() || q.front().get() != w) return false;
+    if (!runInline || busy || q.empty() || q.front().get() != w) return false;
     head = q.front();
     q.pop_front();
     busy = true;
@@ -106,6 +142,7 @@ void WorkQueue::done() {
 bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
   if (queue) queue->runIfHead(this);
+  WaitMark mark(queue.get());  // defer mode: the worker's flush point
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
     std::ostringstream os;
@@ -149,6 +186,8 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store> &
   st.set = storeSet;
   st.get = storeGet;
   tpudistConfig_t cfg = configFor(timeout_);
+  defer_ = modeOf(options_->mode, &cfg);
+  queue_->runInline = !defer_;
   tpudistResult_t res = tpudistCommInitStore(&comm_, size, rank, &st, "tpu_dist", &cfg);
   TORCH_CHECK(res == tpudistSuccess, "tpu_dist: communicator init failed on rank ", rank, ": ",
               tpudistGetErrorString(res), ": ", tpudistGetLastError(nullptr));
@@ -161,6 +200,8 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(tpudistComm_t comm, int rank, int size,
       comm_(comm),
       options_(std::move(options)),
       timeout_(options_->timeout) {
+  defer_ = modeOf(options_->mode, nullptr);  // a split inherits its parent's mode in the library
+  queue_->runInline = !defer_;
   start();
 }
 
@@ -235,6 +276,7 @@ void ProcessGroupTpuDist::abort() {
 }
 
 void ProcessGroupTpuDist::workerLoop() {
+  if (defer_) return deferLoop();
   WorkQueue &wq = *queue_;
   for (;;) {
     c10::intrusive_ptr<WorkTpuDist> w;
@@ -249,6 +291,72 @@ void ProcessGroupTpuDist::workerLoop() {
     w->execute();
     wq.done();
   }
+}
+
+// Defer mode's worker: issues queued operations as they come (all-reduces non-blocking, so the
+// library defers and fuses them) and harvests them -- waits for each in order, then completes its
+// Work -- only when a Work::wait asks, the queue stops, or nothing new came for pollMs (futures
+// are not waited through Work::wait): the flush points are the caller's, not the worker's.
+void ProcessGroupTpuDist::deferLoop() {
+  WorkQueue &wq = *queue_;
+  DeferBatch b;
+  const char *us = std::getenv("TPU_DIST_DEFER_US");
+  auto poll = std::chrono::microseconds(std::max(100L, us && *us ? std::atol(us) : 1000L));
+  for (;;) {
+    std::vector<c10::intrusive_ptr<WorkTpuDist>> batch;
+    bool harvest;
+    {
+      std::unique_lock<std::mutex> lock(wq.mu);
+      auto ready = [&] { return !wq.q.empty() || wq.stop || (!b.out.empty() && wq.waiters > 0); };
+      bool woke =
+          b.out.empty() ? (wq.cv.wait(lock, ready), true) : wq.cv.wait_for(lock, poll, ready);
+      if (wq.stop && wq.q.empty() && b.out.empty()) return;
+      for (; !wq.q.empty(); wq.q.pop_front()) batch.push_back(wq.q.front());
+      harvest = !woke || wq.stop || wq.waiters > 0;
+      wq.busy = true;
+    }
+    for (auto &w : batch) {
+      DeferSpan sp{w, b.reqs.size(), 0, b.steps.size(), 0, nullptr};
+      // only a plain all-reduce is left pending; every other operation runs as it would alone
+      bool pend = w->retrieveOpType() == c10d::OpType::ALLREDUCE;
+      reqs_ = pend ? &b.reqs : nullptr;
+      deferred_ = pend ? &b.steps : nullptr;
+      try {
+        w->body(*w);
+      } catch (...) {
+        sp.err = std::current_exception();
+      }
+      reqs_ = nullptr;
+      deferred_ = nullptr;
+      sp.req1 = b.reqs.size();
+      sp.step1 = b.steps.size();
+      b.out.push_back(std::move(sp));
+    }
+    if (harvest) deferHarvest(b);
+    wq.done();
+  }
+}
+
+void ProcessGroupTpuDist::deferHarvest(DeferBatch &b) {
+  for (DeferSpan &sp : b.out) {
+    for (size_t r = sp.req0; r < sp.req1; r++) {
+      tpudistResult_t res = tpudistWait(b.reqs[r]);  // the first is the flush point
+      try {
+        if (!sp.err) check(res, *sp.w);
+      } catch (...) {
+        sp.err = std::current_exception();
+      }
+    }
+    try {
+      for (size_t k = sp.step0; !sp.err && k < sp.step1; k++) b.steps[k]();
+    } catch (...) {
+      sp.err = std::current_exception();
+    }
+    sp.w->complete(sp.err);
+  }
+  b.out.clear();
+  b.reqs.clear();
+  b.steps.clear();
 }
 
 c10::intrusive_ptr<WorkTpuDist> ProcessGroupTpuDist::makeWork(

@@ -53,6 +53,7 @@ PYBIND11_MODULE(_C, m) {
       .def_readwrite("timeout", &PG::Options::timeout)
       .def_readwrite("group_name", &PG::Options::group_name)
       .def_readwrite("global_ranks_in_group", &PG::Options::global_ranks_in_group)
+      .def_readwrite("mode", &PG::Options::mode)
       .def_property_readonly("backend", [](const PG::Options &o) { return o.backend; });
   py::class_<PG, tpu_dist::BaseGroup, c10::intrusive_ptr<PG>>(m, "ProcessGroupTpuDist")
       .def_property_readonly("options", &PG::getOptions)

@@ -111,11 +111,14 @@ void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int roo
   TORCH_CHECK(dtype >= 0, "tpu_dist: unsupported dtype ", t.scalar_type(), " for ", w.opName);
   tpudistRedOp_t rop = reduceOp(op, t.scalar_type());
   size_t n = (size_t)src.numel();
-  tpudistResult_t res = all ? tpudistAllReduce(src.data_ptr(), dst.data_ptr(), n,
-                                               (tpudistDataType_t)dtype, rop, comm_, nullptr)
-                            : tpudistReduce(src.data_ptr(), dst.data_ptr(), n,
-                                            (tpudistDataType_t)dtype, rop, root, comm_, nullptr);
+  tpudistRequest_t req = nullptr;  // defer mode: completed by the worker (deferLoop)
+  tpudistResult_t res =
+      all ? tpudistAllReduce(src.data_ptr(), dst.data_ptr(), n, (tpudistDataType_t)dtype, rop,
+                             comm_, reqs_ ? &req : nullptr)
+          : tpudistReduce(src.data_ptr(), dst.data_ptr(), n, (tpudistDataType_t)dtype, rop, root,
+                          comm_, nullptr);
   check(res, w);
+  if (req) reqs_->push_back(req);
   bool mine = all || getRank() == root;
   after([out, src, dst, widen, mine]() mutable {
     if (!mine) return;

@@ -58,6 +58,10 @@ struct WorkQueue {
   std::deque<c10::intrusive_ptr<WorkTpuDist>> q;
   bool stop = false;
   bool busy = false;  // an operation is executing
+  // a wait may run the head operation on the waiting thread (not in defer mode: there every
+  // all-reduce must reach the library the same way on every rank, non-blocking, from the worker)
+  bool runInline = true;
+  int waiters = 0;  // threads in Work::wait (defer mode's worker harvests when there are any)
   // Executes w here if it is the head of the queue and nothing executes; true if it did.
   bool runIfHead(WorkTpuDist *w);
   // Marks the running operation finished and wakes the worker and waiters.
@@ -112,6 +116,9 @@ class ProcessGroupTpuDist : public BaseGroup {
         : BaseGroup::Options("tpu_dist", timeout) {}
     std::string group_name;
     std::vector<uint64_t> global_ranks_in_group;
+    // Execution mode of the group's communicator: "strict", "debug" or "defer"; empty:
+    // TPU_DIST_MODE (docs/runtime.md, docs/torch.md).
+    std::string mode;
   };
 
   // A new communicator, bootstrapped through the store (rank 0 sets one key, the others get it).
@@ -233,6 +240,21 @@ class ProcessGroupTpuDist : public BaseGroup {
   // Removes every queued and coalesced operation (the queue's lock held by the caller).
   std::vector<c10::intrusive_ptr<WorkTpuDist>> takeQueuedLocked();
   void workerLoop();
+  // Defer mode's worker (group.cpp): the Works it issued and not yet completed, each with its
+  // span of requests and of steps to run after them.
+  struct DeferSpan {
+    c10::intrusive_ptr<WorkTpuDist> w;
+    size_t req0, req1, step0, step1;
+    std::exception_ptr err;
+  };
+  struct DeferBatch {
+    std::vector<DeferSpan> out;
+    std::vector<tpudistRequest_t> reqs;
+    std::vector<std::function<void()>> steps;
+  };
+  void deferLoop();
+  // Waits for every request of b in order and completes each Work with its own result.
+  void deferHarvest(DeferBatch &b);
   void check(tpudistResult_t res, const WorkTpuDist &w) const;
   // Reduces in into t (all ranks, or root); t may be non-contiguous (a copy is written back).
   void reduceOne(at::Tensor &t, const at::Tensor &in, int root, c10d::ReduceOp op, bool all,
@@ -255,6 +277,9 @@ class ProcessGroupTpuDist : public BaseGroup {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<WorkTpuDist>> coalesced_;
   std::vector<std::function<void()>> *deferred_ = nullptr;
+  // Defer mode: the worker runs deferLoop; reqs_ collects the requests it has to complete.
+  bool defer_ = false;
+  std::vector<tpudistRequest_t> *reqs_ = nullptr;
   std::shared_ptr<WorkQueue> queue_ = std::make_shared<WorkQueue>();
   std::thread worker_;
 };

@@ -21,6 +21,12 @@ static tpudistResult_t checkVerify(tdOp *op, char *err);
 
 tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err) {
   if (!c->check) return tpudistSuccess;
+  uint64_t real_seq = c->exec.coll_seq; /* two for a two-phase all-to-all-v */
+  c->exec.coll_seq += op->coll == TD_COLL_ALLTOALLV && op->vphase == 0 ? 2 : 1;
+  return checkPrepareSeq(c, op, user_op, real_seq, err);
+}
+
+tpudistResult_t checkPrepareSeq(tdComm *c, tdOp *op, int user_op, uint64_t real_seq, char *err) {
   size_t n = (size_t)c->net.nranks, need = TD_CHK_WORDS * (n + 1);
   if (need > op->chk_cap) {
     free(op->chk_buf);
@@ -28,12 +34,14 @@ tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err) {
     op->chk_cap = op->chk_buf ? need : 0;
     if (!op->chk_buf) return tdErr(err, tpudistNoMemory, "TPU_DIST_CHECK: out of memory");
   }
-  const char *algo = c->last_algo;
-  const tdSched *ag = NULL;
-  tpudistResult_t r =
-      commGetSched(c, TD_COLL_ALLGATHER, 0, 0, TD_CHK_WORDS, TD_CHK_WORDS * 8 * n, 8, &ag, err);
-  c->last_algo = algo;
-  TD_CHECK(r);
+  const tdSched *ag = c->ag8; /* set at creation: no lookup from the progress thread */
+  if (!ag) {
+    const char *algo = c->last_algo;
+    tpudistResult_t r =
+        commGetSched(c, TD_COLL_ALLGATHER, 0, 0, TD_CHK_WORDS, TD_CHK_WORDS * 8 * n, 8, &ag, err);
+    c->last_algo = algo;
+    TD_CHECK(r);
+  }
   uint64_t *sig = op->chk_buf;
   uint64_t w[TD_CHK_WORDS] = {TD_CHK_MAGIC,
                               (uint64_t)op->coll,
@@ -49,8 +57,7 @@ tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err) {
   op->chk_bufs[1] = op->bufs[TD_BUF_OUTPUT];
   op->chk_n = op->n;
   op->chk_esize = op->esize;
-  op->chk_seq = c->exec.coll_seq; /* the real plan's sequence (two for a two-phase all-to-all-v) */
-  c->exec.coll_seq += op->coll == TD_COLL_ALLTOALLV && op->vphase == 0 ? 2 : 1;
+  op->chk_seq = real_seq;
   op->sched = ag;
   op->bufs[TD_BUF_INPUT] = (char *)sig;
   op->bufs[TD_BUF_OUTPUT] = (char *)(sig + TD_CHK_WORDS);

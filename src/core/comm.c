@@ -128,9 +128,10 @@ tpudistResult_t commCheckConfig(const tpudistConfig_t *uc, char *err) {
     return tdErr(err, tpudistInvalidArgument,
                  "config not initialised with TPUDIST_CONFIG_INITIALIZER (magic 0x%x)", uc->magic);
   if (TD_CONFIG_HAS(uc, mode) && uc->mode != TPUDIST_CONFIG_UNDEF_INT &&
-      uc->mode != TPUDIST_MODE_STRICT && uc->mode != TPUDIST_MODE_DEBUG)
+      uc->mode != TPUDIST_MODE_STRICT && uc->mode != TPUDIST_MODE_DEBUG &&
+      uc->mode != TPUDIST_MODE_DEFER)
     return tdErr(err, tpudistInvalidArgument,
-                 "config.mode %d is not TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG", uc->mode);
+                 "config.mode %d is not TPUDIST_MODE_STRICT, _DEBUG or _DEFER", uc->mode);
   if (TD_CONFIG_HAS(uc, blocking) && uc->blocking != TPUDIST_CONFIG_UNDEF_INT &&
       uc->blocking != 0 && uc->blocking != 1)
     return tdErr(err, tpudistInvalidArgument, "config.blocking %d is not 0 or 1", uc->blocking);
@@ -199,6 +200,7 @@ static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdC
   c->mode = configMode(uc, parent, c->net.cfg);
   c->check = c->net.cfg->check || c->mode == TPUDIST_MODE_DEBUG;
   TD_CHECK(execInit(&c->exec, &c->net, err));
+  TD_CHECK(deferInit(c, err));
   if (!parent) TD_CHECK(commStatusStart(c, err));
   char topo[64];
   topoFormat(&c->topo, topo, sizeof(topo));
@@ -348,6 +350,13 @@ void commRelease(tdComm *c) {
   commSelectFree(c);
   if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
   c->net.bootstrap = NULL;
+  free(c->defer_batch);
+  free(c->defer_taken);
+  c->defer_batch = c->defer_taken = NULL;
+  for (size_t i = 0; i < c->npacks; i++) free(c->packs[i].buf);
+  free(c->packs);
+  c->packs = NULL;
+  c->npacks = 0;
 }
 
 void commDestroyNow(tdComm *c) {

@@ -33,6 +33,13 @@ typedef struct {
   const char *algo;
 } tdSchedMemo;
 
+/* A buffer of the defer-mode pool (defer.c): fused hosts borrow one while they run. */
+typedef struct {
+  void *buf;
+  size_t cap;
+  int used;
+} tdPackBuf;
+
 typedef struct tdComm {
   tdNet net;   /* what the transports and the executor see */
   tdExec exec; /* the executor */
@@ -64,6 +71,19 @@ typedef struct tdComm {
   struct tdComm *parent;     /* split: the parent, held while the creation job runs */
   volatile int async_children;   /* creation jobs running over this communicator's bootstrap */
   struct tdStatusServer *status; /* health queries (comm_status.c), or NULL */
+  /* defer mode (defer.c; the deferred list is the executor's, all of it under exec.lock) */
+  const tdSched *ag8;  /* the 8-word all-gather plan: agreements and TPU_DIST_CHECK signatures */
+  uint64_t defer_next; /* dseq of the next deferred operation */
+  uint64_t win_ops, win_bytes;       /* deferred since the last flush point of the caller */
+  uint64_t agree_no;                 /* agreements started */
+  uint64_t fifo_target[16];          /* flush requests not yet agreed: last dseq to run ... */
+  int fifo_kind[16], nfifo;          /* ... and what asked for it (tdDeferTrigger) */
+  tdOp **defer_batch, **defer_taken; /* scratch lists: what a flush queues, what it took */
+  size_t defer_batch_cap, defer_taken_cap;
+  tdPackBuf *packs; /* fused hosts' buffers: as many as were ever in use at once */
+  size_t npacks, packs_cap;
+  /* counters: agreements (flushes), fused hosts, operations they carried */
+  uint64_t stat_agreements, stat_hosts, stat_fused;
 } tdComm;
 
 struct tpudistComm {
@@ -180,6 +200,32 @@ tpudistResult_t groupAdd(tdOp *op, int wait_at_end);
  * included); user_op is the reduction op as called (-1 for none). The exchange runs first and its
  * phase callback (checkVerify) installs the real plan. */
 tpudistResult_t checkPrepare(tdComm *c, tdOp *op, int user_op, char *err);
+
+/* As checkPrepare, with real_seq as the real plan's sequence number (reserved by the caller). */
+tpudistResult_t checkPrepareSeq(tdComm *c, tdOp *op, int user_op, uint64_t real_seq, char *err);
+
+/* ---- defer mode (defer.c) ---- */
+/* What asks for a flush (shown in divergence reports). */
+typedef enum {
+  TD_FLUSH_WAIT = 1,
+  TD_FLUSH_TEST,
+  TD_FLUSH_CALL, /* a blocking or not deferrable call */
+  TD_FLUSH_GROUP,
+  TD_FLUSH_OPS,
+  TD_FLUSH_BYTES,
+  TD_FLUSH_DESTROY,
+  TD_FLUSH_TIMER
+} tdDeferTrigger;
+/* Sets up defer mode's hooks and the all-gather plan (defer mode or TPU_DIST_CHECK). */
+tpudistResult_t deferInit(tdComm *c, char *err);
+/* 1 if a collective called with req on c is deferred (defer mode, a request, outside a group). */
+int deferApplies(const tdComm *c, tdColl coll, const tpudistRequest_t *req);
+/* Queues op (all fields set, no check phase yet) as deferred; bytes as selection counts them. */
+void deferAdd(tdComm *c, tdOp *op, uint64_t bytes);
+/* Flushes every deferred operation of c and waits until they have all started (bounded). */
+tpudistResult_t deferFlush(tdComm *c, tdDeferTrigger why);
+/* A wait or test on op: if it is still deferred, a flush of everything deferred starts. */
+void deferTouch(tdOp *op, tdDeferTrigger why);
 
 /* ---- all-to-all-v (api_p2p.c) ---- */
 /* Phase callback of a two-phase all-to-all-v: after the counts exchange, the data plan. */

@@ -164,6 +164,7 @@ TPUDIST_API tpudistResult_t tpudistCommDestroy(tpudistComm_t comm) {
     return r;
   /* An error seen before (a failed call, a timeout) was reported then; destroy still frees. */
   int was_broken = c->exec.broken;
+  if (c->mode == TPUDIST_MODE_DEFER) deferFlush(c, TD_FLUSH_DESTROY);
   r = execDrain(&c->exec);
   if (was_broken) r = tpudistSuccess;
   /* Every rank is done with its traffic before transports go away. */

@@ -68,6 +68,8 @@ static void groupIssue(void) {
       }
     }
     if (commEnter(comm, NULL) != tpudistSuccess) continue;
+    if (comm->mode == TPUDIST_MODE_DEFER)
+      deferFlush(comm, TD_FLUSH_GROUP); /* deferred ones first */
     execEnqueue(&comm->exec, tlsBatch, n, wait && !multi);
     commLeave(comm);
   }

@@ -1,7 +1,8 @@
 /*
  * request.c - requests (a request is the operation object itself): issuing an operation (deferred
  * in a group; with a NULL request outside a group the call blocks; in debug mode a collective
- * completes before its call returns, its request already done), tpudistWait, tpudistTest,
+ * completes before its call returns, its request already done; in defer mode earlier deferred
+ * operations start first), tpudistWait, tpudistTest (flush points in defer mode),
  * tpudistRequestSource and tpudistLastAlgorithm.
  */
 #include "comm.h"
@@ -25,6 +26,7 @@ tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
     if (req) *req = (tpudistRequest_t)op;
     return tpudistSuccess;
   }
+  if (comm->mode == TPUDIST_MODE_DEFER) deferFlush(comm, TD_FLUSH_CALL); /* deferred ones first */
   execEnqueue(&comm->exec, &op, 1, req == NULL || at_call);
   if (req && !at_call) {
     *req = (tpudistRequest_t)op;
@@ -50,6 +52,7 @@ TPUDIST_API tpudistResult_t tpudistWait(tpudistRequest_t req) {
   TD_CHECK(reqCheck(op, "Wait", 0));
   tdComm *comm = commOfOp(op);
   TD_CHECK(commEnter(comm, "Wait"));
+  deferTouch(op, TD_FLUSH_WAIT);
   tpudistResult_t r = execWait(op);
   if (op->done) execOpRelease(op);
   commLeave(comm);
@@ -62,6 +65,7 @@ TPUDIST_API tpudistResult_t tpudistTest(tpudistRequest_t req, int *done) {
   tdComm *comm = commOfOp(op);
   if (!done) return commError(comm, tpudistInvalidArgument, "Test: done is NULL");
   TD_CHECK(commEnter(comm, "Test"));
+  deferTouch(op, TD_FLUSH_TEST);
   int d = 0;
   tpudistResult_t r = execTest(op, &d);
   if (d && op->done) execOpRelease(op);

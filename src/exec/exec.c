@@ -16,17 +16,14 @@
 
 /* ---- operation objects ------------------------------------------------------------------- */
 
-tdOp *execOpAlloc(tdExec *ex) {
-  tdExec *p = ex;
-  pthread_mutex_lock(&p->lock);
-  tdOp *op = p->free_ops;
+tdOp *execOpAllocLocked(tdExec *ex) {
+  tdOp *op = ex->free_ops;
   if (op) {
-    p->free_ops = op->next;
+    ex->free_ops = op->next;
   } else if ((op = calloc(1, sizeof(*op))) != NULL) {
-    op->all_next = p->all_ops;
-    p->all_ops = op;
+    op->all_next = ex->all_ops;
+    ex->all_ops = op;
   }
-  pthread_mutex_unlock(&p->lock);
   if (!op) return NULL;
   op->magic = TD_OP_MAGIC;
   op->ex = ex;
@@ -47,21 +44,39 @@ tdOp *execOpAlloc(tdExec *ex) {
   op->chk_phase = 0;
   op->nxfers = 0;
   op->inflight = 0;
+  op->deferred = op->internal = 0;
+  op->label = NULL;
+  op->settle = 0;
+  op->user_op = -1;
+  op->members = NULL;
   memset(op->bufs, 0, sizeof(op->bufs));
   return op;
+}
+
+tdOp *execOpAlloc(tdExec *ex) {
+  pthread_mutex_lock(&ex->lock);
+  tdOp *op = execOpAllocLocked(ex);
+  pthread_mutex_unlock(&ex->lock);
+  return op;
+}
+
+/* Back to the free list, unless transfers of a failed operation may still reference it. Lock held.
+ */
+static void releaseLocked(tdOp *op) {
+  tdExec *p = op->ex;
+  if (op->owns_sched) schedFree(&op->own_sched);
+  op->owns_sched = 0;
+  op->magic = TD_OP_FREED;
+  if (op->done && (op->result == tpudistSuccess || op->inflight == 0) && !op->queued) {
+    op->next = p->free_ops;
+    p->free_ops = op;
+  }
 }
 
 void execOpRelease(tdOp *op) {
   tdExec *p = op->ex;
   pthread_mutex_lock(&p->lock);
-  if (op->owns_sched) schedFree(&op->own_sched);
-  op->owns_sched = 0;
-  op->magic = TD_OP_FREED;
-  /* A failed operation may still have transfers inside a transport: never reuse it. */
-  if (op->done && (op->result == tpudistSuccess || op->inflight == 0) && !op->queued) {
-    op->next = p->free_ops;
-    p->free_ops = op;
-  }
+  releaseLocked(op);
   pthread_mutex_unlock(&p->lock);
 }
 
@@ -72,6 +87,7 @@ static void opFreeMem(tdOp *op) {
   free(op->scratch);
   free(op->vbuf);
   free(op->chk_buf);
+  free(op->pack);
   free(op);
 }
 
@@ -82,7 +98,7 @@ void execFree(tdExec *ex) {
     opFreeMem(op);
     op = n;
   }
-  ex->all_ops = ex->free_ops = ex->head = ex->tail = NULL;
+  ex->all_ops = ex->free_ops = ex->head = ex->tail = ex->dhead = ex->dtail = NULL;
   flightFree(ex);
   free(ex->ord_send);
   free(ex->ord_recv);
@@ -114,6 +130,34 @@ static void opFinish(tdOp *op, tpudistResult_t res) {
   op->done = 1;
 }
 
+/* An operation has left the queue done: a fused host completes its members, and what the library
+ * issued itself goes back to the free list. Lock held; op->next is not read afterwards. */
+static tpudistResult_t opEnded(tdExec *ex, tdOp *op, char *err) {
+  tpudistResult_t r = op->settle && ex->on_settle ? ex->on_settle(op, err) : tpudistSuccess;
+  if (op->internal) releaseLocked(op);
+  return r;
+}
+
+void execFailAllLocked(tdExec *ex, tpudistResult_t res) {
+  tdOp *op = ex->head;
+  ex->head = ex->tail = NULL;
+  while (op) {
+    tdOp *next = op->next;
+    op->queued = 0;
+    if (!op->done) opFinish(op, res);
+    opEnded(ex, op, NULL);
+    op = next;
+  }
+  for (op = ex->dhead; op; op = op->next) {
+    op->deferred = 0;
+    if (!op->done) opFinish(op, res);
+  }
+  ex->dhead = ex->dtail = NULL;
+  ex->dagree = 0;
+  ex->timer_ns = 0;
+  pthread_cond_broadcast(&ex->cond);
+}
+
 void execFailLocked(tdExec *ex, tpudistResult_t res, const char *msg) {
   tdExec *p = ex;
   if (!p->broken) {
@@ -124,18 +168,12 @@ void execFailLocked(tdExec *ex, tpudistResult_t res, const char *msg) {
     /* Peers waiting on this rank learn of the failure now, not at their timeout. */
     transportReleaseAll(ex->net);
   }
-  for (tdOp *op = p->head; op; op = op->next) {
-    op->queued = 0;
-    if (!op->done) opFinish(op, res);
-  }
-  p->head = p->tail = NULL;
-  pthread_cond_broadcast(&p->cond);
+  execFailAllLocked(ex, res);
 }
 
-void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait) {
+void execEnqueueLocked(tdExec *ex, tdOp **ops, int n, int will_wait) {
   tdExec *p = ex;
   tdNet *comm = ex->net;
-  pthread_mutex_lock(&p->lock);
   uint64_t batch = ++p->batch_seq;
   if (!p->head) p->last_progress_ns = clockCoarseNs();
   for (int i = 0; i < n; i++) {
@@ -145,6 +183,7 @@ void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait) {
     flightRecord(ex, op);
     if (p->broken || comm->aborted) {
       opFinish(op, comm->aborted ? tpudistAborted : p->async_error);
+      opEnded(ex, op, NULL);
       continue;
     }
     op->queued = 1;
@@ -155,7 +194,12 @@ void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait) {
     p->tail = op;
   }
   if (p->waiters == 0 && !will_wait) pthread_cond_signal(&p->cond);
-  pthread_mutex_unlock(&p->lock);
+}
+
+void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait) {
+  pthread_mutex_lock(&ex->lock);
+  execEnqueueLocked(ex, ops, n, will_wait);
+  pthread_mutex_unlock(&ex->lock);
 }
 
 static tpudistResult_t opStart(tdOp *op, char *err) {
@@ -210,7 +254,10 @@ static int batchProgress(tdExec *ex) {
     if (r == tpudistSuccess) r = opProgress(op, &progressed, err);
     if (r != tpudistSuccess) {
       char msg[TD_ERRLEN + 64];
-      snprintf(msg, sizeof(msg), "%s seq %llu: %s", opName(op), (unsigned long long)op->seq, err);
+      if (op->label)
+        snprintf(msg, sizeof(msg), "%s: %s", op->label, err);
+      else
+        snprintf(msg, sizeof(msg), "%s seq %llu: %s", opName(op), (unsigned long long)op->seq, err);
       execFailLocked(ex, r, msg);
       return 1;
     }
@@ -222,6 +269,13 @@ static int batchProgress(tdExec *ex) {
       else
         p->head = next;
       if (p->tail == op) p->tail = prev;
+      const char *label = op->label;
+      if ((r = opEnded(ex, op, err)) != tpudistSuccess) {
+        char msg[TD_ERRLEN + 64];
+        snprintf(msg, sizeof(msg), "%s: %s", label ? label : opName(op), err);
+        execFailLocked(ex, r, msg);
+        return 1;
+      }
       progressed = 1;
     } else {
       prev = op;
@@ -241,9 +295,13 @@ static void timeoutFail(tdExec *ex, uint64_t idle_ns) {
     execSmallDescribe(op, what, sizeof(what));
   else
     snprintf(what, sizeof(what), "waiting for rank %d", op->p2p.peer);
-  char msg[TD_ERRLEN + 512];
-  snprintf(msg, sizeof(msg), "%s seq %llu timed out after %llu ms without progress: %s", opName(op),
-           (unsigned long long)op->seq, (unsigned long long)(idle_ns / 1000000), what);
+  char msg[TD_ERRLEN + 512], name[64];
+  if (op->label)
+    snprintf(name, sizeof(name), "%s", op->label);
+  else
+    snprintf(name, sizeof(name), "%s seq %llu", opName(op), (unsigned long long)op->seq);
+  snprintf(msg, sizeof(msg), "%s timed out after %llu ms without progress: %s", name,
+           (unsigned long long)(idle_ns / 1000000), what);
   /* the whole description in the log; the recorded error keeps what fits (not logged again) */
   TD_ERROR(TD_SUBSYS_EXEC, "%s rank %d: %s", comm->name, comm->rank, msg);
   errNote(&comm->err, "%.*s", TD_ERRLEN - 1, msg);
@@ -255,6 +313,11 @@ int execProgressLocked(tdExec *ex) {
   tdNet *comm = ex->net;
   if (p->broken || comm->aborted) return 0;
   int progressed = 0;
+  if (p->timer_ns && clockNowNs() >= p->timer_ns) { /* defer mode: a flush is due */
+    p->timer_ns = 0;
+    if (p->on_timer) p->on_timer(p);
+    progressed = 1;
+  }
   tpudistResult_t r = transportProgressAll(comm, &progressed);
   if (r != tpudistSuccess) {
     /* the transport logged the cause; record it without logging it again */

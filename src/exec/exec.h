@@ -119,6 +119,20 @@ typedef struct tdOp {
   char *chk_bufs[2];
   uint64_t chk_n, chk_seq;
   size_t chk_esize;
+  /* defer mode (policy in src/core/defer.c): deferred 1 = held in the executor's deferred list,
+   * 2 = taken from it (running, alone or carried by a fused host) until done */
+  int deferred;
+  int internal;         /* issued by the library (agreement, fused host): freed when it ends */
+  const char *label;    /* names it in errors instead of collective and sequence (or NULL) */
+  int settle;           /* the executor calls its on_settle hook when the operation ends */
+  uint64_t dseq;        /* position among the communicator's deferred operations */
+  uint64_t dbytes;      /* bytes of the call (as selection counts them) */
+  int user_op;          /* reduction op as called, -1 for none (signature check at the flush) */
+  uint64_t dchk_seq;    /* TPU_DIST_CHECK: the sequence number reserved for the real plan */
+  struct tdOp *members; /* fused host: the operations it carries, linked through next */
+  void *pack;           /* agreement: the words (a fused host's buffer is the pool's) */
+  size_t pack_cap;
+  int pool_slot; /* fused host: its buffer's slot in the communicator's pool */
   /* point to point */
   tdXfer p2p;
   /* TD_OP_SMALL: slot sequence, ranks written to / read from (bit per rank), own input */
@@ -149,6 +163,20 @@ typedef struct tdExec {
   uint32_t *ord_send, *ord_recv; /* nranks counters used while binding (tdOrdCount) */
   struct tdFlight *flight;       /* flight recorder (exec_flight.c) */
   int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores) */
+  /* defer mode: operations issued but not started (deferred == 1), in issue order; an agreement
+   * on how many of them to start is in flight (dagree); the policy's hooks, called with the lock
+   * held: on_timer when clockNowNs() passes timer_ns (0: none), on_settle when an operation with
+   * settle set has left the queue, done or failed (a fused host completes its members; an
+   * agreement starts what was agreed); an error it returns breaks the executor */
+  tdOp *dhead, *dtail;
+  int dagree;
+  uint64_t timer_ns;
+  /* the idle progress thread polls every poll_ns until poll_until_ns (defer mode sets both);
+   * sleeping: it sleeps until signalled */
+  uint64_t poll_ns, poll_until_ns;
+  int sleeping;
+  void (*on_timer)(struct tdExec *ex);
+  tpudistResult_t (*on_settle)(tdOp *op, char *err);
 } tdExec;
 
 /* Sets up ex for net (lock, ordinals, flight recorder, progress thread when configured); net's
@@ -161,11 +189,18 @@ void execFree(tdExec *ex);
 
 /* An operation object from the free list (fields reset), or NULL. */
 tdOp *execOpAlloc(tdExec *ex);
+/* As execOpAlloc with the lock held. */
+tdOp *execOpAllocLocked(tdExec *ex);
 /* Returns op to the free list (or keeps it aside while transfers still reference it). */
 void execOpRelease(tdOp *op);
 /* Queues ops (one batch, in order). The progress thread is woken unless the caller is about to
  * wait for them (will_wait): then the caller progresses them inline, with no hand-off. */
 void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait);
+/* As execEnqueue with the lock held (the progress thread is woken if nobody waits). */
+void execEnqueueLocked(tdExec *ex, tdOp **ops, int n, int will_wait);
+/* Waits (bounded, progressing) until no operation is deferred and no agreement is in flight;
+ * returns the error that broke the executor, if any. Lock held. */
+tpudistResult_t execWaitDeferredLocked(tdExec *ex);
 /* Completes op (bounded), progressing inline; returns its result. op is not released. */
 tpudistResult_t execWait(tdOp *op);
 /* One progress pass; *done = op->done. */
@@ -181,6 +216,8 @@ tpudistResult_t execAsyncError(tdExec *ex);
 /* Marks the executor broken with res and msg (recorded, logged with the flight record once) and
  * fails every queued operation. Lock held. */
 void execFailLocked(tdExec *ex, tpudistResult_t res, const char *msg);
+/* Fails every queued and deferred operation with res (members of fused hosts included). */
+void execFailAllLocked(tdExec *ex, tpudistResult_t res);
 /* One progress pass over the transports and the active batch; returns non-zero if anything
  * moved. Caller holds the lock. */
 int execProgressLocked(tdExec *ex);

@@ -19,7 +19,8 @@
  * When (execSmallEligible, identical on every rank): a payload per peer of 1..TPU_DIST_SMALL_BYTES
  * bytes (at most a slot, 2104 bytes), 2..8 ranks all reached through shm; src/core also skips it
  * under the signature check, TPU_DIST_SCHED_FILE or a TPU_DIST_ALGO override of that collective.
- * Slot sequence numbers count these operations per communicator in issue order, the same on every
+ * Slot sequence numbers count these operations per communicator in the order they start (the
+ * queue's order, which is issue order outside defer mode), the same on every
  * rank.
  */
 #include <string.h>
@@ -57,6 +58,7 @@ static const void *payloadFor(const tdOp *op, int r) {
 
 void execSmallStart(tdOp *op) {
   size_t b = blockBytes(op);
+  op->small_seq = ++op->ex->small_seq; /* at start: the same order on every rank in every mode */
   char *own = op->bufs[TD_BUF_OUTPUT] + (size_t)op->net->rank * b;
   if (op->coll == TD_COLL_ALLREDUCE) /* OUTPUT may be INPUT: keep a copy to send and reduce */
     memcpy(op->small_in, op->bufs[TD_BUF_INPUT], b);
@@ -66,7 +68,6 @@ void execSmallStart(tdOp *op) {
 
 void execSmallInit(tdOp *op) {
   op->kind = TD_OP_SMALL;
-  op->small_seq = ++op->ex->small_seq;
   op->small_written = op->small_arrived = 1u << op->net->rank;
   op->algo = "slots";
 }
@@ -187,7 +188,7 @@ int execSmallRun(tdOp *op, tpudistResult_t *res) {
   tdNet *comm = op->net;
   tdExec *p = op->ex;
   pthread_mutex_lock(&p->lock);
-  if (p->head || p->broken || comm->aborted) {
+  if (p->head || p->dhead || p->broken || comm->aborted) {
     pthread_mutex_unlock(&p->lock);
     return 0;
   }

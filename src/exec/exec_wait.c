@@ -9,10 +9,43 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 #include <unistd.h>
 
 #include "exec.h"
 #include "rt_log.h"
+
+/* Sleeps until signalled or until clockNowNs() reaches until. Lock held. */
+static void timedWait(tdExec *p, uint64_t until) {
+  uint64_t now = clockNowNs(), left = until > now ? until - now : 0;
+  struct timespec ts;
+  clock_gettime(CLOCK_REALTIME, &ts);
+  uint64_t ns = (uint64_t)ts.tv_nsec + left;
+  ts.tv_sec += (time_t)(ns / 1000000000ull);
+  ts.tv_nsec = (long)(ns % 1000000000ull);
+  pthread_cond_timedwait(&p->cond, &p->lock, &ts);
+}
+
+/* The idle progress thread. In defer mode, while operations were deferred in the last second, it
+ * wakes by itself: at the timer, or every poll_ns to see one armed (operations are deferred
+ * without waking it: a wake-up per operation would cost more than the deferral saves). Lock held.
+ */
+static void idleWait(tdExec *p) {
+  tdNet *comm = p->net;
+  uint64_t now = clockNowNs();
+  int live = !p->broken && !comm->aborted;
+  if (live && p->timer_ns && p->waiters == 0 && now >= p->timer_ns) {
+    execProgressLocked(p); /* the timer's flush */
+    return;
+  }
+  if (live && p->poll_ns && now < p->poll_until_ns) {
+    timedWait(p, p->timer_ns && p->timer_ns < now + p->poll_ns ? p->timer_ns : now + p->poll_ns);
+    return;
+  }
+  p->sleeping = 1;
+  pthread_cond_wait(&p->cond, &p->lock);
+  p->sleeping = 0;
+}
 
 static void *progressMain(void *arg) {
   tdExec *p = arg;
@@ -22,7 +55,7 @@ static void *progressMain(void *arg) {
   pthread_mutex_lock(&p->lock);
   while (!p->stop) {
     if (!p->head || p->waiters > 0 || p->broken || comm->aborted) {
-      pthread_cond_wait(&p->cond, &p->lock);
+      idleWait(p);
       backoffInit(&bo, p->spin_us);
       continue;
     }
@@ -83,16 +116,24 @@ void execStop(tdExec *ex) {
   p->thread_started = 0;
 }
 
-/* Progresses until cond(comm, op) holds, the communicator is aborted or broken. Lock held. */
-static void waitLoop(tdExec *p, tdOp *op) {
+/* What a wait waits for: op done, an empty queue (op NULL, !deferred), or nothing deferred and no
+ * agreement in flight (deferred). */
+static int waitOver(const tdExec *p, const tdOp *op, int deferred) {
+  if (op) return op->done;
+  if (deferred) return (!p->dhead && !p->dagree) || p->broken;
+  return p->head == NULL;
+}
+
+/* Progresses until waitOver holds or the communicator is aborted. Lock held. */
+static void waitLoop(tdExec *p, tdOp *op, int deferred) {
   tdNet *comm = p->net;
   tdBackoff bo;
   backoffInit(&bo, p->spin_us);
   p->waiters++;
-  while (op ? !op->done : p->head != NULL) {
+  while (!waitOver(p, op, deferred)) {
     if (comm->aborted) break;
     int progressed = execProgressLocked(p);
-    if (op ? op->done : p->head == NULL) break;
+    if (waitOver(p, op, deferred)) break;
     pthread_mutex_unlock(&p->lock);
     backoffStep(&bo, progressed);
     pthread_mutex_lock(&p->lock);
@@ -104,12 +145,12 @@ static void waitLoop(tdExec *p, tdOp *op) {
 tpudistResult_t execWait(tdOp *op) {
   tdExec *p = op->ex;
   pthread_mutex_lock(&p->lock);
-  if (!op->done && !op->queued) {
+  if (!op->done && !op->queued && !op->deferred) {
     pthread_mutex_unlock(&p->lock);
     return errRecord(&op->net->err, TD_SUBSYS_EXEC, tpudistInvalidUsage,
                      "Wait: the request is not issued yet (its group has not ended)");
   }
-  waitLoop(p, op);
+  waitLoop(p, op, 0);
   tpudistResult_t r = op->done ? op->result : tpudistAborted;
   pthread_mutex_unlock(&p->lock);
   return r;
@@ -119,7 +160,7 @@ tpudistResult_t execTest(tdOp *op, int *done) {
   tdExec *p = op->ex;
   tdNet *comm = op->net;
   pthread_mutex_lock(&p->lock);
-  if (!op->done && !op->queued) {
+  if (!op->done && !op->queued && !op->deferred) {
     pthread_mutex_unlock(&p->lock);
     return errRecord(&comm->err, TD_SUBSYS_EXEC, tpudistInvalidUsage,
                      "Test: the request is not issued yet (its group has not ended)");
@@ -133,24 +174,21 @@ tpudistResult_t execTest(tdOp *op, int *done) {
 
 tpudistResult_t execDrain(tdExec *p) {
   pthread_mutex_lock(&p->lock);
-  waitLoop(p, NULL);
+  waitLoop(p, NULL, 0);
   tpudistResult_t r = p->net->aborted ? tpudistAborted : p->async_error;
   pthread_mutex_unlock(&p->lock);
   return r;
+}
+
+tpudistResult_t execWaitDeferredLocked(tdExec *p) {
+  waitLoop(p, NULL, 1);
+  return p->net->aborted ? tpudistAborted : p->async_error;
 }
 
 void execAbort(tdExec *p, tpudistResult_t res) {
   pthread_mutex_lock(&p->lock);
   p->broken = 1;
   if (p->async_error == tpudistSuccess) p->async_error = res;
-  for (tdOp *op = p->head; op; op = op->next) {
-    op->queued = 0;
-    if (!op->done) {
-      op->result = res;
-      op->done = 1;
-    }
-  }
-  p->head = p->tail = NULL;
-  pthread_cond_broadcast(&p->cond);
+  execFailAllLocked(p, res);
   pthread_mutex_unlock(&p->lock);
 }

@@ -33,9 +33,22 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_CHECK", cfgInt, "0", TD_OFF(check), 0, 1,
      "1: ranks compare op, dtype, count, root and sequence before each collective."},
     {"TPU_DIST_MODE", cfgMode, "strict", TD_OFF(mode), 0, 0,
-     "Execution mode: strict (each operation starts when issued) or debug (every collective "
+     "Execution mode: strict (each operation starts when issued), debug (every collective "
      "completes before its call returns and runs the TPU_DIST_CHECK signature check; errors name "
-     "the call's arguments). Per communicator: tpudistConfig_t.mode."},
+     "the call's arguments) or defer (non-blocking collectives wait for a flush point and "
+     "compatible ones run fused; docs/runtime.md). Per communicator: tpudistConfig_t.mode."},
+    {"TPU_DIST_DEFER_OPS", cfgInt, "256", TD_OFF(defer_ops), 1, 1 << 20,
+     "Defer mode: a flush starts once this many non-blocking collectives were issued since the "
+     "last flush point."},
+    {"TPU_DIST_DEFER_BYTES", cfgLong, "4194304", TD_OFF(defer_bytes), 1, 1LL << 40,
+     "Defer mode: a flush starts once the non-blocking collectives issued since the last flush "
+     "point hold this many bytes."},
+    {"TPU_DIST_DEFER_US", cfgInt, "1000", TD_OFF(defer_us), 0, INT_MAX,
+     "Defer mode: a flush starts this long after the first queued operation even if the caller "
+     "never waits (agreed with the peers; 0: no timer)."},
+    {"TPU_DIST_DEFER_FUSE_BYTES", cfgLong, "65536", TD_OFF(defer_fuse_bytes), 0, 1LL << 40,
+     "Defer mode: the largest operation fused with others (copied into one buffer); larger ones "
+     "run on their own buffers in the flush's group."},
     {"TPU_DIST_FAULT", cfgStr, "", TD_OFF(fault), 0, 0,
      "Fault injection for tests: delay=MS,drop=N,corrupt=N[,rank=R] (see src/transport/fault)."},
     {"TPU_DIST_FLIGHT_RECORDS", cfgInt, "16", TD_OFF(flight_records), 0, 4096,
@@ -212,7 +225,8 @@ static int cfgSubsys(const tdConfigVar *v, const char *text, void *dst, char *er
 /* TPU_DIST_MODE: the names of include/tpu_dist.h's TPUDIST_MODE_* values. */
 static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err) {
   int m = configModeParse(text);
-  if (m < 0) return snprintf(err, TD_ERRLEN, "%s=%s: not strict or debug", v->name, text), -1;
+  if (m < 0)
+    return snprintf(err, TD_ERRLEN, "%s=%s: not strict, debug or defer", v->name, text), -1;
   *(int *)dst = m;
   return 0;
 }
@@ -220,11 +234,12 @@ static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err)
 int configModeParse(const char *name) {
   if (!strcasecmp(name, "strict")) return TPUDIST_MODE_STRICT;
   if (!strcasecmp(name, "debug")) return TPUDIST_MODE_DEBUG;
+  if (!strcasecmp(name, "defer")) return TPUDIST_MODE_DEFER;
   return -1;
 }
 
 const char *configModeName(int mode) {
-  return mode == TPUDIST_MODE_DEBUG ? "debug" : "strict";
+  return mode == TPUDIST_MODE_DEBUG ? "debug" : mode == TPUDIST_MODE_DEFER ? "defer" : "strict";
 }
 
 static void configLoadOnce(void) {

@@ -17,7 +17,11 @@ typedef struct {
   int debug_level;         /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
   unsigned debug_subsys;   /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
   int check;               /* TPU_DIST_CHECK */
-  int mode;                /* TPU_DIST_MODE: TPUDIST_MODE_STRICT or TPUDIST_MODE_DEBUG */
+  int mode;                /* TPU_DIST_MODE: TPUDIST_MODE_STRICT, _DEBUG or _DEFER */
+  int defer_ops;           /* TPU_DIST_DEFER_OPS: flush after this many deferred operations */
+  long defer_bytes;        /* TPU_DIST_DEFER_BYTES: flush after this many deferred bytes */
+  int defer_us;            /* TPU_DIST_DEFER_US: flush this long after the first (0: never) */
+  long defer_fuse_bytes;   /* TPU_DIST_DEFER_FUSE_BYTES: largest operation fused by copying */
   int flight_records;      /* TPU_DIST_FLIGHT_RECORDS */
   const char *fr_dump_dir; /* TPU_DIST_FR_DUMP_DIR: JSON flight records (exec_flight.c) */
   int status;              /* TPU_DIST_STATUS: answer health queries (comm_status.c) */

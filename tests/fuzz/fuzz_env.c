@@ -21,23 +21,35 @@
 
 int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size);
 
+/* The row's parser runs twice, over a field area filled with 0x00 and with 0xff: the bytes it
+ * wrote are those alike in both, which tells an int row from a long one without a type column. */
 static void fuzzConfigRow(unsigned pick, const char *text) {
   int rows = 0;
   while (tdConfigTable[rows].name) rows++;
   const tdConfigVar *v = &tdConfigTable[pick % (unsigned)rows];
-  tdConfig cfg;
-  memset(&cfg, 0, sizeof(cfg));
-  char *field = (char *)&cfg + v->offset, err[TD_ERRLEN] = "";
-  if (v->parse(v, text, field, err) != 0) {
+  union {
+    tdConfig cfg;
+    unsigned char raw[sizeof(tdConfig) + sizeof(long long)];
+  } zero, ones;
+  memset(&zero, 0, sizeof(zero));
+  memset(&ones, 0xff, sizeof(ones));
+  char err[TD_ERRLEN] = "", err2[TD_ERRLEN] = "";
+  int r0 = v->parse(v, text, zero.raw + v->offset, err);
+  int r1 = v->parse(v, text, ones.raw + v->offset, err2);
+  if (r0 != r1) abort(); /* a parser depends on nothing but the text */
+  if (r0 != 0) {
     if (!strstr(err, v->name)) abort(); /* a rejection names the variable */
     return;
   }
   if (v->min == 0 && v->max == 0) return; /* not an integer row */
-  long long x = v->offset == offsetof(tdConfig, chunk_bytes) ||
-                        v->offset == offsetof(tdConfig, shm_buf_bytes) ||
-                        v->offset == offsetof(tdConfig, shm_cma_min_bytes)
-                    ? *(long *)field
-                    : *(int *)field;
+  const unsigned char *f0 = zero.raw + v->offset, *f1 = ones.raw + v->offset;
+  long long x;
+  if (!memcmp(f0, f1, sizeof(long)))
+    x = *(const long *)(const void *)f0;
+  else if (!memcmp(f0, f1, sizeof(int)))
+    x = *(const int *)(const void *)f0;
+  else
+    abort(); /* an integer row writes an int or a long */
   if (x < v->min || x > v->max) abort();
 }
 

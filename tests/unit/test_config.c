@@ -64,10 +64,27 @@ static void testLevelAndSubsys(void) {
   CU_ASSERT_PTR_NOT_NULL(strstr(err, "'NET'"));
 }
 
+/* TPU_DIST_MODE: the three names, any case, and nothing else; the name printed back. */
+static void testMode(void) {
+  char err[TD_ERRLEN];
+  int mode = -1;
+  const tdConfigVar *m = row("TPU_DIST_MODE");
+  CU_ASSERT_PTR_NOT_NULL_FATAL(m);
+  CU_ASSERT(m->parse(m, "strict", &mode, err) == 0 && mode == TPUDIST_MODE_STRICT);
+  CU_ASSERT(m->parse(m, "Debug", &mode, err) == 0 && mode == TPUDIST_MODE_DEBUG);
+  CU_ASSERT(m->parse(m, "DEFER", &mode, err) == 0 && mode == TPUDIST_MODE_DEFER);
+  CU_ASSERT_EQUAL(m->parse(m, "fuse", &mode, err), -1);
+  CU_ASSERT_PTR_NOT_NULL(strstr(err, "not strict, debug or defer"));
+  CU_ASSERT_STRING_EQUAL(configModeName(TPUDIST_MODE_DEFER), "defer");
+  CU_ASSERT_STRING_EQUAL(configModeName(TPUDIST_MODE_DEBUG), "debug");
+  CU_ASSERT_STRING_EQUAL(configModeName(TPUDIST_MODE_STRICT), "strict");
+}
+
 int main(void) {
   CU_TestInfo tests[] = {{"every default parses", testDefaultsParse},
                          {"integers checked and ranged", testIntegersChecked},
                          {"debug level and subsystems", testLevelAndSubsys},
+                         {"execution modes", testMode},
                          CU_TEST_INFO_NULL};
   return tdCUnitMain("unit-config", tests);
 }
