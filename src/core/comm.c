@@ -92,6 +92,7 @@ static void commFree(tdComm *c) {
   commSchedFree(c);
   commSelectFree(c);
   if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
+  free(c->agreed_failed);
   free(c);
 }
 
@@ -284,8 +285,7 @@ TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks
 /* ---- split, destroy (used by comm_life.c) ------------------------------------------------ */
 
 tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *members,
-                                uint64_t tag, uint64_t hash, const tpudistConfig_t *uc,
-                                tdComm **out, char *err) {
+                                uint64_t tag, const tpudistConfig_t *uc, tdComm **out, char *err) {
   TD_CHECK(checkUserConfig(uc, err));
   tdComm *c = commAlloc(n, newrank);
   if (!c) return tdErr(err, tpudistNoMemory, "split: out of memory");
@@ -297,7 +297,6 @@ tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *m
     return r;
   }
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
-  (void)hash;
   commSetName(c, uc, "comm-");
   if ((r = commSetup(c, uc, parent, members, err)) != tpudistSuccess) {
     commDiscard(c);

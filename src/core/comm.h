@@ -57,6 +57,9 @@ typedef struct tdComm {
   int nfile_scheds;
   volatile int in_calls;
   int destroyed;
+  /* fault tolerance (comm_shrink.c) */
+  uint32_t shrink_seq;    /* shrinks started on this communicator (same on every survivor) */
+  uint8_t *agreed_failed; /* nranks flags: the failed set of the last agreement, or NULL */
 } tdComm;
 
 struct tpudistComm {
@@ -88,6 +91,12 @@ static inline tdErrRec *commErrors(tdComm *comm) {
 static inline tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, const char *msg) {
   return errRecord(commErrors(comm), TD_SUBSYS_COLL, res, msg);
 }
+
+/* ---- split (comm.c) ---- */
+/* The communicator of the members (parent ranks, in new rank order) over parent's bootstrap
+ * channel; collective over the members; tag distinguishes concurrent splits. */
+tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *members,
+                                uint64_t tag, const tpudistConfig_t *uc, tdComm **out, char *err);
 
 /* ---- selection (comm_select.c) ---- */
 tpudistResult_t commSelectInit(tdComm *comm, char *err);

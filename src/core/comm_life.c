@@ -13,9 +13,6 @@
 #include "rt_log.h"
 
 /* Defined in comm.c. */
-tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *members,
-                                uint64_t tag, uint64_t hash, const tpudistConfig_t *uc,
-                                tdComm **out, char *err);
 int commLiveRemove(tdComm *c);
 void commDestroyNow(tdComm *c);
 
@@ -75,9 +72,8 @@ TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int 
     int *members = ck + 2 * c->net.nranks, me = 0;
     int n = splitMembers(ck, c->net.nranks, color, c->net.rank, members, &me);
     uint64_t tag = (sseq << 32) ^ (uint32_t)color;
-    uint64_t hash = (c->net.comm_hash ^ (tag * 0x9e3779b97f4a7c15ull)) * 1099511628211ull;
     tdComm *nc = NULL;
-    r = commSplitCreate(c, n, me, members, tag, hash, config, &nc, err);
+    r = commSplitCreate(c, n, me, members, tag, config, &nc, err);
     if (r == tpudistSuccess) *newcomm = (tpudistComm_t)nc;
   }
   free(ck);

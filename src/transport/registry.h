@@ -57,6 +57,11 @@ void transportFiniAll(tdNet *comm);
  * or progressed on comm afterwards; transportFiniAll still frees the rest. Idempotent. */
 void transportReleaseAll(tdNet *comm);
 
+/* 1 if process pid is gone (no such process, or a zombie). */
+int transportProcGone(int pid);
+/* 1 if peer is certainly gone: on this host, in this pid namespace, and its process exited. 0 when unknown (another host) or alive. Needs comm->peers. */
+int transportPeerGone(const tdNet *comm, int peer);
+
 /* Setup + InitAll + allgather of the peer infos into comm->peers (malloc'd here, freed by
  * transportFiniAll) + version check of every peer. */
 tpudistResult_t transportConnect(tdNet *comm, char *err);

@@ -185,19 +185,6 @@ void shmProbeCma(tdShmCtx *c, tdShmPeer *pe) {
   __atomic_store_n(&pe->hdr->cma_ok[in], ok, __ATOMIC_RELEASE);
 }
 
-/* /proc/<pid>/stat state Z or X, or no such process. */
-static int procGone(int pid) {
-  char path[64], buf[256];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return kill(pid, 0) != 0 && errno == ESRCH;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
-}
-
 void shmUnlinkDeadPeers(tdNet *comm, tdShmCtx *c) {
   for (int p = 0; comm->peers && p < comm->nranks; p++) {
     tdShmPeer *pe = &c->peers[p];
@@ -206,7 +193,8 @@ void shmUnlinkDeadPeers(tdNet *comm, tdShmCtx *c) {
       continue;
     const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
     const char *theirs = strchr(comm->peers[p].shm_name, ':');
-    if (!mine || !theirs || strcmp(mine, theirs) != 0 || !procGone(comm->peers[p].pid)) continue;
+    if (!mine || !theirs || strcmp(mine, theirs) != 0 || !transportProcGone(comm->peers[p].pid))
+      continue;
     char name[64];
     snprintf(name, sizeof(name), "/tdshm-%016llx-%d-%d", (unsigned long long)comm->comm_hash,
              TD_MIN(comm->rank, p), TD_MAX(comm->rank, p));
@@ -219,7 +207,7 @@ int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p) {
   const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
   const char *theirs = strchr(comm->peers[p].shm_name, ':');
   if (!mine || !theirs || strcmp(mine, theirs) != 0) return 0; /* other pid namespace: unknown */
-  if (pe->pidfd == -2) return procGone(pid); /* no pidfd here (old kernel, valgrind) */
+  if (pe->pidfd == -2) return transportProcGone(pid); /* no pidfd here (old kernel, valgrind) */
   if (pe->pidfd < 0) {
 #ifdef SYS_pidfd_open
     pe->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -227,7 +215,7 @@ int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p) {
 #endif
     if (pe->pidfd < 0) {
       pe->pidfd = -2;
-      return procGone(pid);
+      return transportProcGone(pid);
     }
   }
   struct pollfd pf = {pe->pidfd, POLLIN, 0};
