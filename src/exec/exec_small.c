@@ -157,6 +157,7 @@ static tpudistResult_t smallLoop(tdOp *op, char *err) {
     TD_CHECK(execSmallProgress(op, &progressed, err));
     if (op->done) return tpudistSuccess;
     if (comm->aborted) return tpudistAborted;
+    if (p->broken) return p->async_error; /* revoked from another thread (execAbort) */
     uint64_t now = clockCoarseNs();
     if (progressed) since = now;
     if (now != polled) { /* once per clock tick: peer liveness and the other transports' work */
