@@ -207,9 +207,10 @@ TPUDIST_API tpudistResult_t tpudistCommAbort(tpudistComm_t comm);
 TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *excludeRanks,
                                               int excludeCount, tpudistComm_t *newcomm,
                                               const tpudistConfig_t *config, int shrinkFlags);
-/* Fails every in-flight and future operation on comm with tpudistAborted but keeps its resources,
- * so comm can still be shrunk or destroyed. Safe from any thread. Local: peers learn of it only
- * through their own errors or their own revoke. */
+/* Fails every in-flight and future operation on comm with tpudistAborted but keeps the
+ * communicator, so it can still be shrunk or destroyed. Safe from any thread. Its connections are
+ * released as on a failure: peers waiting on this rank in comm fail with tpudistRemoteError at
+ * once (they revoke or shrink in turn). */
 TPUDIST_API tpudistResult_t tpudistCommRevoke(tpudistComm_t comm);
 /* The ranks comm knows to have failed, ascending: processes on this host that exited, and the
  * failed set of the last agreement (tpudistCommShrink with no list) on comm. *count: in, the room

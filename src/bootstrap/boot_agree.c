@@ -99,8 +99,8 @@ static void agreeTakeProposal(tdAgree *a, int fd, int *fds, uint8_t *buf) {
   char e[TD_ERRLEN];
   int64_t deadline = netNowMs() + TD_MIN(a->timeout_ms, 1000);
   int from = -1;
-  if (netRecvAll(fd, buf, agreeMsgLen(a->bs->nranks), deadline, &a->bs->aborted, "a proposal",
-                 e) == tpudistSuccess)
+  if (netRecvAll(fd, buf, agreeMsgLen(a->bs->nranks), deadline, &a->bs->aborted, "a proposal", e) ==
+      tpudistSuccess)
     from = agreeUnpack(a, TD_AGREE_PROPOSE, buf);
   TD_INFO(TD_SUBSYS_BOOT, "shrink agreement: rank %d took a proposal from %d", a->bs->rank, from);
   if (from < 0) { /* a liveness probe, a stale or foreign message: not ours */
@@ -181,8 +181,8 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
   int fd = -1, res = 1;
   while (fd < 0 && netNowMs() < connect_by && !bs->aborted) {
     if (a->dead && a->dead(a->ctx, coord)) return 1;
-    if (netConnectRetry(&bs->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), &bs->aborted,
-                        &fd, e) != tpudistSuccess)
+    if (netConnectRetry(&bs->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), &bs->aborted, &fd,
+                        e) != tpudistSuccess)
       fd = -1;
   }
   if (fd < 0) return bs->aborted ? -1 : 1;
@@ -193,8 +193,8 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
     while (netNowMs() < deadline && !bs->aborted) {
       struct pollfd p = {fd, POLLIN, 0};
       if (poll(&p, 1, 50) > 0) {
-        res = netRecvAll(fd, buf, len, netNowMs() + a->timeout_ms, &bs->aborted,
-                         "the coordinator", e) == tpudistSuccess &&
+        res = netRecvAll(fd, buf, len, netNowMs() + a->timeout_ms, &bs->aborted, "the coordinator",
+                         e) == tpudistSuccess &&
                       agreeUnpack(a, TD_AGREE_DECIDE, buf) == coord
                   ? 0
                   : 1;

@@ -20,6 +20,18 @@
 #include "rt_clock.h"
 #include "rt_log.h"
 
+/* Fails every pending and later operation with tpudistAborted, then releases the transports (as
+ * a failure does) so that peers waiting on this rank fail now instead of at their timeout. */
+static void commRevokeNow(tdComm *c) {
+  pthread_mutex_lock(&c->exec.lock);
+  if (c->exec.async_error == tpudistSuccess) c->exec.async_error = tpudistAborted;
+  pthread_mutex_unlock(&c->exec.lock);
+  execAbort(&c->exec, tpudistAborted);
+  pthread_mutex_lock(&c->exec.lock);
+  transportReleaseAll(&c->net);
+  pthread_mutex_unlock(&c->exec.lock);
+}
+
 static int shrinkPeerGone(void *ctx, int rank) {
   return transportPeerGone(&((tdComm *)ctx)->net, rank);
 }
@@ -85,7 +97,7 @@ static tpudistResult_t shrinkCreate(tdComm *c, const uint8_t *failed, uint32_t s
 static tpudistResult_t shrinkMembers(tdComm *c, int explicit_list, int flags, uint32_t seq,
                                      uint8_t *failed, char *err) {
   if (flags == TPUDIST_SHRINK_ABORT)
-    execAbort(&c->exec, tpudistAborted);
+    commRevokeNow(c);
   else
     (void)execDrain(&c->exec); /* an error here is what the caller shrinks away from */
   TD_CHECK(bootstrapRebind(c->net.bootstrap, err));
@@ -105,9 +117,9 @@ TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *exc
   TD_CHECK(commEnter(comm ? &comm->c : NULL, "CommShrink"));
   tdComm *c = &comm->c, *nc = NULL;
   uint8_t *failed = calloc((size_t)c->net.nranks, 1);
-  tpudistResult_t r =
-      failed ? shrinkArgs(c, excludeRanks, excludeCount, newcomm, shrinkFlags, failed)
-             : commError(c, tpudistNoMemory, "CommShrink: out of memory");
+  tpudistResult_t r = failed
+                          ? shrinkArgs(c, excludeRanks, excludeCount, newcomm, shrinkFlags, failed)
+                          : commError(c, tpudistNoMemory, "CommShrink: out of memory");
   if (r != tpudistSuccess) goto out;
   uint64_t t0 = clockNowNs();
   uint32_t seq = c->shrink_seq++;
@@ -129,10 +141,10 @@ out:
 TPUDIST_API tpudistResult_t tpudistCommRevoke(tpudistComm_t comm) {
   TD_CHECK(commEnter(comm ? &comm->c : NULL, "CommRevoke"));
   tdComm *c = &comm->c;
+  commRevokeNow(c);
   pthread_mutex_lock(&c->exec.lock);
   c->exec.async_error = tpudistAborted; /* what every later operation fails with */
   pthread_mutex_unlock(&c->exec.lock);
-  execAbort(&c->exec, tpudistAborted);
   commLeave(c);
   return tpudistSuccess;
 }

@@ -59,7 +59,8 @@ void transportReleaseAll(tdNet *comm);
 
 /* 1 if process pid is gone (no such process, or a zombie). */
 int transportProcGone(int pid);
-/* 1 if peer is certainly gone: on this host, in this pid namespace, and its process exited. 0 when unknown (another host) or alive. Needs comm->peers. */
+/* 1 if peer is certainly gone: on this host, in this pid namespace, and its process exited. 0 when
+ * unknown (another host) or alive. Needs comm->peers. */
 int transportPeerGone(const tdNet *comm, int peer);
 
 /* Setup + InitAll + allgather of the peer infos into comm->peers (malloc'd here, freed by

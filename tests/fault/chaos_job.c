@@ -14,7 +14,8 @@
  * completes its requests, calls tpudistCommShrink(NULL list, TPUDIST_SHRINK_ABORT), then checks the
  * new communicator (its members are the survivors in old-rank order; all-reduce, all-gather,
  * broadcast, reduce-scatter exactly) and destroys the old ones. It prints one line per trial:
- *   TRIAL id n=N victims=a[,b] rank=R result=ok|wrong|fail ms=M   (M: error to usable shrunk comm)
+ *   TRIAL id n=N victims=a[,b] rank=R result=ok|wrong|fail ms=M ops=K/OPS
+ * (M: error to usable shrunk comm; K of the mix's OPS operations completed before the error)
  * and at the end THREADS t (threads left after every communicator is destroyed: 0 expected). A
  * watchdog prints HANG and exits 3 when a trial's phase outlives TPU_DIST_TIMEOUT_MS + 5 s.
  */
@@ -190,8 +191,8 @@ static tpudistResult_t issue(const tdChaosOp *o, int op, tpudistComm_t c, const 
     case OP_BCAST:
       return tpudistBroadcast(gIn[slot], gOut[slot], cnt, tpudistInt32, o->root % n, c, req);
     case OP_RS:
-      return tpudistReduceScatter(gIn[slot], gOut[slot], cnt / (size_t)n, tpudistInt32,
-                                  tpudistSum, c, req);
+      return tpudistReduceScatter(gIn[slot], gOut[slot], cnt / (size_t)n, tpudistInt32, tpudistSum,
+                                  c, req);
     default:
       return tpudistAllReduce(gIn[slot], gOut[slot], cnt, tpudistInt32, tpudistSum, c, req);
   }
@@ -205,8 +206,10 @@ typedef struct {
 
 /* Runs the mix; returns 0 if every op succeeded and checked, 1 on the first error, 2 on a wrong
  * result. */
-static int runMix(tdWorld *w, tpudistComm_t half, const int *hids, int hn, int hme,
-                  const tdPlan *p, int *victim_at) {
+static int gOpsDone; /* operations of the mix completed and checked in this trial */
+static int runMix(tdWorld *w, tpudistComm_t half, const int *hids, int hn, int hme, const tdPlan *p,
+                  int *victim_at) {
+  gOpsDone = 0;
   tpudistRequest_t reqs[NBUF];
   int pend_slot[NBUF], pend_op[NBUF], np = 0, res = 0;
   for (int i = 0; i < p->nops && res == 0; i++) {
@@ -223,8 +226,8 @@ static int runMix(tdWorld *w, tpudistComm_t half, const int *hids, int hn, int h
       issue(o, i, w->comm, w->ids, w->n, w->me, 0, NULL);
       issue(o, i, w->comm, w->ids, w->n, w->me, 1, NULL);
       r = tpudistGroupEnd();
-      if (r == tpudistSuccess && (!checkOut(0, o, i, w->ids, w->n, w->me) ||
-                                  !checkOut(1, o, i, w->ids, w->n, w->me)))
+      if (r == tpudistSuccess &&
+          (!checkOut(0, o, i, w->ids, w->n, w->me) || !checkOut(1, o, i, w->ids, w->n, w->me)))
         res = 2;
     } else if (o->kind == OP_SPLIT_AR && half) {
       r = issue(o, i, half, hids, hn, hme, 0, NULL);
@@ -236,14 +239,15 @@ static int runMix(tdWorld *w, tpudistComm_t half, const int *hids, int hn, int h
       if (r == tpudistSuccess && !checkOut(0, &b, i, w->ids, w->n, w->me)) res = 2;
     }
     if (r != tpudistSuccess) res = 1;
+    if (res == 0) gOpsDone++;
   }
   for (int k = 0; k < np; k++) { /* complete the non-blocking ones */
     tdChaosOp b = p->ops[pend_op[k]];
     b.kind = OP_AR;
     tpudistResult_t r = tpudistWait(reqs[k]);
     if (r != tpudistSuccess && res == 0) res = 1;
-    if (r == tpudistSuccess && res == 0 && !checkOut(pend_slot[k], &b, pend_op[k], w->ids, w->n,
-                                                     w->me))
+    if (r == tpudistSuccess && res == 0 &&
+        !checkOut(pend_slot[k], &b, pend_op[k], w->ids, w->n, w->me))
       res = 2;
   }
   return res;
@@ -265,7 +269,7 @@ static int verify(tdWorld *w, const int *expect, int ne) {
   w->n = n;
   w->me = me;
   memcpy(w->ids, expect, sizeof(int) * (size_t)n);
-  tdChaosOp fixed[] = {{OP_AR, 1, 0},    {OP_AR, 1000, 0}, {OP_AR, 262144, 0},
+  tdChaosOp fixed[] = {{OP_AR, 1, 0},    {OP_AR, 1000, 0},    {OP_AR, 262144, 0},
                        {OP_AG, 1000, 0}, {OP_BCAST, 4096, 1}, {OP_RS, 840 * n, 0}};
   for (int i = 0; i < 6; i++) {
     if (issue(&fixed[i], 100 + i, w->comm, w->ids, n, me, 0, NULL) != tpudistSuccess) return 1;
@@ -282,12 +286,14 @@ static int recover(tdWorld *w, tpudistComm_t *half, const tdPlan *p, double t_er
     for (int v = 0; v < p->nvict; v++) dead |= p->victim[v] == q;
     if (!dead) expect[ne++] = w->ids[q];
   }
-  if (*half) tpudistCommRevoke(*half);
+  if (*half) { /* its peers learn of the revoke at once; destroying a revoked comm never waits */
+    tpudistCommRevoke(*half);
+    tpudistCommDestroy(*half);
+    *half = NULL;
+  }
   tpudistComm_t next = NULL;
   tpudistResult_t r = tpudistCommShrink(w->comm, NULL, 0, &next, NULL, TPUDIST_SHRINK_ABORT);
   *ms = nowMs() - t_err;
-  if (*half) tpudistCommDestroy(*half);
-  *half = NULL;
   if (r != tpudistSuccess) {
     fprintf(stderr, "shrink: %s\n", tpudistGetLastError(w->comm));
     return 1;
@@ -323,15 +329,17 @@ static int trial(tdWorld *w, uint64_t seed, int id) {
     kill(getpid(), SIGKILL);
   }
   char vs[32];
-  snprintf(vs, sizeof(vs), p.nvict == 2 ? "%d,%d" : "%d", w->ids[p.victim[0]],
-           w->ids[p.victim[1]]);
+  snprintf(vs, sizeof(vs), p.nvict == 2 ? "%d,%d" : "%d", w->ids[p.victim[0]], w->ids[p.victim[1]]);
   int n0 = w->n, me0 = w->ids[w->me];
   double ms = 0;
   armWatchdog();
   if (res != 2) res = recover(w, &half, &p, t_err, &ms);
   gDeadline = 0;
-  printf("TRIAL %d n=%d victims=%s rank=%d result=%s ms=%.1f\n", id, n0, vs, me0,
-         res == 0 ? "ok" : res == 2 ? "wrong" : "fail", ms);
+  printf("TRIAL %d n=%d victims=%s rank=%d result=%s ms=%.1f ops=%d/%d\n", id, n0, vs, me0,
+         res == 0   ? "ok"
+         : res == 2 ? "wrong"
+                    : "fail",
+         ms, gOpsDone, p.nops);
   fflush(stdout);
   return res;
 }
