@@ -52,6 +52,7 @@ typedef struct {
   int timeout_ms;
   tdAgreeDeadFn dead;
   void *ctx;
+  int guessed; /* ranks counted failed for not answering (not known to be gone) */
 } tdAgree;
 
 static size_t agreeMsgLen(int nranks) {
@@ -102,7 +103,6 @@ static void agreeTakeProposal(tdAgree *a, int fd, int *fds, uint8_t *buf) {
   if (netRecvAll(fd, buf, agreeMsgLen(a->bs->nranks), deadline, &a->bs->aborted, "a proposal", e) ==
       tpudistSuccess)
     from = agreeUnpack(a, TD_AGREE_PROPOSE, buf);
-  TD_INFO(TD_SUBSYS_BOOT, "shrink agreement: rank %d took a proposal from %d", a->bs->rank, from);
   if (from < 0) { /* a liveness probe, a stale or foreign message: not ours */
     close(fd);
     return;
@@ -131,7 +131,6 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
   }
   for (int r = 0; r < bs->nranks; r++) fds[r] = -1;
   int64_t deadline = netNowMs() + 2 * (int64_t)a->timeout_ms, next_probe = 0;
-  int heard = 0, waited_for = agreeMissing(a, fds);
   while (agreeMissing(a, fds) > 0 && netNowMs() < deadline && !bs->aborted) {
     struct pollfd p = {bs->listen_fd, POLLIN, 0};
     if (poll(&p, 1, 20) > 0) {
@@ -146,8 +145,7 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
     }
   }
   for (int r = 0; r < bs->nranks; r++) {
-    if (fds[r] >= 0) heard++;
-    if (r != bs->rank && fds[r] < 0) a->failed[r] = 1; /* silent: failed */
+    if (r != bs->rank && fds[r] < 0 && !a->failed[r]) a->failed[r] = 1, a->guessed++; /* silent */
   }
   agreePack(a, TD_AGREE_DECIDE, buf);
   for (int r = 0; r < bs->nranks; r++) {
@@ -161,12 +159,6 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
   free(fds);
   free(buf);
   if (bs->aborted) return tdErr(err, tpudistAborted, "shrink agreement: aborted");
-  if (heard == 0 && waited_for > 0)
-    return tdErr(err, tpudistRemoteError,
-                 "shrink agreement: rank %d heard from none of the %d ranks it had no failure "
-                 "for within %d ms: it was probably excluded by the others (it came too late) "
-                 "or is cut off from them",
-                 bs->rank, waited_for, 2 * a->timeout_ms);
   return tpudistSuccess;
 }
 
@@ -234,7 +226,7 @@ static int agreeParticipate(tdAgree *a, int coord) {
 
 tpudistResult_t bootstrapAgree(tdBootstrap *bs, uint8_t *failed, uint32_t seq, int timeout_ms,
                                tdAgreeDeadFn dead, void *ctx, char *err) {
-  tdAgree a = {bs, failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx};
+  tdAgree a = {bs, failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0};
   if (bs->listen_fd < 0) return tdErr(err, tpudistInternalError, "shrink agreement: no listener");
   failed[bs->rank] = 0;
   for (;;) {
@@ -251,7 +243,16 @@ tpudistResult_t bootstrapAgree(tdBootstrap *bs, uint8_t *failed, uint32_t seq, i
     TD_INFO(TD_SUBSYS_BOOT, "shrink agreement: coordinator rank %d failed; rank %d tries the next",
             coord, bs->rank);
     failed[coord] = 1;
+    a.guessed += !(dead && dead(ctx, coord));
   }
+  int others = 0;
+  for (int r = 0; r < bs->nranks; r++) others += r != bs->rank && !failed[r];
+  if (others == 0 && a.guessed > 0)
+    return tdErr(err, tpudistRemoteError,
+                 "shrink agreement: no other rank answered rank %d within the bounds (%d ms per "
+                 "coordinator, %d ms as coordinator) though not all are known to be gone: the "
+                 "others probably excluded it (it came too late), or it is cut off from them",
+                 bs->rank, a.timeout_ms, 2 * a.timeout_ms);
   if (failed[bs->rank])
     return tdErr(err, tpudistRemoteError,
                  "shrink agreement: the other survivors count rank %d as failed (it joined the "

@@ -51,6 +51,7 @@ job "split communicator (reversed order)" 4 1 -- split 1
 job "torus 2x4, a half killed: 2x2 torus" 8 4,5,6,7 TPU_DIST_TOPOLOGY=2x4 TD_EXPECT_TOPO=2x2 -- kill 4,5,6,7
 job "torus 2x2, one rank killed: flat" 4 1 TPU_DIST_TOPOLOGY=2x2 TD_EXPECT_TOPO=flat -- kill 1
 job "8 ranks, agreed set" 8 5 -- kill 5
+job "a survivor too late is excluded" 4 1 TPU_DIST_AGREE_TIMEOUT_MS=500 -- late 1 3
 job "revoke" 4 - -- revoke
 [ $rc -eq 0 ] && echo "shrink: ok"
 exit $rc

@@ -11,6 +11,10 @@
  *                                   reports the victims as failed and is destroyed at once.
  *                                   TD_EXPECT_TOPO (e.g. 2x2, flat): next's topology.
  *   shrink_job split V              the same on a split communicator (world reversed by key).
+ *   shrink_job late V L             V is killed; survivor L calls CommShrink only after 2 x
+ *                                   TPU_DIST_AGREE_TIMEOUT_MS + 1 s: it gets tpudistRemoteError
+ *                                   saying it was excluded, the others shrink without it (their
+ *                                   agreed failed set: V and L).
  *   shrink_job revoke               rank 0 blocks in an all-reduce nobody joins; another thread
  *                                   revokes: the call and every later one fail with
  *                                   tpudistAborted; the others revoke a second later; all shrink
@@ -191,6 +195,49 @@ static int modeSplit(tpudistComm_t world, int rank, int n, int victim) {
   return gFail != 0;
 }
 
+/* A survivor that comes too late (after 2 x TPU_DIST_AGREE_TIMEOUT_MS) is excluded by the others
+ * and told so; the others shrink without it. The others stay alive until it is done, so that it
+ * cannot take them for gone. */
+static int modeLate(tpudistComm_t world, int rank, int n, int victim, int late) {
+  const char *t = getenv("TPU_DIST_AGREE_TIMEOUT_MS");
+  int agree = t ? atoi(t) : 10000;
+  untilError(world, rank, n, rank == victim);
+  if (rank == late) {
+    sleepMs(2 * agree + 1000);
+    tpudistComm_t next = NULL;
+    double t0 = nowMs();
+    tpudistResult_t r = tpudistCommShrink(world, NULL, 0, &next, NULL, TPUDIST_SHRINK_ABORT);
+    const char *msg = tpudistGetLastError(world);
+    printf("rank %d: late shrink: %s after %.0f ms: %s\n", rank, tpudistGetErrorString(r),
+           nowMs() - t0, msg);
+    if (r != tpudistRemoteError || next || !strstr(msg, "excluded"))
+      FAIL("the late survivor got %s (%s), not tpudistRemoteError saying it was excluded",
+           tpudistGetErrorString(r), msg);
+    tpudistCommDestroy(world);
+    return gFail != 0;
+  }
+  int gone[2] = {victim < late ? victim : late, victim < late ? late : victim};
+  int members[64], m = 0;
+  for (int q = 0; q < n; q++)
+    if (q != victim && q != late) members[m++] = q;
+  tpudistComm_t next = NULL;
+  tpudistResult_t r = tpudistCommShrink(world, NULL, 0, &next, NULL, TPUDIST_SHRINK_ABORT);
+  if (r != tpudistSuccess) {
+    FAIL("CommShrink: %s", tpudistGetLastError(world));
+    return 1;
+  }
+  checkNext(next, members, m, rank);
+  int failed[64], nf = 64;
+  tpudistCommGetFailedRanks(world, failed, &nf);
+  if (nf != 2 || failed[0] != gone[0] || failed[1] != gone[1])
+    FAIL("the agreed failed set has %d ranks, expected the victim %d and the late rank %d", nf,
+         victim, late);
+  tpudistCommDestroy(next);
+  tpudistCommDestroy(world);
+  sleepMs(5 * agree + 2000);
+  return gFail != 0;
+}
+
 static void *revoker(void *arg) {
   sleepMs(200);
   if (tpudistCommRevoke((tpudistComm_t)arg) != tpudistSuccess) FAIL("revoke from a thread");
@@ -254,6 +301,8 @@ int main(int argc, char **argv) {
     rc = modeKill(world, rank, n, argv[2], argc > 3 && !strcmp(argv[3], "list"));
   else if (!strcmp(argv[1], "split") && argc > 2)
     rc = modeSplit(world, rank, n, atoi(argv[2]));
+  else if (!strcmp(argv[1], "late") && argc > 3)
+    rc = modeLate(world, rank, n, atoi(argv[2]), atoi(argv[3]));
   else if (!strcmp(argv[1], "revoke"))
     rc = modeRevoke(world, rank, n);
   else
