@@ -28,6 +28,7 @@
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/socket.h>
 #include <time.h>
 #include <unistd.h>
 
@@ -52,7 +53,8 @@ typedef struct {
   int timeout_ms;
   tdAgreeDeadFn dead;
   void *ctx;
-  int guessed; /* ranks counted failed for not answering (not known to be gone) */
+  int guessed;      /* ranks counted failed for not answering (not known to be gone) */
+  tdNetAddr *addrs; /* every rank's agreement listener */
 } tdAgree;
 
 static size_t agreeMsgLen(int nranks) {
@@ -132,11 +134,11 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
   for (int r = 0; r < bs->nranks; r++) fds[r] = -1;
   int64_t deadline = netNowMs() + 2 * (int64_t)a->timeout_ms, next_probe = 0;
   while (agreeMissing(a, fds) > 0 && netNowMs() < deadline && !bs->aborted) {
-    struct pollfd p = {bs->listen_fd, POLLIN, 0};
+    struct pollfd p = {bs->agree_fd, POLLIN, 0};
     if (poll(&p, 1, 20) > 0) {
       int fd = -1;
       char e[TD_ERRLEN];
-      if (netAccept(bs->listen_fd, &fd, e) == tpudistSuccess && fd >= 0)
+      if (netAccept(bs->agree_fd, &fd, e) == tpudistSuccess && fd >= 0)
         agreeTakeProposal(a, fd, fds, buf);
     }
     if (netNowMs() >= next_probe) {
@@ -173,7 +175,7 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
   int fd = -1, res = 1;
   while (fd < 0 && netNowMs() < connect_by && !bs->aborted) {
     if (a->dead && a->dead(a->ctx, coord)) return 1;
-    if (netConnectRetry(&bs->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), &bs->aborted, &fd,
+    if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), &bs->aborted, &fd,
                         e) != tpudistSuccess)
       fd = -1;
   }
@@ -224,10 +226,13 @@ static int agreeParticipate(tdAgree *a, int coord) {
   return r == 2 ? 1 : r;
 }
 
-tpudistResult_t bootstrapAgree(tdBootstrap *bs, uint8_t *failed, uint32_t seq, int timeout_ms,
-                               tdAgreeDeadFn dead, void *ctx, char *err) {
-  tdAgree a = {bs, failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0};
-  if (bs->listen_fd < 0) return tdErr(err, tpudistInternalError, "shrink agreement: no listener");
+/* The rounds: coordinator after coordinator until a decision. */
+static tpudistResult_t agreeRun(tdAgree *ap, char *err) {
+  tdAgree a = *ap;
+  tdBootstrap *bs = a.bs;
+  uint8_t *failed = a.failed;
+  tdAgreeDeadFn dead = a.dead;
+  void *ctx = a.ctx;
   failed[bs->rank] = 0;
   for (;;) {
     agreeProbe(&a);
@@ -261,8 +266,57 @@ tpudistResult_t bootstrapAgree(tdBootstrap *bs, uint8_t *failed, uint32_t seq, i
   return tpudistSuccess;
 }
 
-tpudistResult_t bootstrapRebind(tdBootstrap *bs, char *err) {
-  if (bs->listen_fd >= 0) return tpudistSuccess;
-  tdNetAddr bound;
-  return netListen(&bs->addrs[bs->rank], &bs->listen_fd, &bound, err);
+/* The agreement listeners' addresses from peers, checked. */
+static tpudistResult_t agreeAddrs(const tdBootstrap *bs, const tdPeerInfo *peers, tdNetAddr *addrs,
+                                  char *err) {
+  for (int r = 0; r < bs->nranks; r++) {
+    char e[TD_ERRLEN];
+    memcpy(&addrs[r], peers[r].agree_addr, sizeof(tdNetAddr));
+    if (bootstrapAddrCheck(&addrs[r], sizeof(tdNetAddr), e) != tpudistSuccess)
+      return tdErr(err, tpudistInternalError, "shrink: rank %d's agreement address: %s", r, e);
+  }
+  return tpudistSuccess;
+}
+
+tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
+                               uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
+                               char *err) {
+  tdAgree a = {bs, failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL};
+  if (bs->agree_fd < 0) return tdErr(err, tpudistInternalError, "shrink agreement: no listener");
+  a.addrs = malloc(sizeof(tdNetAddr) * (size_t)bs->nranks);
+  if (!a.addrs) return tdErr(err, tpudistNoMemory, "shrink agreement: out of memory");
+  tpudistResult_t res = agreeAddrs(bs, peers, a.addrs, err);
+  if (res == tpudistSuccess) res = agreeRun(&a, err);
+  free(a.addrs);
+  return res;
+}
+
+tpudistResult_t bootstrapAgreeListen(tdBootstrap *bs, void *addr, size_t len, char *err) {
+  if (len < sizeof(tdNetAddr))
+    return tdErr(err, tpudistInternalError, "agreement listener: %zu bytes of room", len);
+  tdNetAddr a;
+  if (bs->agree_fd < 0) {
+    TD_CHECK(bootListenOn(&bs->addrs[bs->rank], &bs->agree_fd, &a, err));
+  } else { /* asked again (a communicator built twice on one channel): the same listener */
+    struct sockaddr_storage ss;
+    socklen_t sl = sizeof(ss);
+    getsockname(bs->agree_fd, (struct sockaddr *)&ss, &sl);
+    netFromSockaddr((struct sockaddr *)&ss, &a);
+  }
+  memset(addr, 0, len);
+  memcpy(addr, &a, sizeof(a));
+  return tpudistSuccess;
+}
+
+tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peers,
+                                     const int *members, int n, int newrank, uint64_t tag,
+                                     tdBootstrap **out, char *err) {
+  tdNetAddr root;
+  char e[TD_ERRLEN];
+  if (n < 1 || members[0] < 0 || members[0] >= parent->nranks || parent->agree_fd < 0)
+    return tdErr(err, tpudistInvalidArgument, "shrink: bad member list or no agreement listener");
+  memcpy(&root, peers[members[0]].agree_addr, sizeof(root));
+  if (bootstrapAddrCheck(&root, sizeof(root), e) != tpudistSuccess)
+    return tdErr(err, tpudistInternalError, "shrink: the new rank 0's address: %s", e);
+  return bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, out, err);
 }

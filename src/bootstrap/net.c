@@ -166,9 +166,6 @@ tpudistResult_t netListen(const tdNetAddr *a, int *fd, tdNetAddr *bound, char *e
     return tdErr(err, tpudistSystemError, "cannot listen on %s: %s", netAddrStr(a, buf, 64),
                  strerror(e));
   }
-  /* set after listen also on ephemeral ports (bind(0) keeps its unique port): the connections it
-   * accepts inherit it, so a released listener can bind its port again while they live */
-  setsockopt(s, SOL_SOCKET, SO_REUSEADDR, &one, sizeof(one));
   len = sizeof(ss);
   getsockname(s, (struct sockaddr *)&ss, &len);
   netFromSockaddr((struct sockaddr *)&ss, bound);

@@ -285,13 +285,17 @@ TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks
 /* ---- split, destroy (used by comm_life.c) ------------------------------------------------ */
 
 tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *members,
-                                uint64_t tag, const tpudistConfig_t *uc, tdComm **out, char *err) {
+                                uint64_t tag, int shrink, const tpudistConfig_t *uc, tdComm **out,
+                                char *err) {
   TD_CHECK(checkUserConfig(uc, err));
   tdComm *c = commAlloc(n, newrank);
   if (!c) return tdErr(err, tpudistNoMemory, "split: out of memory");
   c->net.timeout_ms = configTimeout(uc) ? configTimeout(uc) : parent->net.timeout_ms;
   tpudistResult_t r =
-      bootstrapSplit(parent->net.bootstrap, members, n, newrank, tag, &c->net.bootstrap, err);
+      shrink
+          ? bootstrapShrinkSplit(parent->net.bootstrap, parent->net.peers, members, n, newrank, tag,
+                                 &c->net.bootstrap, err)
+          : bootstrapSplit(parent->net.bootstrap, members, n, newrank, tag, &c->net.bootstrap, err);
   if (r != tpudistSuccess) {
     commFree(c);
     return r;

@@ -94,9 +94,11 @@ static inline tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, co
 
 /* ---- split (comm.c) ---- */
 /* The communicator of the members (parent ranks, in new rank order) over parent's bootstrap
- * channel; collective over the members; tag distinguishes concurrent splits. */
+ * channel; collective over the members; tag distinguishes concurrent splits. shrink: meet at the
+ * agreement listeners (bootstrapShrinkSplit), which a failed parent keeps. */
 tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *members,
-                                uint64_t tag, const tpudistConfig_t *uc, tdComm **out, char *err);
+                                uint64_t tag, int shrink, const tpudistConfig_t *uc, tdComm **out,
+                                char *err);
 
 /* ---- selection (comm_select.c) ---- */
 tpudistResult_t commSelectInit(tdComm *comm, char *err);

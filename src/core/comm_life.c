@@ -73,7 +73,7 @@ TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int 
     int n = splitMembers(ck, c->net.nranks, color, c->net.rank, members, &me);
     uint64_t tag = (sseq << 32) ^ (uint32_t)color;
     tdComm *nc = NULL;
-    r = commSplitCreate(c, n, me, members, tag, config, &nc, err);
+    r = commSplitCreate(c, n, me, members, tag, 0, config, &nc, err);
     if (r == tpudistSuccess) *newcomm = (tpudistComm_t)nc;
   }
   free(ck);

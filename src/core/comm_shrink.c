@@ -88,7 +88,7 @@ static tpudistResult_t shrinkCreate(tdComm *c, const uint8_t *failed, uint32_t s
   /* bit 63 keeps shrink tags apart from CommSplit's (split sequence << 32 ^ color) */
   uint64_t tag = (1ull << 63) | ((uint64_t)(seq & 0x7fffff) << 40) |
                  (membersHash(members, n) & 0xffffffffffull);
-  tpudistResult_t r = commSplitCreate(c, n, me, members, tag, config, out, err);
+  tpudistResult_t r = commSplitCreate(c, n, me, members, tag, 1, config, out, err);
   free(members);
   return r;
 }
@@ -100,10 +100,9 @@ static tpudistResult_t shrinkMembers(tdComm *c, int explicit_list, int flags, ui
     commRevokeNow(c);
   else
     (void)execDrain(&c->exec); /* an error here is what the caller shrinks away from */
-  TD_CHECK(bootstrapRebind(c->net.bootstrap, err));
   if (explicit_list) return tpudistSuccess;
   for (int r = 0; r < c->net.nranks; r++) failed[r] = (uint8_t)transportPeerGone(&c->net, r);
-  TD_CHECK(bootstrapAgree(c->net.bootstrap, failed, seq, c->net.cfg->agree_timeout_ms,
+  TD_CHECK(bootstrapAgree(c->net.bootstrap, c->net.peers, failed, seq, c->net.cfg->agree_timeout_ms,
                           shrinkPeerGone, c, err));
   if (!c->agreed_failed) c->agreed_failed = malloc((size_t)c->net.nranks);
   if (c->agreed_failed) memcpy(c->agreed_failed, failed, (size_t)c->net.nranks);

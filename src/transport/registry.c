@@ -100,8 +100,14 @@ tpudistResult_t transportInitAll(tdNet *comm, tdPeerInfo *info) {
   info->host_hash = bootstrapHostHash(cfg->hostid);
   struct stat ns;
   info->pid_ns = stat("/proc/self/ns/pid", &ns) == 0 ? (uint64_t)ns.st_ino : 0;
-  info->version = TPUDIST_VERSION_CODE;
   if (!st) return transportError(comm, tpudistInternalError, "transportInitAll before Setup");
+  if (comm->bootstrap) {
+    char err[TD_ERRLEN];
+    tpudistResult_t res =
+        bootstrapAgreeListen(comm->bootstrap, info->agree_addr, sizeof(info->agree_addr), err);
+    if (res != tpudistSuccess) return transportError(comm, res, "%s", err);
+  }
+  info->version = TPUDIST_VERSION_CODE;
   for (int i = 0; i < comm->ntransports; i++) {
     st->inited = i + 1; /* commFini also releases a partial commInit */
     tpudistResult_t res = comm->transports[i]->commInit(comm, info);

@@ -34,7 +34,8 @@ while [ $trials -lt "$target" ]; do
   pids=()
   for ((r = 0; r < n; r++)); do
     RANK=$r WORLD_SIZE=$n TPU_DIST_TRANSPORTS=$tp timeout -s KILL $limit \
-      "${TD_BUILDDIR:-.}"/tests/fault/chaos_job "$seed" $((trials)) $per $min >>"$out" 2>/dev/null &
+      "${TD_BUILDDIR:-.}"/tests/fault/chaos_job "$seed" $((trials)) $per $min >>"$out" \
+      2> >(grep -v 'flight recorder\|ERROR' | sed "s/^/  rank $r: /" >>"$out.err") &
     pids+=($!)
   done
   for p in "${pids[@]}"; do
@@ -51,8 +52,11 @@ while [ $trials -lt "$target" ]; do
   nshm=$(ls -A /dev/shm | wc -l)
   if [ "$nshm" -gt 0 ]; then echo "launch $launch: left in /dev/shm:"; ls /dev/shm | head; shm_leaks=$((shm_leaks + nshm)); rm -f /dev/shm/*; fi
   sed "s/^/$n $tp /" "$out" >>"$log"
-  grep -E 'result=(wrong|fail)|^HANG' "$out" | sed "s/^/launch $launch ($n ranks, $tp): /"
-  rm -f "$out"
+  if grep -qE 'result=(wrong|fail)|^HANG' "$out" || [ "$survivors" -eq 0 ]; then
+    grep -E 'result=(wrong|fail)|^HANG' "$out" | sed "s/^/launch $launch ($n ranks, $tp): /"
+    head -20 "$out.err"
+  fi
+  rm -f "$out" "$out.err"
   [ "$done_here" -gt 0 ] || done_here=1
   trials=$((trials + done_here))
   launch=$((launch + 1))
