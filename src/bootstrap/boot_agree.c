@@ -1,7 +1,11 @@
 /*
- * boot_agree.c - agreement of the surviving ranks of a channel on its failed set (for
- * tpudistCommShrink with no exclude list), and re-opening a listener a failed communicator
- * released (bootstrapRebind).
+ * boot_agree.c - the survivors' side of a channel (tpudistCommShrink): the agreement listener,
+ * the agreement on the failed set (no exclude list), and the split that forms the shrunk
+ * communicator at the agreement listeners.
+ *
+ * Agreement listener: opened when the communicator is set up, its address published in the peer
+ * info; unlike the channel's own listener it stays open after a failure (the closed own listener
+ * tells unconnected peers that this rank released the communicator), until bootstrapFree.
  *
  * Coordinator protocol (after ULFM's agree, without its log): every survivor knows a set of ranks
  * it is certain have failed (its caller's probe: a process gone on this host). The coordinator is
@@ -12,17 +16,17 @@
  * Each message is {magic, channel hash, sequence, type, rank, nranks, bitmap} followed by an
  * HMAC-SHA256 with the channel key over all of it, so nobody without the key, and no message of
  * another channel or an earlier agreement, is taken. One TCP connection per proposal, to the
- * coordinator's own bootstrap listener (re-bound when the failed communicator released it).
+ * coordinator's agreement listener.
  *
- * Bounds (T = timeout_ms): a participant retries the coordinator's listener for up to T (it may
- * not have re-bound yet), then waits up to 3T for the decision; a coordinator that is certainly
- * dead, refuses past T, or closes the connection is added to the set and the next lowest rank
- * becomes coordinator. The coordinator waits until every rank not in its set has proposed, or
- * 2T: who has not proposed by then is failed. When the coordinator dies after sending some
- * decisions, the ranks that got one carry on with it and the rest elect the next coordinator: their
- * sets then differ by the dead coordinator, the shrunk communicator's rendezvous fails for the
- * ranks that chose the wrong set (bounded, an error) and never joins different member lists.
- * A rank that nobody answered (it came after the others had decided) gets an error saying so.
+ * Bounds (T = timeout_ms): a participant connects to the coordinator (retrying for up to T), then
+ * waits up to 3T for the decision; a coordinator that is certainly dead, refuses past T, or closes
+ * the connection is added to the set and the next lowest rank becomes coordinator. The coordinator
+ * waits until every rank not in its set has proposed, or 2T: who has not proposed by then is
+ * failed. When the coordinator dies after sending some decisions, the ranks that got one carry on
+ * with it and the rest elect the next coordinator, which counts them failed: the shrunk
+ * communicator's rendezvous fails for the first group (its new rank 0 is the dead coordinator:
+ * bounded, an error), and never joins different member lists. A rank that nobody answered (it came
+ * after the others had decided) gets an error saying so.
  */
 #include <errno.h>
 #include <poll.h>

@@ -3,11 +3,10 @@
  * the old one's bootstrap channel, no new rendezvous), tpudistCommRevoke (fail everything, keep
  * the resources) and tpudistCommGetFailedRanks. Design in docs/reliability.md.
  *
- * Shrink: (1) pending work completes (DEFAULT) or is aborted (ABORT); (2) this rank's bootstrap
- * listener, closed when the communicator failed (so that peers learn of the failure), is bound
- * again on its old address; (3) the members: all but the given list, or all but the failed set
- * agreed by bootstrapAgree (boot_agree.c), each rank starting from the ranks it knows are gone
- * (transportPeerGone); (4) the new communicator is a split of the old channel with the members,
+ * Shrink: (1) pending work completes (DEFAULT) or is revoked (ABORT); (2) the members: all but
+ * the given list, or all but the failed set agreed by bootstrapAgree (boot_agree.c), each rank
+ * starting from the ranks it knows are gone (transportPeerGone); (3) the new communicator is a
+ * split of the old channel with the members at the agreement listeners (bootstrapShrinkSplit),
  * under a tag derived from the shrink sequence and the member list, so that ranks holding
  * different lists never join one rendezvous.
  */
@@ -93,7 +92,7 @@ static tpudistResult_t shrinkCreate(tdComm *c, const uint8_t *failed, uint32_t s
   return r;
 }
 
-/* Steps (1) to (3) of the file comment; failed[] gets the members' complement. */
+/* Steps (1) and (2) of the file comment; failed[] gets the members' complement. */
 static tpudistResult_t shrinkMembers(tdComm *c, int explicit_list, int flags, uint32_t seq,
                                      uint8_t *failed, char *err) {
   if (flags == TPUDIST_SHRINK_ABORT)
