@@ -314,7 +314,7 @@ tpudistResult_t bootstrapAgreeListen(tdBootstrap *bs, void *addr, size_t len, ch
 
 tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peers,
                                      const int *members, int n, int newrank, uint64_t tag,
-                                     tdBootstrap **out, char *err) {
+                                     int timeout_ms, tdBootstrap **out, char *err) {
   tdNetAddr root;
   char e[TD_ERRLEN];
   if (n < 1 || members[0] < 0 || members[0] >= parent->nranks || parent->agree_fd < 0)
@@ -322,5 +322,6 @@ tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peer
   memcpy(&root, peers[members[0]].agree_addr, sizeof(root));
   if (bootstrapAddrCheck(&root, sizeof(root), e) != tpudistSuccess)
     return tdErr(err, tpudistInternalError, "shrink: the new rank 0's address: %s", e);
-  return bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, out, err);
+  return bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms, out,
+                     err);
 }

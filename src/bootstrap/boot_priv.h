@@ -91,9 +91,11 @@ uint32_t bootVersion(void);
 tpudistResult_t bootRootRendezvous(tdBootstrap *bs, int lfd, tdBootstrap *owner, const tdKey *key,
                                    uint32_t kind, uint64_t tag, char *err);
 /* A split of parent (see bootstrapSplit) whose new rank 0 admits on lfd and that the others
- * join at root (the new rank 0's address for lfd). */
+ * join at root (the new rank 0's address for lfd); the rendezvous is bounded by timeout_ms, the
+ * child channel then has the parent's timeout. */
 tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root, const int *members,
-                            int n, int newrank, uint64_t tag, tdBootstrap **out, char *err);
+                            int n, int newrank, uint64_t tag, int timeout_ms, tdBootstrap **out,
+                            char *err);
 /* Opens this rank's own listener on the IP of ip (port 0) into *fd; its address into *bound. */
 tpudistResult_t bootListenOn(const tdNetAddr *ip, int *fd, tdNetAddr *bound, char *err);
 /* The reply's proof for transcript tr. */

@@ -599,11 +599,12 @@ tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, i
   if (n < 1 || members[0] < 0 || members[0] >= parent->nranks)
     return tdErr(err, tpudistInvalidArgument, "bootstrap split: member out of range");
   return bootSplitOn(parent, parent->listen_fd, &parent->addrs[members[0]], members, n, newrank,
-                     tag, out, err);
+                     tag, parent->timeout_ms, out, err);
 }
 
 tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root, const int *members,
-                            int n, int newrank, uint64_t tag, tdBootstrap **out, char *err) {
+                            int n, int newrank, uint64_t tag, int timeout_ms, tdBootstrap **out,
+                            char *err) {
   if (n < 1 || newrank < 0 || newrank >= n || members[newrank] != parent->rank)
     return tdErr(err, tpudistInvalidArgument,
                  "bootstrap split: rank %d is not member %d of the %d members", parent->rank,
@@ -612,7 +613,7 @@ tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root,
     if (members[i] < 0 || members[i] >= parent->nranks)
       return tdErr(err, tpudistInvalidArgument, "bootstrap split: member %d out of range",
                    members[i]);
-  tdBootstrap *bs = bsAlloc(newrank, n, parent->timeout_ms);
+  tdBootstrap *bs = bsAlloc(newrank, n, timeout_ms);
   if (!bs) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
   authChildKey(&parent->key, "tpu_dist/split-key/v1", tag, &bs->key);
   bs->hash = authId64(&bs->key, "tpu_dist/split-hash/v1", &parent->hash, sizeof(parent->hash));
@@ -628,6 +629,7 @@ tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root,
     bootstrapFree(bs);
     return res;
   }
+  bs->timeout_ms = parent->timeout_ms; /* the rendezvous' own bound ends here */
   *out = bs;
   return tpudistSuccess;
 }

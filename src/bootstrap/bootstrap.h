@@ -58,10 +58,12 @@ typedef int (*tdAgreeDeadFn)(void *ctx, int rank);
 tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
                                uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
                                char *err);
-/* bootstrapSplit through the agreement listeners (works after bootstrapRelease). */
+/* bootstrapSplit through the agreement listeners (works after bootstrapRelease); its rendezvous
+ * is bounded by timeout_ms (the members were alive a moment ago: a short bound lets the survivors
+ * agree again soon when one of them dies now). */
 tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peers,
                                      const int *members, int n, int newrank, uint64_t tag,
-                                     tdBootstrap **out, char *err);
+                                     int timeout_ms, tdBootstrap **out, char *err);
 /* Unblocks every wait of bs (from any thread). */
 void bootstrapAbort(tdBootstrap *bs);
 void bootstrapFree(tdBootstrap *bs);

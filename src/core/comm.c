@@ -294,7 +294,7 @@ tpudistResult_t commSplitCreate(tdComm *parent, int n, int newrank, const int *m
   tpudistResult_t r =
       shrink
           ? bootstrapShrinkSplit(parent->net.bootstrap, parent->net.peers, members, n, newrank, tag,
-                                 &c->net.bootstrap, err)
+                                 c->net.cfg->agree_timeout_ms, &c->net.bootstrap, err)
           : bootstrapSplit(parent->net.bootstrap, members, n, newrank, tag, &c->net.bootstrap, err);
   if (r != tpudistSuccess) {
     commFree(c);

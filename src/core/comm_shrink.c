@@ -31,6 +31,8 @@ static void commRevokeNow(tdComm *c) {
   pthread_mutex_unlock(&c->exec.lock);
 }
 
+#define TD_SHRINK_ATTEMPTS 2
+
 static int shrinkPeerGone(void *ctx, int rank) {
   return transportPeerGone(&((tdComm *)ctx)->net, rank);
 }
@@ -100,7 +102,8 @@ static tpudistResult_t shrinkMembers(tdComm *c, int explicit_list, int flags, ui
   else
     (void)execDrain(&c->exec); /* an error here is what the caller shrinks away from */
   if (explicit_list) return tpudistSuccess;
-  for (int r = 0; r < c->net.nranks; r++) failed[r] = (uint8_t)transportPeerGone(&c->net, r);
+  for (int r = 0; r < c->net.nranks; r++) /* after a failed attempt: its decision stands */
+    failed[r] |= (uint8_t)transportPeerGone(&c->net, r);
   TD_CHECK(bootstrapAgree(c->net.bootstrap, c->net.peers, failed, seq, c->net.cfg->agree_timeout_ms,
                           shrinkPeerGone, c, err));
   if (!c->agreed_failed) c->agreed_failed = malloc((size_t)c->net.nranks);
@@ -120,9 +123,18 @@ TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *exc
                           : commError(c, tpudistNoMemory, "CommShrink: out of memory");
   if (r != tpudistSuccess) goto out;
   uint64_t t0 = clockNowNs();
-  uint32_t seq = c->shrink_seq++;
-  r = shrinkMembers(c, excludeCount > 0, shrinkFlags, seq, failed, err);
-  if (r == tpudistSuccess) r = shrinkCreate(c, failed, seq, config, &nc, err);
+  /* A member that dies between the agreement and the new communicator's rendezvous fails the
+   * rendezvous for everyone (bounded by TPU_DIST_AGREE_TIMEOUT_MS): agree again, once more. */
+  for (int attempt = 0; attempt < TD_SHRINK_ATTEMPTS; attempt++) {
+    uint32_t seq = c->shrink_seq++;
+    r = shrinkMembers(c, excludeCount > 0, attempt ? TPUDIST_SHRINK_ABORT : shrinkFlags, seq,
+                      failed, err);
+    if (r != tpudistSuccess) break;
+    r = shrinkCreate(c, failed, seq, config, &nc, err);
+    if (r == tpudistSuccess || excludeCount > 0) break;
+    TD_INFO(TD_SUBSYS_INIT, "%s: rank %d: shrink attempt %d failed (%s); agreeing again",
+            c->net.name, c->net.rank, attempt + 1, err);
+  }
   if (r != tpudistSuccess) {
     r = commErrorMsg(c, r, err);
     goto out;

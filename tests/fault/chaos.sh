@@ -35,7 +35,7 @@ while [ $trials -lt "$target" ]; do
   for ((r = 0; r < n; r++)); do
     RANK=$r WORLD_SIZE=$n TPU_DIST_TRANSPORTS=$tp timeout -s KILL $limit \
       "${TD_BUILDDIR:-.}"/tests/fault/chaos_job "$seed" $((trials)) $per $min >>"$out" \
-      2> >(grep -v 'flight recorder\|ERROR' | sed "s/^/  rank $r: /" >>"$out.err") &
+      2> >(grep -v 'flight recorder\|tpu_dist [0-9]* ERROR' | sed "s/^/  rank $r: /" >>"$out.err") &
     pids+=($!)
   done
   for p in "${pids[@]}"; do

@@ -27,7 +27,7 @@ job() {
   export TPU_DIST_COMM_ID=127.0.0.1:$(td_port)
   for ((r = 0; r < n; r++)); do
     env "${envs[@]}" RANK=$r WORLD_SIZE=$n timeout 60 "${TD_BUILDDIR:-.}"/tests/fault/shrink_job "$@" \
-      > >(sed "s/^/[rank $r] /" | grep -v 'flight recorder\|ERROR') 2>&1 &
+      > >(sed "s/^/[rank $r] /" | grep -v 'flight recorder\|tpu_dist [0-9]* ERROR') 2>&1 &
     pids+=($!)
   done
   for ((r = 0; r < n; r++)); do
@@ -52,6 +52,8 @@ job "torus 2x4, a half killed: 2x2 torus" 8 4,5,6,7 TPU_DIST_TOPOLOGY=2x4 TD_EXP
 job "torus 2x2, one rank killed: flat" 4 1 TPU_DIST_TOPOLOGY=2x2 TD_EXPECT_TOPO=flat -- kill 1
 job "8 ranks, agreed set" 8 5 -- kill 5
 job "a survivor too late is excluded" 4 1 TPU_DIST_AGREE_TIMEOUT_MS=500 -- late 1 3
+job "a survivor dies in the agreement or rendezvous" 5 3,1 TPU_DIST_AGREE_TIMEOUT_MS=1000 -- dieinshrink 3 1
+job "rank 0 (coordinator, new rank 0) dies in the shrink" 5 3,0 TPU_DIST_AGREE_TIMEOUT_MS=1000 -- dieinshrink 3 0
 job "revoke" 4 - -- revoke
 [ $rc -eq 0 ] && echo "shrink: ok"
 exit $rc

@@ -15,6 +15,10 @@
  *                                   TPU_DIST_AGREE_TIMEOUT_MS + 1 s: it gets tpudistRemoteError
  *                                   saying it was excluded, the others shrink without it (their
  *                                   agreed failed set: V and L).
+ *   shrink_job dieinshrink V D      V is killed; survivor D dies 0-10 ms into its CommShrink
+ *                                   (agreement or rendezvous): the others end with the same
+ *                                   communicator without V and D (their shrink agrees again
+ *                                   when D dies in the rendezvous).
  *   shrink_job revoke               rank 0 blocks in an all-reduce nobody joins; another thread
  *                                   revokes: the call and every later one fail with
  *                                   tpudistAborted; the others revoke a second later; all shrink
@@ -238,6 +242,50 @@ static int modeLate(tpudistComm_t world, int rank, int n, int victim, int late) 
   return gFail != 0;
 }
 
+/* V is killed mid all-reduce; D, a survivor, dies 0-10 ms into its own CommShrink: during the
+ * agreement or the new communicator's rendezvous (when D is rank 0 it is the coordinator and the
+ * new rank 0). The others end with the same communicator without both. */
+static int modeDieInShrink(tpudistComm_t world, int rank, int n, int victim, int d) {
+  untilError(world, rank, n, rank == victim);
+  tpudistComm_t next = NULL;
+  if (rank == d) {
+    static int delay;
+    srand((unsigned)getpid());
+    delay = rand() % 11;
+    pthread_t th;
+    pthread_create(&th, NULL, killer, &delay);
+    tpudistCommShrink(world, NULL, 0, &next, NULL, TPUDIST_SHRINK_ABORT);
+    sleepMs(5000);
+    FAIL("rank %d outlived its kill", rank);
+    return 1;
+  }
+  int members[64], m = 0, gone[2] = {victim < d ? victim : d, victim < d ? d : victim};
+  for (int q = 0; q < n; q++)
+    if (q != victim && q != d) members[m++] = q;
+  double t0 = nowMs();
+  tpudistResult_t r = tpudistCommShrink(world, NULL, 0, &next, NULL, TPUDIST_SHRINK_ABORT);
+  if (r != tpudistSuccess) {
+    FAIL("CommShrink: %s", tpudistGetLastError(world));
+    return 1;
+  }
+  printf("rank %d: shrink with a death inside it took %.0f ms\n", rank, nowMs() - t0);
+  int nn = 0;
+  tpudistCommCount(next, &nn);
+  if (nn == m + 1) { /* D died after the new communicator was formed: a later failure */
+    printf("rank %d: rank %d died after the shrink completed\n", rank, d);
+  } else {
+    checkNext(next, members, m, rank);
+    int failed[64], nf = 64;
+    tpudistCommGetFailedRanks(world, failed, &nf);
+    if (nf != 2 || failed[0] != gone[0] || failed[1] != gone[1])
+      FAIL("the agreed failed set has %d ranks, expected %d and %d", nf, gone[0], gone[1]);
+  }
+  if (nn == m + 1) tpudistCommRevoke(next); /* it holds the dead rank: no barrier */
+  tpudistCommDestroy(next);
+  tpudistCommDestroy(world);
+  return gFail != 0;
+}
+
 static void *revoker(void *arg) {
   sleepMs(200);
   if (tpudistCommRevoke((tpudistComm_t)arg) != tpudistSuccess) FAIL("revoke from a thread");
@@ -303,6 +351,8 @@ int main(int argc, char **argv) {
     rc = modeSplit(world, rank, n, atoi(argv[2]));
   else if (!strcmp(argv[1], "late") && argc > 3)
     rc = modeLate(world, rank, n, atoi(argv[2]), atoi(argv[3]));
+  else if (!strcmp(argv[1], "dieinshrink") && argc > 3)
+    rc = modeDieInShrink(world, rank, n, atoi(argv[2]), atoi(argv[3]));
   else if (!strcmp(argv[1], "revoke"))
     rc = modeRevoke(world, rank, n);
   else
