@@ -185,15 +185,11 @@ void shmProbeCma(tdShmCtx *c, tdShmPeer *pe) {
   __atomic_store_n(&pe->hdr->cma_ok[in], ok, __ATOMIC_RELEASE);
 }
 
-void shmUnlinkDeadPeers(tdNet *comm, tdShmCtx *c) {
+void shmUnlinkUnmapped(tdNet *comm, tdShmCtx *c) {
   for (int p = 0; comm->peers && p < comm->nranks; p++) {
     tdShmPeer *pe = &c->peers[p];
     if (p == comm->rank || pe->map || pe->state == SHM_READY ||
         comm->peers[p].host_hash != comm->peers[comm->rank].host_hash)
-      continue;
-    const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
-    const char *theirs = strchr(comm->peers[p].shm_name, ':');
-    if (!mine || !theirs || strcmp(mine, theirs) != 0 || !transportProcGone(comm->peers[p].pid))
       continue;
     char name[64];
     snprintf(name, sizeof(name), "/tdshm-%016llx-%d-%d", (unsigned long long)comm->comm_hash,
