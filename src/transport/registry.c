@@ -132,6 +132,7 @@ void transportFiniAll(tdNet *comm) {
   tdRegState *st = regState(comm);
   if (!st) return;
   for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
+  if (netTransportIndex(comm, &tdTransportShm) >= 0) shmUnlinkDeadPairs(comm);
   if (st->own_peers) {
     free(comm->peers);
     comm->peers = NULL;

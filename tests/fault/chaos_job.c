@@ -10,8 +10,8 @@
  * all-reduces in a group, all-gather, broadcast, reduce-scatter, an all-reduce on a split
  * communicator of half the ranks; 8 B to 4 MiB each, results checked exactly), one victim (or two)
  * and for each the operation at whose start, plus 0-20 ms, it kills itself (SIGKILL). A victim that
- * sees an error first dies at once. A survivor, at its first error: revokes its communicators,
- * completes its requests, calls tpudistCommShrink(NULL list, TPUDIST_SHRINK_ABORT), then checks the
+ * sees an error first dies at once. A survivor, at its first error: revokes the split, completes
+ * its requests, calls tpudistCommShrink(NULL list, TPUDIST_SHRINK_ABORT), then checks the
  * new communicator (its members are the survivors in old-rank order; all-reduce, all-gather,
  * broadcast, reduce-scatter exactly) and destroys the old ones. It prints one line per trial:
  *   TRIAL id n=N victims=a[,b] rank=R result=ok|wrong|fail ms=M ops=K/OPS
@@ -286,14 +286,12 @@ static int recover(tdWorld *w, tpudistComm_t *half, const tdPlan *p, double t_er
     for (int v = 0; v < p->nvict; v++) dead |= p->victim[v] == q;
     if (!dead) expect[ne++] = w->ids[q];
   }
-  if (*half) { /* its peers learn of the revoke at once; destroying a revoked comm never waits */
-    tpudistCommRevoke(*half);
-    tpudistCommDestroy(*half);
-    *half = NULL;
-  }
+  if (*half) tpudistCommRevoke(*half); /* its peers learn of it at once */
   tpudistComm_t next = NULL;
   tpudistResult_t r = tpudistCommShrink(w->comm, NULL, 0, &next, NULL, TPUDIST_SHRINK_ABORT);
   *ms = nowMs() - t_err;
+  if (*half) tpudistCommDestroy(*half); /* never waits: revoked; the victims are gone by now */
+  *half = NULL;
   if (r != tpudistSuccess) {
     fprintf(stderr, "shrink: %s\n", tpudistGetLastError(w->comm));
     return 1;

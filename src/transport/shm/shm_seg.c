@@ -185,17 +185,35 @@ void shmProbeCma(tdShmCtx *c, tdShmPeer *pe) {
   __atomic_store_n(&pe->hdr->cma_ok[in], ok, __ATOMIC_RELEASE);
 }
 
+static void unlinkPair(const tdNet *comm, int a, int b) {
+  char name[64];
+  snprintf(name, sizeof(name), "/tdshm-%016llx-%d-%d", (unsigned long long)comm->comm_hash,
+           TD_MIN(a, b), TD_MAX(a, b));
+  shm_unlink(name);
+}
+
 void shmUnlinkUnmapped(tdNet *comm, tdShmCtx *c) {
-  for (int p = 0; comm->peers && p < comm->nranks; p++) {
+  const tdPeerInfo *peers = comm->peers;
+  for (int p = 0; peers && p < comm->nranks; p++) {
     tdShmPeer *pe = &c->peers[p];
-    if (p == comm->rank || pe->map || pe->state == SHM_READY ||
-        comm->peers[p].host_hash != comm->peers[comm->rank].host_hash)
-      continue;
-    char name[64];
-    snprintf(name, sizeof(name), "/tdshm-%016llx-%d-%d", (unsigned long long)comm->comm_hash,
-             TD_MIN(comm->rank, p), TD_MAX(comm->rank, p));
-    shm_unlink(name);
+    if (p != comm->rank && peers[p].host_hash == peers[comm->rank].host_hash && !pe->map &&
+        pe->state != SHM_READY)
+      unlinkPair(comm, comm->rank, p);
   }
+}
+
+void shmUnlinkDeadPairs(tdNet *comm) {
+  const tdPeerInfo *peers = comm->peers;
+  uint8_t *gone = peers ? calloc((size_t)comm->nranks, 1) : NULL;
+  if (!gone) return;
+  int n = 0;
+  for (int p = 0; p < comm->nranks; p++)
+    n += gone[p] =
+        (uint8_t)(peers[p].host_hash == peers[comm->rank].host_hash && transportPeerGone(comm, p));
+  for (int p = 0; n > 1 && p < comm->nranks; p++)
+    for (int q = p + 1; gone[p] && q < comm->nranks; q++)
+      if (gone[q]) unlinkPair(comm, p, q); /* ENOENT for every pair that got mapped */
+  free(gone);
 }
 
 int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p) {
