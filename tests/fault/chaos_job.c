@@ -17,7 +17,8 @@
  *   TRIAL id n=N victims=a[,b] rank=R result=ok|wrong|fail ms=M ops=K/OPS
  * (M: error to usable shrunk comm; K of the mix's OPS operations completed before the error)
  * and at the end THREADS t (threads left after every communicator is destroyed: 0 expected). A
- * watchdog prints HANG and exits 3 when a trial's phase outlives TPU_DIST_TIMEOUT_MS + 5 s.
+ * watchdog prints HANG and exits 3 when a trial's phase outlives TPU_DIST_TIMEOUT_MS + 5 s. Exit
+ * status: 0, 3 (a hang), 4 (a failed or wrong trial), 1 (init failed).
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -395,5 +396,5 @@ int main(int argc, char **argv) {
     free(gOut[b]);
   }
   printf("THREADS %d\n", countThreads() - 2); /* less this one and the watchdog */
-  return bad;
+  return bad ? 4 : 0; /* not 1: sanitizers exit with 1 (or 23) */
 }
