@@ -169,14 +169,14 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
 }
 
 /* Participant, one exchange: connects (retrying refusals until connect_by), proposes, waits for
- * the decision until the deadline. 0 decided, 1 no answer (connection refused past connect_by,
- * closed, or the coordinator is gone), 2 timed out waiting, <0 aborted. */
+ * the decision until the deadline. 0 decided; 1 no connection by connect_by, or the coordinator
+ * is gone; 2 timed out waiting; 3 closed (or answered garbage) before deciding; <0 aborted. */
 static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t deadline,
                          uint8_t *buf) {
   tdBootstrap *bs = a->bs;
   size_t len = agreeMsgLen(bs->nranks);
   char e[TD_ERRLEN];
-  int fd = -1, res = 1;
+  int fd = -1, res = 3;
   while (fd < 0 && netNowMs() < connect_by && !bs->aborted) {
     if (a->dead && a->dead(a->ctx, coord)) return 1;
     if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), &bs->aborted, &fd,
@@ -195,7 +195,7 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
                          e) == tpudistSuccess &&
                       agreeUnpack(a, TD_AGREE_DECIDE, buf) == coord
                   ? 0
-                  : 1;
+                  : 3;
         break;
       }
       if (a->dead && a->dead(a->ctx, coord)) {
@@ -208,26 +208,23 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
   return bs->aborted ? -1 : res;
 }
 
-/* Participant: 0 decided (a->failed holds the decision), 1 the coordinator failed, <0 aborted. A
- * connection the coordinator closes before deciding (its old listener, closed when it saw the
- * failure, had queued it) is tried again while the coordinator is not known to be gone. */
+/* Participant: 0 decided (a->failed holds the decision), 1 the coordinator failed, <0 aborted.
+ * A connection the coordinator closes before deciding (it is still busy with the rendezvous of an
+ * earlier decision, which drops what is not a hello) is tried again until 3T, while the coordinator
+ * is not known to be gone; refusals count as failed after T. */
 static int agreeParticipate(tdAgree *a, int coord) {
   uint8_t *buf = malloc(agreeMsgLen(a->bs->nranks));
   if (!buf) return 1;
-  int64_t start = netNowMs(), deadline = start + 3 * (int64_t)a->timeout_ms;
-  int64_t connect_by = start + a->timeout_ms;
+  int64_t deadline = netNowMs() + 3 * (int64_t)a->timeout_ms;
   int r;
-  do {
-    r = agreeExchange(a, coord, connect_by, deadline, buf);
-    if (r == 1 && !(a->dead && a->dead(a->ctx, coord)) && netNowMs() < connect_by) {
-      struct timespec ts = {0, 10 * 1000000L};
-      nanosleep(&ts, NULL);
-      continue;
-    }
-    break;
-  } while (1);
+  for (;;) {
+    r = agreeExchange(a, coord, TD_MIN(netNowMs() + a->timeout_ms, deadline), deadline, buf);
+    if (r != 3 || (a->dead && a->dead(a->ctx, coord)) || netNowMs() >= deadline) break;
+    struct timespec ts = {0, 10 * 1000000L};
+    nanosleep(&ts, NULL);
+  }
   free(buf);
-  return r == 2 ? 1 : r;
+  return r < 0 ? -1 : r == 0 ? 0 : 1;
 }
 
 /* The rounds: coordinator after coordinator until a decision. */

@@ -125,8 +125,8 @@ TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *exc
   uint64_t t0 = clockNowNs();
   /* A member that dies between the agreement and the new communicator's rendezvous fails the
    * rendezvous for everyone (bounded by TPU_DIST_AGREE_TIMEOUT_MS): agree again, once more. */
+  uint32_t seq = c->shrink_seq++; /* one per call: a retry meets ranks still in the first round */
   for (int attempt = 0; attempt < TD_SHRINK_ATTEMPTS; attempt++) {
-    uint32_t seq = c->shrink_seq++;
     r = shrinkMembers(c, excludeCount > 0, attempt ? TPUDIST_SHRINK_ABORT : shrinkFlags, seq,
                       failed, err);
     if (r != tpudistSuccess) break;
