@@ -396,5 +396,5 @@ int main(int argc, char **argv) {
     free(gOut[b]);
   }
   printf("THREADS %d\n", countThreads() - 2); /* less this one and the watchdog */
-  return bad ? 4 : 0; /* not 1: sanitizers exit with 1 (or 23) */
+  return bad ? 4 : 0;                         /* not 1: sanitizers exit with 1 (or 23) */
 }
