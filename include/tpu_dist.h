@@ -211,6 +211,36 @@ TPUDIST_API tpudistResult_t tpudistCommDestroy(tpudistComm_t comm);
  * releases every wait at once, then frees the communicator. During a non-blocking creation:
  * stops it and frees everything within 100 ms. */
 TPUDIST_API tpudistResult_t tpudistCommAbort(tpudistComm_t comm);
+/* ---- fault tolerance: survivors carry on (docs/reliability.md) ---- */
+#define TPUDIST_SHRINK_DEFAULT 0 /* comm healthy: in-flight work completes first */
+#define TPUDIST_SHRINK_ABORT 1   /* comm failed: pending work is aborted first (as by Revoke) */
+/* Ranks of comm not in excludeRanks form *newcomm, renumbered in old-rank order, without a new
+ * rendezvous (no TPU_DIST_COMM_ID, no store): the survivors meet over comm's own bootstrap
+ * channel. Every surviving member calls it with the same list; a caller in the list gets
+ * tpudistInvalidArgument. excludeRanks == NULL (excludeCount 0) means: the failed set this
+ * communicator detected, agreed among the survivors (every survivor ends with the same set, also
+ * when survivors saw different failures or a rank dies during the agreement or the new
+ * communicator's rendezvous; bounded by a few TPU_DIST_AGREE_TIMEOUT_MS); a survivor that the
+ * others counted as failed (it came later than the bound) gets tpudistRemoteError and no
+ * communicator. The new communicator keeps a torus topology when the survivors form an axis-aligned
+ * sub-block of comm's torus, else it is flat (selection then picks among the flat algorithms); a
+ * split communicator shrinks alike. config NULL inherits the parent's. comm stays valid: destroy it
+ * afterwards (it does not wait for the failed ranks). Collective over the survivors; not inside a
+ * group. */
+TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *excludeRanks,
+                                              int excludeCount, tpudistComm_t *newcomm,
+                                              const tpudistConfig_t *config, int shrinkFlags);
+/* Fails every in-flight and future operation on comm with tpudistAborted but keeps the
+ * communicator, so it can still be shrunk or destroyed. Safe from any thread. Its connections are
+ * released as on a failure: peers waiting on this rank in comm fail with tpudistRemoteError at
+ * once (they revoke or shrink in turn). */
+TPUDIST_API tpudistResult_t tpudistCommRevoke(tpudistComm_t comm);
+/* The ranks comm knows to have failed, ascending: processes on this host that exited, and the
+ * failed set of the last agreement (tpudistCommShrink with no list) on comm. *count: in, the room
+ * in ranks; out, how many failed (only the first min(in, out) are written; ranks may be NULL with
+ * *count 0 to ask for the number). */
+TPUDIST_API tpudistResult_t tpudistCommGetFailedRanks(tpudistComm_t comm, int *ranks, int *count);
+/* The first asynchronous error (e.g. a dead peer seen by the progress thread), or success. */
 /* During a non-blocking creation: tpudistInProgress, then its result. After: the first
  * asynchronous error (e.g. a dead peer seen by the progress thread), or success. */
 TPUDIST_API tpudistResult_t tpudistCommGetAsyncError(tpudistComm_t comm,

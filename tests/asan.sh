@@ -5,7 +5,8 @@
 # library and the tests, and runs there the unit suites, the schedule suite (up to 16 ranks) and a small MPI
 # (mpirun -np 2 / -np 3 tests/mpi/test_mpi, shm and socket), plus the fault jobs (tests/fault:
 # invalid arguments, flight record, abort, mismatch, a hostile peer beside an 8-rank job, fault
-# injection, killed ranks, non-blocking creation and its abort, the JSON record, health queries).
+# injection, killed ranks, non-blocking creation and its abort, the JSON record, health queries,
+# survivors shrinking, 20 chaos trials).
 # Any sanitizer report (leaks included, except under mpirun) fails the run.
 #   tests/asan.sh [WORKDIR]     default: $TMPDIR/tpu_dist-asan (emptied first)
 set -uo pipefail
@@ -69,6 +70,8 @@ run fault-hostile tests/fault/hostile.sh
 run fault-inject tests/fault/inject.sh
 run fault-kill env TPU_DIST_TIMEOUT_MS=10000 tests/fault/kill.sh 2 4 8
 run fault-async tests/fault/async.sh
+run fault-shrink env TPU_DIST_TIMEOUT_MS=10000 tests/fault/shrink.sh
+run fault-chaos env TPU_DIST_TIMEOUT_MS=10000 tests/fault/chaos.sh 20
 echo
 [ $fail -gt 0 ] && echo "asan failed: ${failed[*]}"
 echo "asan: $pass passed, $fail failed"

@@ -55,6 +55,10 @@ suite many-ranks 1200 tests/mpi/many_ranks_suite.sh
 # 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)
 suite fault-kill 300 tests/fault/kill.sh
 suite fault-abort 60 tests/fault/jobs.sh abort
+# survivors shrink (agreed failed set, explicit list, split, tori, TCP) and revoke; then the seeded
+# chaos trials (random kills in random collective mixes; seed printed, rerun with TD_CHAOS_SEED)
+suite fault-shrink 120 tests/fault/shrink.sh
+suite fault-chaos 900 tests/fault/chaos.sh
 suite fault-badargs 90 tests/fault/jobs.sh badargs
 suite fault-mismatch 90 tests/fault/jobs.sh mismatch
 suite fault-debug 90 tests/fault/jobs.sh debug

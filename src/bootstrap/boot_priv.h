@@ -84,6 +84,7 @@ struct tdBootstrap {
   int job_id;     /* made from a TPU_DIST_COMM_ID id */
   int *peer_fds;  /* root: connections to ranks 1..n-1 */
   tdStash *stash; /* hellos of later splits that arrived on listen_fd */
+  int agree_fd;   /* the survivors' listener (boot_agree.c): open until the channel is freed */
 };
 
 /* The version this process presents (tests pretend to be another release). */
@@ -92,6 +93,14 @@ uint32_t bootVersion(void);
  * the address table. owner: the parent channel for splits (its stash and abort flag), else NULL. */
 tpudistResult_t bootRootRendezvous(tdBootstrap *bs, int lfd, tdBootstrap *owner, const tdKey *key,
                                    uint32_t kind, uint64_t tag, char *err);
+/* A split of parent (see bootstrapSplit) whose new rank 0 admits on lfd and that the others
+ * join at root (the new rank 0's address for lfd); the rendezvous is bounded by timeout_ms, the
+ * child channel then has the parent's timeout. */
+tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root, const int *members,
+                            int n, int newrank, uint64_t tag, int timeout_ms, volatile int *abort,
+                            tdBootstrap **out, char *err);
+/* Opens this rank's own listener on the IP of ip (port 0) into *fd; its address into *bound. */
+tpudistResult_t bootListenOn(const tdNetAddr *ip, int *fd, tdNetAddr *bound, char *err);
 /* The reply's proof for transcript tr. */
 void bootReplyMac(const tdKey *key, const tdBootTranscript *tr, tdReply *rep);
 

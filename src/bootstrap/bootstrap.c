@@ -237,7 +237,7 @@ static tdBootstrap *bsAlloc(int rank, int nranks, int timeout_ms, volatile int *
   bs->rank = rank;
   bs->nranks = nranks;
   bs->timeout_ms = timeout_ms > 0 ? timeout_ms : 300000;
-  bs->listen_fd = bs->root_fd = bs->id_fd = -1;
+  bs->listen_fd = bs->root_fd = bs->id_fd = bs->agree_fd = -1;
   bs->abortp = abort ? abort : &bs->aborted;
   return bs;
 }
@@ -245,6 +245,7 @@ static tdBootstrap *bsAlloc(int rank, int nranks, int timeout_ms, volatile int *
 void bootstrapFree(tdBootstrap *bs) {
   if (!bs) return;
   if (bs->listen_fd >= 0) close(bs->listen_fd);
+  if (bs->agree_fd >= 0) close(bs->agree_fd);
   if (bs->root_fd >= 0) close(bs->root_fd);
   if (bs->id_fd >= 0) close(bs->id_fd);
   for (int i = 0; i < bs->nranks; i++)
@@ -298,13 +299,15 @@ int bootstrapTakeIdListener(tdBootstrap *bs) {
   return fd;
 }
 
+tpudistResult_t bootListenOn(const tdNetAddr *ip, int *fd, tdNetAddr *bound, char *err) {
+  tdNetAddr a = *ip;
+  a.port = 0;
+  return netListen(&a, fd, bound, err);
+}
+
 /* Opens this rank's own listener on the IP of ip (port 0). */
 static tpudistResult_t openOwnListener(tdBootstrap *bs, const tdNetAddr *ip, char *err) {
-  tdNetAddr a = *ip, bound;
-  a.port = 0;
-  TD_CHECK(netListen(&a, &bs->listen_fd, &bound, err));
-  bs->addrs[bs->rank] = bound;
-  return tpudistSuccess;
+  return bootListenOn(ip, &bs->listen_fd, &bs->addrs[bs->rank], err);
 }
 
 /* ---- wire checks ------------------------------------------------------------------------- */
@@ -706,6 +709,15 @@ tpudistResult_t bootstrapBarrier(tdBootstrap *bs, char *err) {
 
 tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, int newrank,
                                uint64_t tag, volatile int *abort, tdBootstrap **out, char *err) {
+  if (n < 1 || members[0] < 0 || members[0] >= parent->nranks)
+    return tdErr(err, tpudistInvalidArgument, "bootstrap split: member out of range");
+  return bootSplitOn(parent, parent->listen_fd, &parent->addrs[members[0]], members, n, newrank,
+                     tag, parent->timeout_ms, abort, out, err);
+}
+
+tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root, const int *members,
+                            int n, int newrank, uint64_t tag, int timeout_ms, volatile int *abort,
+                            tdBootstrap **out, char *err) {
   if (n < 1 || newrank < 0 || newrank >= n || members[newrank] != parent->rank)
     return tdErr(err, tpudistInvalidArgument,
                  "bootstrap split: rank %d is not member %d of the %d members", parent->rank,
@@ -714,7 +726,7 @@ tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, i
     if (members[i] < 0 || members[i] >= parent->nranks)
       return tdErr(err, tpudistInvalidArgument, "bootstrap split: member %d out of range",
                    members[i]);
-  tdBootstrap *bs = bsAlloc(newrank, n, parent->timeout_ms, abort);
+  tdBootstrap *bs = bsAlloc(newrank, n, timeout_ms, abort);
   if (!bs) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
   authChildKey(&parent->key, "tpu_dist/split-key/v1", tag, &bs->key);
   bs->hash = authId64(&bs->key, "tpu_dist/split-hash/v1", &parent->hash, sizeof(parent->hash));
@@ -722,15 +734,15 @@ tpudistResult_t bootstrapSplit(tdBootstrap *parent, const int *members, int n, i
   if (newrank == 0) {
     res = openOwnListener(bs, &parent->addrs[parent->rank], err);
     if (res == tpudistSuccess)
-      res =
-          bootRootRendezvous(bs, parent->listen_fd, parent, &parent->key, TD_HELLO_SPLIT, tag, err);
+      res = bootRootRendezvous(bs, lfd, parent, &parent->key, TD_HELLO_SPLIT, tag, err);
   } else {
-    res = clientJoin(bs, &parent->addrs[members[0]], &parent->key, TD_HELLO_SPLIT, tag, err);
+    res = clientJoin(bs, root, &parent->key, TD_HELLO_SPLIT, tag, err);
   }
   if (res != tpudistSuccess) {
     bootstrapFree(bs);
     return res;
   }
+  bs->timeout_ms = parent->timeout_ms; /* the rendezvous' own bound ends here */
   *out = bs;
   return tpudistSuccess;
 }

@@ -7,6 +7,7 @@
 #define TD_BOOTSTRAP_H_
 
 #include "auth.h"
+#include "rt_net.h"
 #include "td_base.h"
 
 typedef struct tdBootstrap tdBootstrap;
@@ -53,6 +54,31 @@ void bootstrapRelease(tdBootstrap *bs);
 /* 1 if peer's listener refuses connections at once (the peer released its communicator or its
  * process is gone); 0 if it accepts or the answer is not immediate. Cheap; never blocks. */
 int bootstrapPeerReleased(const tdBootstrap *bs, int peer);
+/* ---- survivors (boot_agree.c) ---- */
+/* Opens this rank's agreement listener (once) and writes its address (a tdNetAddr) into addr
+ * (len bytes, at least TD_ADDR_BYTES); the communicator publishes it with its peer info. Unlike
+ * the channel's own listener it stays open after bootstrapRelease, until bootstrapFree: the
+ * survivors of a failure meet there, while the closed own listener still tells peers that this
+ * rank released the communicator. */
+tpudistResult_t bootstrapAgreeListen(tdBootstrap *bs, void *addr, size_t len, char *err);
+/* 1 if rank is certainly gone (the caller's probe, e.g. its process exited on this host). */
+typedef int (*tdAgreeDeadFn)(void *ctx, int rank);
+/* Agreement of the ranks still alive on the failed set: failed holds nranks flags, on entry the
+ * ranks this rank knows to have failed, on success the set every survivor ends with (the union of
+ * what they knew, plus every rank that did not take part within the bounds). peers: every rank's
+ * info (its agree_addr from bootstrapAgreeListen). seq must be the same on every rank and differ
+ * between agreements of one channel. Bounded by a few timeout_ms (boot_agree.c gives the bounds);
+ * dead, polled while waiting, may be NULL. A rank the others count as failed, or that finds no
+ * other rank answering, gets tpudistRemoteError. */
+tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
+                               uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
+                               char *err);
+/* bootstrapSplit through the agreement listeners (works after bootstrapRelease); its rendezvous
+ * is bounded by timeout_ms (the members were alive a moment ago: a short bound lets the survivors
+ * agree again soon when one of them dies now). */
+tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peers,
+                                     const int *members, int n, int newrank, uint64_t tag,
+                                     int timeout_ms, tdBootstrap **out, char *err);
 /* Unblocks every wait of bs (from any thread). */
 void bootstrapAbort(tdBootstrap *bs);
 void bootstrapFree(tdBootstrap *bs);

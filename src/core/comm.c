@@ -332,10 +332,15 @@ TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks
 /* ---- split (used by comm_life.c) ---------------------------------------------------------- */
 
 tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, uint64_t tag,
-                                const tpudistConfig_t *uc, char *err) {
+                                int shrink, const tpudistConfig_t *uc, char *err) {
   uint64_t t_boot = clockNowNs();
-  TD_CHECK(bootstrapSplit(parent->net.bootstrap, members, c->net.nranks, c->net.rank, tag,
-                          c->blocking ? NULL : &c->net.aborted, &c->net.bootstrap, err));
+  int n = c->net.nranks, newrank = c->net.rank;
+  if (shrink)
+    TD_CHECK(bootstrapShrinkSplit(parent->net.bootstrap, parent->net.peers, members, n, newrank,
+                                  tag, c->net.cfg->agree_timeout_ms, &c->net.bootstrap, err));
+  else
+    TD_CHECK(bootstrapSplit(parent->net.bootstrap, members, n, newrank, tag,
+                            c->blocking ? NULL : &c->net.aborted, &c->net.bootstrap, err));
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   commSetName(c, uc, "comm-");
   return commSetup(c, uc, parent, members, t_boot, err);
@@ -357,6 +362,8 @@ void commRelease(tdComm *c) {
   free(c->packs);
   c->packs = NULL;
   c->npacks = 0;
+  free(c->agreed_failed);
+  c->agreed_failed = NULL;
 }
 
 void commDestroyNow(tdComm *c) {

@@ -84,6 +84,9 @@ typedef struct tdComm {
   size_t npacks, packs_cap;
   /* counters: agreements (flushes), fused hosts, operations they carried */
   uint64_t stat_agreements, stat_hosts, stat_fused;
+  /* fault tolerance (comm_shrink.c) */
+  uint32_t shrink_seq;    /* shrinks started on this communicator (same on every survivor) */
+  uint8_t *agreed_failed; /* nranks flags: the failed set of the last agreement, or NULL */
 } tdComm;
 
 struct tpudistComm {
@@ -145,9 +148,12 @@ int commConfigNonBlocking(const tpudistConfig_t *uc, const tdComm *parent);
 tpudistResult_t commCheckConfig(const tpudistConfig_t *uc, char *err);
 /* config.timeoutMs when set, else 0. */
 int commConfigTimeout(const tpudistConfig_t *uc);
-/* Split's creation: c (nranks, rank and timeout set) over parent's bootstrap for the members. */
+/* Split's creation: c (nranks, rank and timeout set) over parent's bootstrap channel for the
+ * members (parent ranks, in new rank order); collective over the members; tag distinguishes
+ * concurrent splits. shrink: meet at the agreement listeners (bootstrapShrinkSplit), which a
+ * failed parent keeps. */
 tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, uint64_t tag,
-                                const tpudistConfig_t *uc, char *err);
+                                int shrink, const tpudistConfig_t *uc, char *err);
 
 /* ---- health queries (comm_status.c) ---- */
 /* For a communicator created from a TPU_DIST_COMM_ID id with TPU_DIST_STATUS=1: starts answering

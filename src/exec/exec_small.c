@@ -161,6 +161,7 @@ static tpudistResult_t smallLoop(tdOp *op, char *err) {
   uint64_t since = clockCoarseNs(), polled = since;
   for (;;) {
     int progressed = 0;
+    if (p->broken) return p->async_error; /* revoked from another thread: transports may be gone */
     TD_CHECK(execSmallProgress(op, &progressed, err));
     if (op->done) return tpudistSuccess;
     if (comm->aborted) return tpudistAborted;

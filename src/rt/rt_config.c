@@ -26,6 +26,9 @@ static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err)
 const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_TIMEOUT_MS", cfgInt, "300000", TD_OFF(timeout_ms), 1, INT_MAX,
      "Bound on every wait (ms); a timeout names op, sequence number and peer."},
+    {"TPU_DIST_AGREE_TIMEOUT_MS", cfgInt, "10000", TD_OFF(agree_timeout_ms), 1, INT_MAX,
+     "tpudistCommShrink with no exclude list: a survivor waits this long (ms) for a silent "
+     "coordinator, the coordinator twice this for silent survivors (docs/reliability.md)."},
     {"TPU_DIST_DEBUG", cfgLevel, "", TD_OFF(debug_level), 0, 0,
      "Log level: WARN, INFO or TRACE (default: errors only)."},
     {"TPU_DIST_DEBUG_SUBSYS", cfgSubsys, "", TD_OFF(debug_subsys), 0, 0,

@@ -14,6 +14,7 @@
 typedef struct {
   /* core */
   int timeout_ms;          /* TPU_DIST_TIMEOUT_MS */
+  int agree_timeout_ms;    /* TPU_DIST_AGREE_TIMEOUT_MS */
   int debug_level;         /* TPU_DIST_DEBUG: 0 none, 1 WARN, 2 INFO, 3 TRACE */
   unsigned debug_subsys;   /* TPU_DIST_DEBUG_SUBSYS bit mask (TD_SUBSYS_*) */
   int check;               /* TPU_DIST_CHECK */

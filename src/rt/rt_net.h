@@ -18,10 +18,12 @@
 typedef struct {
   int rank;
   int pid;
-  uint64_t host_hash;            /* hostname + boot id + net namespace (or TPU_DIST_HOSTID) */
-  uint32_t version;              /* TPUDIST_VERSION_CODE */
-  char sock_addr[TD_ADDR_BYTES]; /* socket transport listen address (sockaddr storage) */
-  char shm_name[TD_ADDR_BYTES];  /* shm transport segment prefix */
+  uint64_t host_hash;             /* hostname + boot id + net namespace (or TPU_DIST_HOSTID) */
+  uint64_t pid_ns;                /* inode of the pid namespace (pids compare within one) */
+  uint32_t version;               /* TPUDIST_VERSION_CODE */
+  char sock_addr[TD_ADDR_BYTES];  /* socket transport listen address (sockaddr storage) */
+  char shm_name[TD_ADDR_BYTES];   /* shm transport segment prefix */
+  char agree_addr[TD_ADDR_BYTES]; /* bootstrap agreement listener (survivors meet there) */
 } tdPeerInfo;
 
 struct tdBootstrap;

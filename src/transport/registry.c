@@ -7,10 +7,14 @@
  */
 #include "registry.h"
 
+#include <errno.h>
+#include <signal.h>
 #include <stdarg.h>
 #include <stddef.h>
+#include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/stat.h>
 #include <unistd.h>
 
 #include "bootstrap.h"
@@ -94,8 +98,16 @@ tpudistResult_t transportInitAll(tdNet *comm, tdPeerInfo *info) {
   info->rank = comm->rank;
   info->pid = (int)getpid();
   info->host_hash = bootstrapHostHash(cfg->hostid);
-  info->version = TPUDIST_VERSION_CODE;
+  struct stat ns;
+  info->pid_ns = stat("/proc/self/ns/pid", &ns) == 0 ? (uint64_t)ns.st_ino : 0;
   if (!st) return transportError(comm, tpudistInternalError, "transportInitAll before Setup");
+  if (comm->bootstrap) {
+    char err[TD_ERRLEN];
+    tpudistResult_t res =
+        bootstrapAgreeListen(comm->bootstrap, info->agree_addr, sizeof(info->agree_addr), err);
+    if (res != tpudistSuccess) return transportError(comm, res, "%s", err);
+  }
+  info->version = TPUDIST_VERSION_CODE;
   for (int i = 0; i < comm->ntransports; i++) {
     st->inited = i + 1; /* commFini also releases a partial commInit */
     tpudistResult_t res = comm->transports[i]->commInit(comm, info);
@@ -120,6 +132,7 @@ void transportFiniAll(tdNet *comm) {
   tdRegState *st = regState(comm);
   if (!st) return;
   for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
+  if (netTransportIndex(comm, &tdTransportShm) >= 0) shmUnlinkDeadPairs(comm);
   if (st->own_peers) {
     free(comm->peers);
     comm->peers = NULL;
@@ -134,6 +147,25 @@ void transportReleaseAll(tdNet *comm) {
   for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
   st->inited = 0;
   bootstrapRelease(comm->bootstrap); /* peers never connected to us learn it from the listener */
+}
+
+int transportProcGone(int pid) {
+  char path[64], buf[256];
+  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
+  FILE *f = fopen(path, "r");
+  if (!f) return kill(pid, 0) != 0 && errno == ESRCH;
+  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
+  fclose(f);
+  buf[n] = 0;
+  char *rp = strrchr(buf, ')');
+  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+}
+
+int transportPeerGone(const tdNet *comm, int peer) {
+  if (!comm->peers || peer < 0 || peer >= comm->nranks || peer == comm->rank) return 0;
+  const tdPeerInfo *me = &comm->peers[comm->rank], *p = &comm->peers[peer];
+  if (p->host_hash != me->host_hash || !me->pid_ns || p->pid_ns != me->pid_ns) return 0;
+  return transportProcGone(p->pid);
 }
 
 tpudistResult_t transportConnect(tdNet *comm, char *err) {

@@ -36,6 +36,10 @@ struct tdBootstrap;
 /* The fault-injection transport (fault/fault.c): placed right after "self" when TPU_DIST_FAULT is
  * set; it wraps whichever later transport reaches each peer. */
 extern const tdTransport tdTransportFault;
+/* shm (shm/shm_seg.c), when a communicator with shm enabled is freed, after a release too:
+ * unlinks the segments of pairs of two ranks of this host that are both gone (nobody else is left
+ * to unlink them). */
+void shmUnlinkDeadPairs(tdNet *comm);
 
 /* Fills comm->transports / ntransports from comm->cfg->transports (or the default order) and
  * allocates comm->peer_tp. err gets the reason (unknown name). */
@@ -56,6 +60,12 @@ void transportFiniAll(tdNet *comm);
  * keeps peers and peer_tp. Nothing may be posted
  * or progressed on comm afterwards; transportFiniAll still frees the rest. Idempotent. */
 void transportReleaseAll(tdNet *comm);
+
+/* 1 if process pid is gone (no such process, or a zombie). */
+int transportProcGone(int pid);
+/* 1 if peer is certainly gone: on this host, in this pid namespace, and its process exited. 0 when
+ * unknown (another host) or alive. Needs comm->peers. */
+int transportPeerGone(const tdNet *comm, int peer);
 
 /* Setup + InitAll + allgather of the peer infos into comm->peers (malloc'd here, freed by
  * transportFiniAll) + version check of every peer. */

@@ -143,6 +143,37 @@ static tpudistResult_t bSplitColor(tdBad *t) {
 static tpudistResult_t bSplitNull(tdBad *t) {
   return tpudistCommSplit(t->c, 0, 0, NULL, NULL);
 }
+static tpudistResult_t bShrinkNull(tdBad *t) {
+  return tpudistCommShrink(t->c, NULL, 0, NULL, NULL, TPUDIST_SHRINK_DEFAULT);
+}
+static tpudistResult_t bShrinkFlags(tdBad *t) {
+  tpudistComm_t x;
+  return tpudistCommShrink(t->c, NULL, 0, &x, NULL, 7);
+}
+static tpudistResult_t bShrinkSelf(tdBad *t) {
+  tpudistComm_t x;
+  return tpudistCommShrink(t->c, &t->rank, 1, &x, NULL, TPUDIST_SHRINK_DEFAULT);
+}
+static tpudistResult_t bShrinkRange(tdBad *t) {
+  tpudistComm_t x;
+  int bad = t->n;
+  return tpudistCommShrink(t->c, &bad, 1, &x, NULL, TPUDIST_SHRINK_ABORT);
+}
+static tpudistResult_t bShrinkCount(tdBad *t) {
+  tpudistComm_t x;
+  return tpudistCommShrink(t->c, NULL, 2, &x, NULL, TPUDIST_SHRINK_DEFAULT);
+}
+static tpudistResult_t bRevokeNull(tdBad *t) {
+  (void)t;
+  return tpudistCommRevoke(NULL);
+}
+static tpudistResult_t bFailedNull(tdBad *t) {
+  return tpudistCommGetFailedRanks(t->c, NULL, NULL);
+}
+static tpudistResult_t bFailedRoom(tdBad *t) {
+  int n = 4;
+  return tpudistCommGetFailedRanks(t->c, NULL, &n);
+}
 static tpudistResult_t bSplitInGroup(tdBad *t) {
   tpudistComm_t x;
   tpudistGroupStart();
@@ -260,6 +291,14 @@ static const tdBadRow kBadRows[] = {
     {"split bad color", bSplitColor, tpudistInvalidArgument, "color must be", 0},
     {"split newcomm NULL", bSplitNull, tpudistInvalidArgument, "newcomm is NULL", 0},
     {"split inside a group", bSplitInGroup, tpudistInvalidUsage, "not allowed inside a group", 0},
+    {"shrink newcomm NULL", bShrinkNull, tpudistInvalidArgument, "newcomm is NULL", 0},
+    {"shrink unknown flags", bShrinkFlags, tpudistInvalidArgument, "shrinkFlags 7", 0},
+    {"shrink excluding the caller", bShrinkSelf, tpudistInvalidArgument, "lists this rank", 0},
+    {"shrink exclude out of range", bShrinkRange, tpudistInvalidArgument, "out of range", 0},
+    {"shrink count without a list", bShrinkCount, tpudistInvalidArgument, "excludeRanks NULL", 0},
+    {"revoke NULL", bRevokeNull, tpudistInvalidArgument, "CommRevoke: comm is NULL", 1},
+    {"failed ranks count NULL", bFailedNull, tpudistInvalidArgument, "count is NULL", 0},
+    {"failed ranks room without ranks", bFailedRoom, tpudistInvalidArgument, "ranks is NULL", 0},
     {"destroy inside a group", bDestroyInGroup, tpudistInvalidUsage, "not allowed inside a group",
      0},
     {"GroupEnd without GroupStart", bGroupEnd, tpudistInvalidUsage, "without GroupStart", 1},

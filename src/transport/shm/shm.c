@@ -93,8 +93,8 @@ static void shmCommFini(tdNet *comm) {
   int i = netTransportIndex(comm, &tdTransportShm);
   tdShmCtx *c = comm->tp_ctx[i];
   if (!c) return;
-  /* segments a dead peer created (or began) that this rank never mapped are left to us */
-  if (c->peers) shmUnlinkDeadPeers(comm, c);
+  /* segments a peer created (or began) that this rank never mapped are left to us */
+  if (c->peers) shmUnlinkUnmapped(comm, c);
   for (int i = 0; c->peers && i < c->nactive; i++) shmDisconnect(c, c->active[i]);
   freeUnexpList(c);
   while (c->reads) {

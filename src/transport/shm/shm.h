@@ -159,9 +159,11 @@ typedef struct {
 tpudistResult_t shmConnect(tdNet *comm, tdShmCtx *c, int p);
 void shmDisconnect(tdShmCtx *c, int p);
 void shmProbeCma(tdShmCtx *c, tdShmPeer *pe);
-/* At teardown: unlinks the segment a dead same-host peer may have created for a pair
- * this rank never opened (nobody else would). */
-void shmUnlinkDeadPeers(tdNet *comm, tdShmCtx *c);
+/* At teardown (destroy or release): unlinks the segment a same-host peer may have created for a
+ * pair this rank never mapped. Its creator unlinks it only once this rank maps it or at its own
+ * teardown, so a creator killed meanwhile, or dying a moment after this teardown (still alive
+ * here), would leave it behind; the pair is over once this side is torn down. */
+void shmUnlinkUnmapped(tdNet *comm, tdShmCtx *c);
 /* 1 if peer p is known to have exited. */
 int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p);
 int64_t shmNowMs(void);

@@ -199,33 +199,35 @@ void shmProbeCma(tdShmCtx *c, tdShmPeer *pe) {
   __atomic_store_n(&pe->hdr->cma_ok[in], ok, __ATOMIC_RELEASE);
 }
 
-/* /proc/<pid>/stat state Z or X, or no such process. */
-static int procGone(int pid) {
-  char path[64], buf[256];
-  snprintf(path, sizeof(path), "/proc/%d/stat", pid);
-  FILE *f = fopen(path, "r");
-  if (!f) return kill(pid, 0) != 0 && errno == ESRCH;
-  size_t n = fread(buf, 1, sizeof(buf) - 1, f);
-  fclose(f);
-  buf[n] = 0;
-  char *rp = strrchr(buf, ')');
-  return rp && rp[1] == ' ' && (rp[2] == 'Z' || rp[2] == 'X');
+static void unlinkPair(const tdNet *comm, int a, int b) {
+  char name[64];
+  snprintf(name, sizeof(name), "/tdshm-%016llx-%d-%d", (unsigned long long)comm->comm_hash,
+           TD_MIN(a, b), TD_MAX(a, b));
+  shm_unlink(name);
 }
 
-void shmUnlinkDeadPeers(tdNet *comm, tdShmCtx *c) {
-  for (int p = 0; comm->peers && p < comm->nranks; p++) {
+void shmUnlinkUnmapped(tdNet *comm, tdShmCtx *c) {
+  const tdPeerInfo *peers = comm->peers;
+  for (int p = 0; peers && p < comm->nranks; p++) {
     tdShmPeer *pe = &c->peers[p];
-    if (p == comm->rank || pe->map || pe->state == SHM_READY ||
-        comm->peers[p].host_hash != comm->peers[comm->rank].host_hash)
-      continue;
-    const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
-    const char *theirs = strchr(comm->peers[p].shm_name, ':');
-    if (!mine || !theirs || strcmp(mine, theirs) != 0 || !procGone(comm->peers[p].pid)) continue;
-    char name[64];
-    snprintf(name, sizeof(name), "/tdshm-%016llx-%d-%d", (unsigned long long)comm->comm_hash,
-             TD_MIN(comm->rank, p), TD_MAX(comm->rank, p));
-    shm_unlink(name);
+    if (p != comm->rank && peers[p].host_hash == peers[comm->rank].host_hash && !pe->map &&
+        pe->state != SHM_READY)
+      unlinkPair(comm, comm->rank, p);
   }
+}
+
+void shmUnlinkDeadPairs(tdNet *comm) {
+  const tdPeerInfo *peers = comm->peers;
+  uint8_t *gone = peers ? calloc((size_t)comm->nranks, 1) : NULL;
+  if (!gone) return;
+  int n = 0;
+  for (int p = 0; p < comm->nranks; p++)
+    n += gone[p] =
+        (uint8_t)(peers[p].host_hash == peers[comm->rank].host_hash && transportPeerGone(comm, p));
+  for (int p = 0; n > 1 && p < comm->nranks; p++)
+    for (int q = p + 1; gone[p] && q < comm->nranks; q++)
+      if (gone[q]) unlinkPair(comm, p, q); /* ENOENT for every pair that got mapped */
+  free(gone);
 }
 
 int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p) {
@@ -233,7 +235,7 @@ int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p) {
   const char *mine = strchr(comm->peers[comm->rank].shm_name, ':');
   const char *theirs = strchr(comm->peers[p].shm_name, ':');
   if (!mine || !theirs || strcmp(mine, theirs) != 0) return 0; /* other pid namespace: unknown */
-  if (pe->pidfd == -2) return procGone(pid); /* no pidfd here (old kernel, valgrind) */
+  if (pe->pidfd == -2) return transportProcGone(pid); /* no pidfd here (old kernel, valgrind) */
   if (pe->pidfd < 0) {
 #ifdef SYS_pidfd_open
     pe->pidfd = (int)syscall(SYS_pidfd_open, pid, 0);
@@ -241,7 +243,7 @@ int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p) {
 #endif
     if (pe->pidfd < 0) {
       pe->pidfd = -2;
-      return procGone(pid);
+      return transportProcGone(pid);
     }
   }
   struct pollfd pf = {pe->pidfd, POLLIN, 0};
