@@ -71,14 +71,14 @@ WorkTpuDist::WorkTpuDist(int rank, c10d::OpType type, const char *name, uint64_t
           c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
       timeout_(timeout) {}
 
+// The Future completes first (complete() below), so a Work whose Future is done already counts
+// as completed: get_future().wait() then is_completed() is true on every thread.
 bool WorkTpuDist::isCompleted() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_;
+  return future_->completed();
 }
 
 bool WorkTpuDist::isSuccess() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_ && !exception_;
+  return future_->completed() && !future_->hasError();
 }
 
 bool WorkQueue::runIfHead(WorkTpuDist *w) {
@@ -117,11 +117,9 @@ bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
+// The Future, then the Work (wait() returns once both are done): see isCompleted.
 void WorkTpuDist::complete(std::exception_ptr err) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (completed_) return;
-  }
+  if (completing_.exchange(true)) return;  // once (a batch's op may be failed twice)
   if (err)
     future_->setError(err);
   else
