@@ -1,5 +1,6 @@
 // group.cpp - the tpu_dist group's life: bootstrap through the c10d Store or split from a parent,
 // the operation queue and its worker, coalesced batches, shutdown and abort.
+#include <Python.h>  // first, as Python asks
 #include <c10/util/Exception.h>
 
 #include <cstdlib>
@@ -183,6 +184,19 @@ std::vector<c10::intrusive_ptr<WorkTpuDist>> ProcessGroupTpuDist::takeQueuedLock
 }
 
 namespace {
+// Lets go of the GIL for its lifetime if this thread holds it: Python dropping a group's last
+// reference runs its destructor (shutdown) under the GIL, and the worker being joined may need
+// the GIL to free a tensor that owns its Python object; it would wait for it forever.
+struct NoGil {
+  PyThreadState *st = nullptr;
+  NoGil() {
+    if (Py_IsInitialized() && PyGILState_Check()) st = PyEval_SaveThread();
+  }
+  ~NoGil() {
+    if (st) PyEval_RestoreThread(st);
+  }
+};
+
 // Completed outside the queue's lock: a Future's callbacks may issue operations.
 void failAll(const std::vector<c10::intrusive_ptr<WorkTpuDist>> &works, const std::string &msg) {
   auto err = std::make_exception_ptr(std::runtime_error(msg));
@@ -191,6 +205,7 @@ void failAll(const std::vector<c10::intrusive_ptr<WorkTpuDist>> &works, const st
 }  // namespace
 
 void ProcessGroupTpuDist::shutdown() {
+  NoGil nogil;
   std::lock_guard<std::mutex> admin(adminMu_);
   if (closed_) return;
   closed_ = true;
@@ -211,6 +226,7 @@ void ProcessGroupTpuDist::shutdown() {
 }
 
 void ProcessGroupTpuDist::abort() {
+  NoGil nogil;
   std::lock_guard<std::mutex> admin(adminMu_);
   if (closed_) return;
   closed_ = true;
