@@ -19,15 +19,9 @@ uint64_t clockCoarseNs(void) {
   return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
 }
 
-/* A sched_yield that returns later than this ran other tasks on this core: it is contended. A
- * waiter that keeps yielding then stays runnable and queues behind every other task when its peer
- * has delivered, while one that sleeps is woken ahead of them; so the wait naps from then on. */
-#define TD_YIELD_CONTENDED_NS 50000ull
-
 void backoffInit(tdBackoff *b, int spin_us) {
   b->idle_since_ns = 0;
   b->spin_us = spin_us < 0 ? 0 : spin_us;
-  b->contended = 0;
 }
 
 void backoffStep(tdBackoff *b, int progressed) {
@@ -42,9 +36,8 @@ void backoffStep(tdBackoff *b, int progressed) {
   }
   uint64_t idle = now - b->idle_since_ns, spin = (uint64_t)b->spin_us * 1000;
   if (idle < spin) return;
-  if (idle < spin + 2000000ull && !b->contended) {
+  if (idle < spin + 2000000ull) {
     sched_yield();
-    if (clockNowNs() - now > TD_YIELD_CONTENDED_NS) b->contended = 1;
     return;
   }
   struct timespec ts = {0, idle < 50000000ull ? 20000 : 200000};

@@ -1,8 +1,7 @@
 /*
  * rt_clock.h - the runtime's clocks and the one back-off every wait loop uses (runtime base):
  * spin for spin_us after the last progress, then sched_yield for 2 ms, then short naps (20 us for
- * the first 50 ms of idleness, 200 us after), so oversubscribed ranks let their peers run. A yield
- * that finds the core busy with other tasks (a loaded machine) ends the yielding: the wait naps.
+ * the first 50 ms of idleness, 200 us after), so oversubscribed ranks let their peers run.
  */
 #ifndef TD_RT_CLOCK_H_
 #define TD_RT_CLOCK_H_
@@ -15,7 +14,6 @@ uint64_t clockCoarseNs(void); /* CLOCK_MONOTONIC_COARSE: progress timestamps, ti
 typedef struct {
   uint64_t idle_since_ns;
   int spin_us;
-  int contended; /* a yield of this wait ran other tasks: nap instead of yielding */
 } tdBackoff;
 
 void backoffInit(tdBackoff *b, int spin_us);

@@ -113,9 +113,8 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_SHM_BUF_BYTES", cfgLong, "1048576", TD_OFF(shm_buf_bytes), 4096, 1LL << 34,
      "Per-pair shared-memory ring size in bytes."},
     {"TPU_DIST_SPIN_US", cfgInt, "0", TD_OFF(spin_us), 0, 10000000,
-     "Microseconds a wait spins before it starts yielding (sched_yield for 2 ms while the core "
-     "has no other task to run, then short sleeps). Ignored (0) when the ranks on this host "
-     "outnumber the cores this process may use."},
+     "Microseconds a wait spins before it starts yielding (sched_yield for 2 ms, then short "
+     "sleeps). Ignored (0) when the ranks on this host outnumber the cores this process may use."},
     {"TPU_DIST_PROGRESS_THREAD", cfgInt, "1", TD_OFF(progress_thread), 0, 1,
      "1: a background progress thread per communicator drives non-blocking requests."},
     {"TPU_DIST_SHM_CMA_MIN_BYTES", cfgLong, "16384", TD_OFF(shm_cma_min_bytes), 1, 1LL << 40,
