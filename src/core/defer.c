@@ -95,16 +95,22 @@ static uint64_t proposal(tdExec *ex, uint64_t target) {
 
 /* ---- agreement --------------------------------------------------------------------------- */
 
-static tpudistResult_t growPack(tdOp *op, size_t bytes) {
-  if (bytes <= op->pack_cap) return tpudistSuccess;
+/* Grows *buf (64-byte aligned) to hold bytes, a quarter to spare: 0, or -1 (*buf kept) out of
+ * memory. */
+static int growAligned(void **buf, size_t *cap, size_t bytes) {
+  if (bytes <= *cap) return 0;
   void *p = NULL;
-  size_t cap = bytes + bytes / 4;
-  if (posix_memalign(&p, 64, cap) != 0) return tpudistNoMemory;
-  memset(p, 0, cap); /* touched once, reused by later flushes */
-  free(op->pack);
-  op->pack = p;
-  op->pack_cap = cap;
-  return tpudistSuccess;
+  size_t ncap = bytes + bytes / 4;
+  if (posix_memalign(&p, 64, ncap) != 0) return -1;
+  memset(p, 0, ncap); /* touched once, reused by later flushes */
+  free(*buf);
+  *buf = p;
+  *cap = ncap;
+  return 0;
+}
+
+static tpudistResult_t growPack(tdOp *op, size_t bytes) {
+  return growAligned(&op->pack, &op->pack_cap, bytes) ? tpudistNoMemory : tpudistSuccess;
 }
 
 /* Starts the agreement on the oldest flush request. Lock held. */
@@ -252,15 +258,7 @@ static void *poolTake(tdComm *c, size_t bytes, int *slot) {
     c->packs[best] = (tdPackBuf){NULL, 0, 0};
   }
   tdPackBuf *b = &c->packs[best];
-  if (b->cap < bytes) {
-    void *p = NULL;
-    size_t cap = bytes + bytes / 4;
-    if (posix_memalign(&p, 64, cap) != 0) return NULL;
-    memset(p, 0, cap); /* touched once, reused by later flushes */
-    free(b->buf);
-    b->buf = p;
-    b->cap = cap;
-  }
+  if (growAligned(&b->buf, &b->cap, bytes)) return NULL;
   b->used = 1;
   *slot = (int)best;
   return b->buf;

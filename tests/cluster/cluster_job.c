@@ -17,18 +17,8 @@
 #include <string.h>
 #include <time.h>
 
+#include "../fault/job_util.h"
 #include "tpu_dist.h"
-
-static double nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static long envLong(const char *name, long dflt) {
-  const char *v = getenv(name);
-  return v && *v ? atol(v) : dflt;
-}
 
 /* One exactly checked all-reduce; returns its result, or tpudistInternalError on a wrong value. */
 static tpudistResult_t checkedAllReduce(tpudistComm_t c, int rank, int n, size_t count, int32_t *in,

@@ -18,11 +18,8 @@
 # Default: every part.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-if [ "${TD_ASYNC_INNER:-0}" != 1 ]; then
-  exec unshare -m env TD_ASYNC_INNER=1 bash "$0" "$@"
-fi
-mount -t tmpfs -o size=512m tmpfs /dev/shm || { echo "cannot mount a private /dev/shm"; exit 1; }
 source tests/mpi/launch.sh
+private_shm 512m "$@"
 export TPU_DIST_TIMEOUT_MS=${TPU_DIST_TIMEOUT_MS:-20000}
 bd=${TD_BUILDDIR:-.}
 job=$bd/tests/fault/async_job
@@ -32,18 +29,6 @@ trap 'rm -rf "$work"' EXIT
 rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 shm_empty() { [ -z "$(ls -A /dev/shm)" ] || { fail "left in /dev/shm after $1: $(ls -A /dev/shm)"; rm -f /dev/shm/*; }; }
-# launch_some K N CMD...: ranks 0..K-1 of an N-rank job (the others never arrive)
-launch_some() {
-  local k=$1 n=$2 pids=() r st=0
-  shift 2
-  export TPU_DIST_COMM_ID=127.0.0.1:$(td_port)
-  for ((r = 0; r < k; r++)); do
-    RANK=$r WORLD_SIZE=$n "$@" 2>&1 | sed "s/^/[rank $r] /" &
-    pids+=($!)
-  done
-  for p in "${pids[@]}"; do wait "$p" || st=1; done
-  return $st
-}
 part_init() {
   for n in 2 3 4; do
     echo "== non-blocking init and split, $n ranks"

@@ -28,28 +28,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "job_util.h"
 #include "tpu_dist.h"
-
-static int gRank = -1, gFail;
-
-#define FAIL(...)                              \
-  do {                                         \
-    fprintf(stderr, "rank %d: FAIL: ", gRank); \
-    fprintf(stderr, __VA_ARGS__);              \
-    fprintf(stderr, "\n");                     \
-    gFail++;                                   \
-  } while (0)
-
-static double nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 /* Threads of this process, and its sockets (entries of /proc/self/task and /proc/self/fd). */
 static int countThreads(void) {

@@ -12,11 +12,8 @@
 # Runs in a private mount namespace with its own /dev/shm, so other jobs do not interfere.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-if [ "${TD_FAULT_INNER:-0}" != 1 ]; then
-  exec unshare -m env TD_FAULT_INNER=1 bash "$0" "$@"
-fi
-mount -t tmpfs -o size=2g tmpfs /dev/shm || { echo "cannot mount a private /dev/shm"; exit 1; }
 source tests/mpi/launch.sh
+private_shm 2g "$@"
 export TPU_DIST_TIMEOUT_MS=${TPU_DIST_TIMEOUT_MS:-5000}
 export TPU_DIST_AGREE_TIMEOUT_MS=${TPU_DIST_AGREE_TIMEOUT_MS:-3000}
 target=${1:-$([ "${TD_FULL:-0}" = 1 ] && echo 1000 || echo 100)}

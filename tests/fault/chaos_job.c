@@ -30,22 +30,12 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "job_util.h"
 #include "tpu_dist.h"
 
 #define MAXR 64
 #define MAXB (4u << 20)
 #define NBUF 4
-
-static double nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
 
 /* splitmix64: the plan every rank draws alike */
 static uint64_t gRng;
@@ -82,16 +72,10 @@ static void armWatchdog(void) {
 }
 
 static int gKillMs = -1;
-static void *killer(void *arg) {
-  (void)arg;
-  sleepMs(gKillMs);
-  kill(getpid(), SIGKILL);
-  return NULL;
-}
 static void armKill(int ms) {
   pthread_t th;
   gKillMs = ms;
-  pthread_create(&th, NULL, killer, NULL);
+  pthread_create(&th, NULL, killer, &gKillMs);
   pthread_detach(th);
 }
 

@@ -27,24 +27,10 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "job_util.h"
 #include "tpu_dist.h"
 
-static int gRank = -1, gFail;
 static long gChecks;
-
-#define FAIL(...)                              \
-  do {                                         \
-    fprintf(stderr, "rank %d: FAIL: ", gRank); \
-    fprintf(stderr, __VA_ARGS__);              \
-    fprintf(stderr, "\n");                     \
-    gFail++;                                   \
-  } while (0)
-
-static double nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
 
 static uint64_t mix(uint64_t x) {
   x ^= x >> 33;

@@ -39,29 +39,9 @@
 #include <unistd.h>
 
 #include "comm.h"
+#include "job_util.h"
 #include "net.h"
 #include "tpu_dist.h"
-
-static int gRank = -1, gFail;
-
-#define FAIL(...)                              \
-  do {                                         \
-    fprintf(stderr, "rank %d: FAIL: ", gRank); \
-    fprintf(stderr, __VA_ARGS__);              \
-    fprintf(stderr, "\n");                     \
-    gFail++;                                   \
-  } while (0)
-
-static double nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static int envInt(const char *name, int dflt) {
-  const char *v = getenv(name);
-  return v && *v ? atoi(v) : dflt;
-}
 
 static tpudistComm_t initEnv(int nranks, int rank) {
   tpudistComm_t c = NULL;
@@ -92,14 +72,6 @@ static tpudistResult_t checkedAllReduce(tpudistComm_t c, int myval, int n, const
 }
 
 /* ---- kill -9 ----------------------------------------------------------------------------- */
-
-static void *killer(void *arg) {
-  int ms = *(int *)arg;
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-  kill(getpid(), SIGKILL);
-  return NULL;
-}
 
 /* The survivors continue: a new communicator among them (ranks above the victim move down one),
  * through the same TPU_DIST_COMM_ID, completes exactly checked all-reduces. */
@@ -163,8 +135,7 @@ static int modeKill(int rank, int n, int victim) {
    * other survivors cannot rely on this rank's destroy to learn of the failure. */
   int hold = envInt("TD_FAULT_HOLD_MS", 0);
   if (hold > 0) {
-    struct timespec ts = {hold / 1000, (hold % 1000) * 1000000L};
-    nanosleep(&ts, NULL);
+    sleepMs(hold);
   }
   double d0 = nowMs();
   tpudistResult_t dr = tpudistCommDestroy(c);
@@ -241,8 +212,7 @@ static void abortOnce(tpudistComm_t world, int rank, int form) {
     if (a.res != tpudistSuccess) FAIL("CommAbort returned %d", a.res);
   } else {
     /* Rank 1 never joins; it aborts its side once rank 0 is done. */
-    struct timespec ts = {0, 600 * 1000000L};
-    nanosleep(&ts, NULL);
+    sleepMs(600);
     if (tpudistCommAbort(sub) != tpudistSuccess) FAIL("CommAbort on rank 1");
   }
   /* Line up before the next round; the parent communicator is unaffected. */

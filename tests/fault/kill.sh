@@ -8,11 +8,8 @@
 #   kill.sh [SIZES...]    default: 2 4 8
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-if [ "${TD_FAULT_INNER:-0}" != 1 ]; then
-  exec unshare -m env TD_FAULT_INNER=1 bash "$0" "$@"
-fi
-mount -t tmpfs -o size=1g tmpfs /dev/shm || { echo "cannot mount a private /dev/shm"; exit 1; }
 source tests/mpi/launch.sh
+private_shm 1g "$@"
 export TPU_DIST_TIMEOUT_MS=${TPU_DIST_TIMEOUT_MS:-5000}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(2 4 8)
@@ -53,7 +50,7 @@ for n in "${sizes[@]}"; do
     [ "$fr" -ge $((n - 1)) ] || { echo "only $fr of $((n - 1)) survivors logged a flight record"; rc=1; }
     grep -q 'flight recorder: .*allreduce seq .*: running' "$out" || { echo "no running all-reduce in the flight records"; rc=1; }
     rm -f "$out"
-    if [ -n "$(ls -A /dev/shm)" ]; then echo "left in /dev/shm:"; ls -l /dev/shm; rc=1; fi
+    shm_left && rc=1
   done
 done
 [ $rc -eq 0 ] && echo "kill: ok"

@@ -8,11 +8,8 @@
 # Runs in a private mount namespace with its own /dev/shm, so other jobs do not interfere.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-if [ "${TD_FAULT_INNER:-0}" != 1 ]; then
-  exec unshare -m env TD_FAULT_INNER=1 bash "$0" "$@"
-fi
-mount -t tmpfs -o size=1g tmpfs /dev/shm || { echo "cannot mount a private /dev/shm"; exit 1; }
 source tests/mpi/launch.sh
+private_shm 1g "$@"
 export TPU_DIST_TIMEOUT_MS=${TPU_DIST_TIMEOUT_MS:-5000}
 rc=0
 
@@ -39,7 +36,7 @@ job() {
     fi
   done
   sleep 0.2
-  if [ -n "$(ls -A /dev/shm)" ]; then echo "left in /dev/shm:"; ls -l /dev/shm; rm -f /dev/shm/*; rc=1; fi
+  if shm_left; then rm -f /dev/shm/*; rc=1; fi
 }
 
 job "agreed set, middle rank killed, shm" 4 2 -- kill 2

@@ -34,34 +34,8 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "job_util.h"
 #include "tpu_dist.h"
-
-static int gRank = -1, gFail;
-
-#define FAIL(...)                              \
-  do {                                         \
-    fprintf(stderr, "rank %d: FAIL: ", gRank); \
-    fprintf(stderr, __VA_ARGS__);              \
-    fprintf(stderr, "\n");                     \
-    gFail++;                                   \
-  } while (0)
-
-static double nowMs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return ts.tv_sec * 1e3 + ts.tv_nsec / 1e6;
-}
-
-static void sleepMs(int ms) {
-  struct timespec ts = {ms / 1000, (ms % 1000) * 1000000L};
-  nanosleep(&ts, NULL);
-}
-
-static void *killer(void *arg) {
-  sleepMs(*(int *)arg);
-  kill(getpid(), SIGKILL);
-  return NULL;
-}
 
 /* An int32 sum all-reduce of count elements where rank q contributes vals[q]*1000 + i%977, checked
  * exactly. */

@@ -10,14 +10,11 @@
 # the launch out). Prints rank 0's report, the wall time of the whole job, and every failing rank's output.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-if [ "${TD_MANY_INNER:-0}" != 1 ]; then
-  exec unshare -m env TD_MANY_INNER=1 bash "$0" "$@"
-fi
+source tests/mpi/launch.sh
+private_shm 16g "$@"
 n=${1:?usage: many_ranks.sh N [TOPOLOGY] [args...]}
 topo=${2:-flat}
 shift $(($# >= 2 ? 2 : 1))
-mount -t tmpfs -o size=16g tmpfs /dev/shm || { echo "cannot mount a private /dev/shm"; exit 1; }
-source tests/mpi/launch.sh
 out=$(mktemp -d /tmp/many_ranks.XXXXXX)
 trap 'rm -rf "$out"' EXIT
 export TPU_DIST_COMM_ID=127.0.0.1:$(td_port) WORLD_SIZE=$n

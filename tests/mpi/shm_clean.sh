@@ -4,11 +4,8 @@
 # with its own /dev/shm (unshare -m), so other jobs on the machine do not interfere.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
-if [ "${TD_SHM_CLEAN_INNER:-0}" != 1 ]; then
-  exec unshare -m env TD_SHM_CLEAN_INNER=1 bash "$0" "$@"
-fi
-mount -t tmpfs -o size=512m tmpfs /dev/shm || { echo "cannot mount a private /dev/shm"; exit 1; }
 source tests/mpi/launch.sh
+private_shm 512m "$@"
 export TPU_DIST_TRANSPORTS=shm,socket
 left() { ls -A /dev/shm | wc -l; }
 echo "== clean job (3 ranks, every collective)"
