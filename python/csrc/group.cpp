@@ -1,5 +1,6 @@
 // group.cpp - the tpu_dist group's life: bootstrap through the c10d Store or split from a parent,
 // the operation queue and its worker, coalesced batches, shutdown and abort.
+#include <Python.h>  // first, as Python asks
 #include <c10/util/Exception.h>
 
 #include <cctype>
@@ -88,14 +89,14 @@ WorkTpuDist::WorkTpuDist(int rank, c10d::OpType type, const char *name, uint64_t
           c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
       timeout_(timeout) {}
 
+// The Future completes first (complete() below), so a Work whose Future is done already counts
+// as completed: get_future().wait() then is_completed() is true on every thread.
 bool WorkTpuDist::isCompleted() {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_;
+  return future_->completed();
 }
 
 bool WorkTpuDist::isSuccess() const {
-  std::lock_guard<std::mutex> lock(mutex_);
-  return completed_ && !exception_;
+  return future_->completed() && !future_->hasError();
 }
 
 namespace {
@@ -154,11 +155,9 @@ bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
+// The Future, then the Work (wait() returns once both are done): see isCompleted.
 void WorkTpuDist::complete(std::exception_ptr err) {
-  {
-    std::lock_guard<std::mutex> lock(mutex_);
-    if (completed_) return;
-  }
+  if (completing_.exchange(true)) return;  // once (a batch's op may be failed twice)
   if (err)
     future_->setError(err);
   else
@@ -226,6 +225,19 @@ std::vector<c10::intrusive_ptr<WorkTpuDist>> ProcessGroupTpuDist::takeQueuedLock
 }
 
 namespace {
+// Lets go of the GIL for its lifetime if this thread holds it: Python dropping a group's last
+// reference runs its destructor (shutdown) under the GIL, and the worker being joined may need
+// the GIL to free a tensor that owns its Python object; it would wait for it forever.
+struct NoGil {
+  PyThreadState *st = nullptr;
+  NoGil() {
+    if (Py_IsInitialized() && PyGILState_Check()) st = PyEval_SaveThread();
+  }
+  ~NoGil() {
+    if (st) PyEval_RestoreThread(st);
+  }
+};
+
 // Completed outside the queue's lock: a Future's callbacks may issue operations.
 void failAll(const std::vector<c10::intrusive_ptr<WorkTpuDist>> &works, const std::string &msg) {
   auto err = std::make_exception_ptr(std::runtime_error(msg));
@@ -234,6 +246,7 @@ void failAll(const std::vector<c10::intrusive_ptr<WorkTpuDist>> &works, const st
 }  // namespace
 
 void ProcessGroupTpuDist::shutdown() {
+  NoGil nogil;
   std::lock_guard<std::mutex> admin(adminMu_);
   if (closed_) return;
   closed_ = true;
@@ -254,6 +267,7 @@ void ProcessGroupTpuDist::shutdown() {
 }
 
 void ProcessGroupTpuDist::abort() {
+  NoGil nogil;
   std::lock_guard<std::mutex> admin(adminMu_);
   if (closed_) return;
   closed_ = true;

@@ -104,6 +104,7 @@ class WorkTpuDist : public c10d::Work {
  private:
   std::vector<at::Tensor> outputs_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
+  std::atomic<bool> completing_{false};
   std::chrono::milliseconds timeout_;
 };
 

@@ -138,7 +138,8 @@ def abort_process_group(group=None):
     """Aborts a tpu_dist group (every group if None): its running and pending operations fail at
     once with an error, without waiting for any peer; then the group is destroyed."""
     from torch.distributed import distributed_c10d as c10d
-    groups = list(c10d._world.pg_names) if group in (None, dist.GroupMember.WORLD) else [group]
+    names = c10d._world.pg_names if hasattr(c10d, "_world") else c10d._pg_names  # 2.x, 1.13
+    groups = list(names) if group in (None, dist.GroupMember.WORLD) else [group]
     for pg in groups:
         b = backend_of(pg)
         if b is not None:
