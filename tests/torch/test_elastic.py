@@ -65,3 +65,71 @@ def test_survivors_shrink_and_match_a_resumed_run():
                     victim, s, ours["losses"][s], ref_losses[s])
         assert ours["params"] == ref_params, "victim %d: final parameters differ" % victim
         assert ours["losses"][STEPS - 1] < ours["losses"][0], ours["losses"]
+
+
+def _explicit(rank, init_file, out):
+    import datetime
+    import time
+
+    import torch
+    import torch.distributed as dist
+    import tpu_dist
+
+    dist.init_process_group("tpu_dist", init_method="file://" + init_file, rank=rank,
+                            world_size=3, timeout=datetime.timedelta(seconds=TIMEOUT_S))
+    rec = {}
+    try:
+        tpu_dist.shrink_group(exclude_ranks=[rank])  # only survivors call it: refused locally
+    except ValueError as e:
+        rec["self_excluded"] = "exclude_ranks" in str(e)
+    dist.barrier()
+    if rank == 1:
+        os.kill(os.getpid(), signal.SIGKILL)
+    t0 = time.monotonic()
+    try:
+        dist.all_reduce(torch.ones(1 << 14))
+    except RuntimeError as e:
+        rec["error"] = "tpu_dist" in str(e)
+    rec["detect_s"] = time.monotonic() - t0
+    g = tpu_dist.shrink_group(exclude_ranks=[1])  # an explicit list: no agreement needed
+    rec["group"] = (dist.get_rank(g), dist.get_world_size(g), dist.get_rank())
+    t = torch.full((1 << 14,), float(rank + 1))
+    dist.all_reduce(t, group=g)
+    parts = [torch.empty(2, dtype=torch.int64) for _ in range(2)]
+    dist.all_gather(parts, torch.tensor([rank, 10 * rank]), group=g)
+    rec["results"] = (bool((t == 4.0).all()), [p.tolist() for p in parts])
+    out[rank] = rec
+    dist.destroy_process_group()
+
+
+def test_shrink_with_an_explicit_list():
+    """Rank 1 of 3 dies; ranks 0 and 2 shrink with exclude_ranks=[1] and become ranks 0 and 1 of a
+    group with exact all_reduce and all_gather results; a rank that lists itself gets ValueError."""
+    import multiprocessing
+    import tempfile
+    import time
+
+    ctx = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory() as d, ctx.Manager() as m:
+        out = m.dict()
+        procs = [ctx.Process(target=_explicit, args=(r, os.path.join(d, "init"), out))
+                 for r in range(3)]
+        for p in procs:
+            p.start()
+        deadline = time.monotonic() + 60
+        for p in procs:
+            p.join(max(0.1, deadline - time.monotonic()))
+        hung = [r for r, p in enumerate(procs) if p.is_alive()]
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join()
+        assert not hung, "ranks %s still running after 60 s (a hang)" % hung
+        assert [p.exitcode for p in procs] == [0, -signal.SIGKILL, 0], [p.exitcode for p in procs]
+        res = dict(out)
+    for r, new in ((0, 0), (2, 1)):
+        rec = res[r]
+        assert rec["self_excluded"] and rec["error"], rec
+        assert rec["detect_s"] < DETECT_S, rec
+        assert rec["group"] == (new, 2, r), rec
+        assert rec["results"] == (True, [[0, 0], [2, 20]]), rec
