@@ -128,8 +128,13 @@ def worker(rank, world, init_file, cfg, out):
         t_err, at, msg = failed
         del ddp, opt
         t0 = time.monotonic()
-        group = tpu_dist.shrink_group(group, abort=True)
+        old = group
+        group = tpu_dist.shrink_group(old, abort=True)
         shrink_s = time.monotonic() - t0
+        # The old group's communicator is no more use: free it now (never waits for the dead
+        # rank; a late survivor's agreement then finds this rank's old listener closed at once).
+        # The group itself stays registered until destroy_process_group.
+        tpu_dist.backend_of(old).shutdown()
         resume = torch.tensor([at], dtype=torch.int64)
         dist.all_reduce(resume, op=dist.ReduceOp.MIN, group=group)
         step = int(resume.item())
