@@ -516,7 +516,12 @@ c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::shrink(
                       ": ", why);
         }
       });
-  work->wait();
+  // The library bounds a shrink by a few agreement timeouts (TPU_DIST_AGREE_TIMEOUT_MS, default
+  // 10 s; docs/reliability.md) plus the group's timeout, which may be shorter than that: wait that
+  // long, not just the group's timeout, so a slow agreement is not cut off while it still runs.
+  const char *agree = std::getenv("TPU_DIST_AGREE_TIMEOUT_MS");
+  long agreeMs = agree && *agree ? std::atol(agree) : 10000;
+  work->wait(timeout_ + std::chrono::milliseconds(6 * std::max(agreeMs, 1000L)));
   TORCH_CHECK(*child, "tpu_dist: shrink returned no communicator on rank ", getRank());
   int rank = 0, size = 0;
   tpudistCommUserRank(*child, &rank);
