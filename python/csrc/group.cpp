@@ -467,6 +467,70 @@ c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::split(
   return c10::make_intrusive<ProcessGroupTpuDist>(*child, rank, size, options);
 }
 
+// ---- shrink ----
+c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::shrink(
+    const std::vector<int> &exclude, bool abort, c10::intrusive_ptr<Options> options,
+    std::vector<int> *members) {
+  NoGil nogil;  // the agreement waits for the other survivors
+  {
+    std::lock_guard<std::mutex> admin(adminMu_);
+    TORCH_CHECK(!closed_, "tpu_dist: shrink of a process group that was shut down or aborted");
+  }
+  if (abort) {
+    // Fails the running operation at once (any thread) and every queued one, so the shrink runs
+    // next instead of behind operations that would each wait for the dead ranks.
+    std::vector<c10::intrusive_ptr<WorkTpuDist>> pending;
+    {
+      std::lock_guard<std::mutex> admin(adminMu_);
+      if (!closed_) tpudistCommRevoke(comm_);
+      std::lock_guard<std::mutex> lock(queue_->mu);
+      pending = takeQueuedLocked();
+    }
+    std::ostringstream os;
+    os << "tpu_dist: the process group was revoked on rank " << getRank()
+       << " to be shrunk before this operation ran";
+    failAll(pending, os.str());
+  }
+  auto child = std::make_shared<tpudistComm_t>(nullptr);
+  auto old = std::make_shared<std::vector<int>>();
+  auto work = enqueue(
+      c10d::OpType::UNKNOWN, "shrink", {}, c10d::kUnsetTimeout,
+      [this, exclude, abort, child, old, options](WorkTpuDist &w) {
+        tpudistConfig_t cfg = configFor(options ? options->timeout : timeout_);
+        check(tpudistCommShrink(comm_, exclude.empty() ? nullptr : exclude.data(),
+                                (int)exclude.size(), child.get(), &cfg,
+                                abort ? TPUDIST_SHRINK_ABORT : TPUDIST_SHRINK_DEFAULT),
+              w);
+        // The members' ranks in this group, in their new order: with the agreed failed set only
+        // the library knows them, so each member says its own.
+        int size = 0, me = getRank();
+        tpudistCommCount(*child, &size);
+        old->assign((size_t)size, -1);
+        tpudistResult_t res = tpudistAllGather(&me, old->data(), 1, tpudistInt32, *child, nullptr);
+        if (res != tpudistSuccess) {
+          std::string why = tpudistGetLastError(*child);
+          tpudistCommAbort(*child);
+          *child = nullptr;
+          TORCH_CHECK(false, "tpu_dist: shrink on rank ", me,
+                      ": the new group failed its first collective: ", tpudistGetErrorString(res),
+                      ": ", why);
+        }
+      });
+  // The library bounds a shrink by a few agreement timeouts (TPU_DIST_AGREE_TIMEOUT_MS, default
+  // 10 s; docs/reliability.md) plus the group's timeout, which may be shorter than that: wait that
+  // long, not just the group's timeout, so a slow agreement is not cut off while it still runs.
+  const char *agree = std::getenv("TPU_DIST_AGREE_TIMEOUT_MS");
+  long agreeMs = agree && *agree ? std::atol(agree) : 10000;
+  work->wait(timeout_ + std::chrono::milliseconds(6 * std::max(agreeMs, 1000L)));
+  TORCH_CHECK(*child, "tpu_dist: shrink returned no communicator on rank ", getRank());
+  int rank = 0, size = 0;
+  tpudistCommUserRank(*child, &rank);
+  tpudistCommCount(*child, &size);
+  if (members) *members = *old;
+  if (!options) options = c10::make_intrusive<Options>(timeout_);
+  return c10::make_intrusive<ProcessGroupTpuDist>(*child, rank, size, options);
+}
+
 // ---- coalescing ----
 #ifdef TD_TORCH2
 void ProcessGroupTpuDist::startCoalescing() {

@@ -73,6 +73,20 @@ PYBIND11_MODULE(_C, m) {
             self.split(TPUDIST_SPLIT_NOCOLOR, 0, c10::intrusive_ptr<PG::Options>());
           },
           py::arg("device") = py::none())
+      .def(
+          "shrink",
+          [](PG &self, const std::vector<int> &exclude, bool abort,
+             const c10::intrusive_ptr<PG::Options> &opts) {
+            std::vector<int> members;
+            c10::intrusive_ptr<PG> pg;
+            {
+              py::gil_scoped_release release;
+              pg = self.shrink(exclude, abort, opts, &members);
+            }
+            return py::make_tuple(pg, members);
+          },
+          py::arg("exclude_ranks"), py::arg("abort") = true, py::arg("options") = py::none(),
+          "tpudistCommShrink: (the survivors' new group, their ranks in this group in new order)")
       .def("_shutdown", &PG::shutdown, py::call_guard<py::gil_scoped_release>())
       .def("shutdown", &PG::shutdown, py::call_guard<py::gil_scoped_release>())
       .def("abort", &PG::abort, py::call_guard<py::gil_scoped_release>());
@@ -90,4 +104,6 @@ PYBIND11_MODULE(_C, m) {
   });
   m.attr("TORCH_VERSION_MAJOR") = TORCH_VERSION_MAJOR;
   m.attr("SPLIT_NOCOLOR") = TPUDIST_SPLIT_NOCOLOR;
+  m.attr("SHRINK_DEFAULT") = TPUDIST_SHRINK_DEFAULT;
+  m.attr("SHRINK_ABORT") = TPUDIST_SHRINK_ABORT;
 }

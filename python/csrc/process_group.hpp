@@ -142,6 +142,15 @@ class ProcessGroupTpuDist : public BaseGroup {
   // TPUDIST_SPLIT_NOCOLOR elsewhere (null result). No store traffic, no new rendezvous.
   c10::intrusive_ptr<ProcessGroupTpuDist> split(int color, int key,
                                                 c10::intrusive_ptr<Options> options);
+  // tpudistCommShrink of this group: the members not in exclude (ranks of this group; empty: the
+  // failed set the survivors agree on) form the new group, renumbered in this group's order, with
+  // no store traffic and no rendezvous. abort (TPUDIST_SHRINK_ABORT) first revokes the running
+  // operation and fails the queued ones; else they complete first. Every survivor calls it.
+  // *members (if given): the new group's members as ranks of this group, in new-rank order.
+  // This group stays usable only to be destroyed (after abort every operation fails).
+  c10::intrusive_ptr<ProcessGroupTpuDist> shrink(const std::vector<int> &exclude, bool abort,
+                                                 c10::intrusive_ptr<Options> options,
+                                                 std::vector<int> *members);
   bool supportsSplitting() const
 #ifdef TD_TORCH2
       override

@@ -13,6 +13,8 @@ timeout, name and global ranks) and also provides:
 - split_group(parent_pg, split_ranks): new groups split from a tpu_dist parent with
   tpudistCommSplit (no store traffic, no new rendezvous); dist.split_group uses it for tpu_dist
   parents (torch's own is NCCL-only);
+- shrink_group(group, exclude_ranks, abort): the survivors of a failure form a new group with
+  tpudistCommShrink (no store, no rendezvous; also on torch 1.13);
 - abort_process_group(group): fails every pending operation at once and destroys the group(s);
   dist.destroy_process_group shuts tpu_dist groups down (pending operations fail, never hang).
 """
@@ -117,10 +119,24 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
     opts.group_name = name
     opts.global_ranks_in_group = global_ranks
     backend = parent.split(color, mine.index(me), opts)
+    return _adopt(parent_pg, backend, name, global_ranks,
+                  group_desc or "%s:split" % parent_pg.group_desc)
+
+
+def _adopt(parent_pg, backend, name, global_ranks, desc):
+    """Registers a backend made from parent_pg's communicator (split, shrink) with torch as a
+    process group named name whose members are global_ranks (in group-rank order); returns it."""
+    from torch.distributed import distributed_c10d as c10d
+    if not TORCH2:  # torch 1.13: the backend is the ProcessGroup; module-level maps
+        c10d._pg_map[backend] = (dist.Backend(BACKEND_NAME), c10d._pg_map[parent_pg][1])
+        c10d._pg_names[backend] = name
+        c10d._pg_group_ranks[backend] = {g: i for i, g in enumerate(global_ranks)}
+        return backend
+    world = c10d._world
     _, store = world.pg_map[parent_pg]
     pg = _C.GroupTpuDist(c10d.PrefixStore(name + "/", store), backend)
     pg._set_group_name(name)
-    pg._set_group_desc(group_desc or "%s:split" % parent_pg.group_desc)
+    pg._set_group_desc(desc)
     world.pg_map[pg] = (dist.Backend(BACKEND_NAME), store)
     world.pg_names[pg] = name
     c10d._register_process_group(name, pg)
@@ -129,6 +145,63 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
     world.pg_to_tag[pg] = "ptd:" + name
     world.pg_group_ranks[pg] = {g: i for i, g in enumerate(global_ranks)}
     return pg
+
+
+def _group_ranks(pg):
+    """global rank -> group rank of a registered group (torch 2.x and 1.13)."""
+    from torch.distributed import distributed_c10d as c10d
+    return (c10d._world.pg_group_ranks if TORCH2 else c10d._pg_group_ranks)[pg]
+
+
+def _next_group_name(ranks):
+    """The name torch would give the next new group (the same on every rank that makes it)."""
+    from torch.distributed import distributed_c10d as c10d
+    if TORCH2:
+        return c10d._process_group_name(ranks, use_hashed_name=False)
+    name = str(c10d._group_count)  # as torch 1.13's _new_process_group_helper names groups
+    c10d._group_count += 1
+    return name
+
+
+def shrink_group(group=None, exclude_ranks=None, abort=True, timeout=None, group_desc=None):
+    """The survivors of a tpu_dist group (the default one if None) form a new group, without a new
+    rendezvous and without the store (tpudistCommShrink on the group's communicator).
+
+    exclude_ranks: ranks of `group` to leave out, the same list on every survivor; None: the
+    failed set the library detected, agreed among the survivors (every survivor ends with the
+    same members, also when they saw different failures). abort=True (TPUDIST_SHRINK_ABORT)
+    first fails the group's running and queued operations (after a failure: nothing waits for
+    the dead ranks); abort=False lets them complete first (a healthy group).
+
+    Every survivor calls it; returns the new group, whose ranks are the survivors renumbered in
+    their old order; pass it as group= to torch.distributed calls (DDP: process_group=). A caller
+    in exclude_ranks gets a ValueError; one the others counted as failed gets an error. `group`
+    is left for destroying only (after abort every operation on it fails at once); its
+    destruction never waits for the failed ranks."""
+    group = group if group is not None else dist.distributed_c10d._get_default_group()
+    old = backend_of(group)
+    if old is None:
+        raise RuntimeError("tpu_dist.shrink_group: the group has no tpu_dist backend")
+    exclude = sorted(set(int(r) for r in (exclude_ranks or [])))
+    if any(r < 0 or r >= group.size() for r in exclude):
+        raise ValueError("tpu_dist.shrink_group: exclude_ranks must be ranks of the group")
+    if group.rank() in exclude:
+        raise ValueError("tpu_dist.shrink_group: rank %d is in exclude_ranks: only survivors "
+                         "call shrink_group" % group.rank())
+    opts = None
+    if timeout is not None:
+        opts = _C.Options(timeout)
+    backend, members = old.shrink(exclude, abort, opts)
+    g2p = _group_ranks(group)
+    p2g = {p: g for g, p in g2p.items()}
+    global_ranks = [p2g[r] for r in members]
+    name = _next_group_name(global_ranks)
+    if opts is None:
+        opts = backend.options
+    opts.group_name = name
+    opts.global_ranks_in_group = global_ranks
+    desc = group_desc or "%s:shrink" % getattr(group, "group_desc", "group")
+    return _adopt(group, backend, name, global_ranks, desc)
 
 
 _TPU_NOCOLOR = _C.SPLIT_NOCOLOR
@@ -184,4 +257,4 @@ def _install_torch2_hooks():
 
 _register()
 
-__all__ = ["BACKEND_NAME", "abort_process_group", "backend_of", "split_group"]
+__all__ = ["BACKEND_NAME", "abort_process_group", "backend_of", "shrink_group", "split_group"]
