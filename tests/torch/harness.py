@@ -57,3 +57,26 @@ def run_job(world, module_name, entry="cases", timeout_s=None):
                 raise TimeoutError("%s on %d ranks still running after %.0f s: killed" %
                                    (module_name, world, timeout_s))
         return dict(results)
+
+
+def run_procs(target, args_of, world, limit_s):
+    """Runs target(*args_of(rank, dir, out)) in `world` spawned processes (dir: a fresh temporary
+    folder, out: a shared dict) and waits at most limit_s for all; any still running then is killed
+    (nothing hangs forever). Returns (exit codes, ranks that were still running, dict(out))."""
+    import multiprocessing
+
+    ctx = multiprocessing.get_context("spawn")
+    with tempfile.TemporaryDirectory() as d, ctx.Manager() as m:
+        out = m.dict()
+        procs = [ctx.Process(target=target, args=args_of(r, d, out)) for r in range(world)]
+        for p in procs:
+            p.start()
+        deadline = time.monotonic() + limit_s
+        for p in procs:
+            p.join(max(0.1, deadline - time.monotonic()))
+        hung = [r for r, p in enumerate(procs) if p.is_alive()]
+        for p in procs:
+            if p.is_alive():
+                p.kill()
+                p.join()
+        return [p.exitcode for p in procs], hung, dict(out)

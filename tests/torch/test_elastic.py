@@ -13,6 +13,7 @@ import sys
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..",
                                 "examples"))
 from elastic import train  # noqa: E402  (not "train": test_ddp imports examples/ddp as that)
+from harness import run_procs  # noqa: E402
 
 STEPS, KILL_STEP, TIMEOUT_S = 8, 4, 30
 DETECT_S = 5.0  # measured 0.03-0.16 s; far below the 30 s timeout, so it is detection, not it
@@ -105,28 +106,10 @@ def _explicit(rank, init_file, out):
 def test_shrink_with_an_explicit_list():
     """Rank 1 of 3 dies; ranks 0 and 2 shrink with exclude_ranks=[1] and become ranks 0 and 1 of a
     group with exact all_reduce and all_gather results; a rank that lists itself gets ValueError."""
-    import multiprocessing
-    import tempfile
-    import time
-
-    ctx = multiprocessing.get_context("spawn")
-    with tempfile.TemporaryDirectory() as d, ctx.Manager() as m:
-        out = m.dict()
-        procs = [ctx.Process(target=_explicit, args=(r, os.path.join(d, "init"), out))
-                 for r in range(3)]
-        for p in procs:
-            p.start()
-        deadline = time.monotonic() + 60
-        for p in procs:
-            p.join(max(0.1, deadline - time.monotonic()))
-        hung = [r for r, p in enumerate(procs) if p.is_alive()]
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-                p.join()
-        assert not hung, "ranks %s still running after 60 s (a hang)" % hung
-        assert [p.exitcode for p in procs] == [0, -signal.SIGKILL, 0], [p.exitcode for p in procs]
-        res = dict(out)
+    codes, hung, res = run_procs(_explicit, lambda r, d, out: (r, os.path.join(d, "init"), out),
+                                 3, 60)
+    assert not hung, "ranks %s still running after 60 s (a hang)" % hung
+    assert codes == [0, -signal.SIGKILL, 0], codes
     for r, new in ((0, 0), (2, 1)):
         rec = res[r]
         assert rec["self_excluded"] and rec["error"], rec

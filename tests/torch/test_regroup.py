@@ -6,13 +6,13 @@ all_reduce; the next all_reduce of ranks 0 and 1 fails with an error within the 
 the group is destroyed (or aborted) without waiting for the dead rank; ranks 0 and 1 then init a
 generation-1 group of two under a new store prefix and get exact results on it."""
 import datetime
-import multiprocessing
 import os
 import sys
-import tempfile
 import time
 
 import pytest
+
+from harness import run_procs
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 TOP = os.path.abspath(os.path.join(HERE, "..", ".."))
@@ -63,23 +63,10 @@ def _rank(rank, store_path, how, out):
 
 @pytest.mark.parametrize("how", ["destroy", "abort"])
 def test_survivors_make_a_new_group(how):
-    ctx = multiprocessing.get_context("spawn")
-    with tempfile.TemporaryDirectory() as d, ctx.Manager() as m:
-        out = m.dict()
-        procs = [ctx.Process(target=_rank, args=(r, os.path.join(d, "store"), how, out))
-                 for r in range(3)]
-        for p in procs:
-            p.start()
-        deadline = time.monotonic() + 120
-        for p in procs:
-            p.join(max(1.0, deadline - time.monotonic()))
-        alive = [p.pid for p in procs if p.is_alive()]
-        for p in procs:
-            if p.is_alive():
-                p.kill()
-        assert not alive, "ranks still running after 120 s (a hang): %s" % alive
-        assert [p.exitcode for p in procs] == [0, 0, 0], [p.exitcode for p in procs]
-        res = dict(out)
+    codes, hung, res = run_procs(_rank, lambda r, d, out: (r, os.path.join(d, "store"), how, out),
+                                 3, 120)
+    assert not hung, "ranks %s still running after 120 s (a hang)" % hung
+    assert codes == [0, 0, 0], codes
     assert sorted(res) == [0, 1], res
     for r in (0, 1):
         rec = res[r]
