@@ -83,7 +83,7 @@ typedef struct tdComm {
   tdPackBuf *packs; /* fused hosts' buffers: as many as were ever in use at once */
   size_t npacks, packs_cap;
   /* counters: agreements (flushes), fused hosts, operations they carried */
-  uint64_t stat_agreements, stat_hosts, stat_fused;
+  uint64_t stat_agreements, stat_hosts, stat_fused, stat_gathered;
   /* fault tolerance (comm_shrink.c) */
   uint32_t shrink_seq;    /* shrinks started on this communicator (same on every survivor) */
   uint8_t *agreed_failed; /* nranks flags: the failed set of the last agreement, or NULL */

@@ -25,8 +25,9 @@
  * root and plan (compatible) become one operation over the concatenation of their buffers (copied
  * into the host's buffer and back), run with the plan each of them would have run: all-reduce by
  * recursive doubling or through the slots (each element is reduced by the same tree whatever its
- * position and the count, so the bits are those of strict mode), broadcast, all-gather and
- * all-to-all by any plan (they only copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and
+ * position and the count, so the bits are those of strict mode; slot all-reduces too many for one
+ * slot are all-gathered by any plan and reduced in rank order at the end, as the slots reduce),
+ * broadcast, all-gather and all-to-all by any plan (they only copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and
  * other collectives run on their own, in the same batch. A host's completion or failure completes
  * or fails each operation it carries.
  */
@@ -306,10 +307,29 @@ static tpudistResult_t hostPack(tdComm *c, tdOp *h) {
   return tpudistSuccess;
 }
 
+/* A gathered host (gatherHost) has ended: each member's output is the ranks' blocks reduced in
+ * rank order, as the slots reduce them (so the bits are those of strict mode). */
+static void gatheredReduce(const tdComm *c, const tdOp *h) {
+  size_t es = h->esize, block = h->n * es;
+  const char *g = h->bufs[TD_BUF_OUTPUT];
+  uint64_t off = 0;
+  for (tdOp *m = h->members; m; off += m->n, m = m->next) {
+    char *out = m->bufs[TD_BUF_OUTPUT];
+    if (!m->n) continue;
+    memcpy(out, g + off * es, m->n * es);
+    for (int r = 1; r < c->net.nranks; r++)
+      kernelReduce(out, out, g + (size_t)r * block + off * es, m->n, (tpudistDataType_t)m->dtype,
+                   (tpudistRedOp_t)m->redop);
+    if (m->avg_count) kernelFinishAvg(out, m->avg_count, (tpudistDataType_t)m->dtype, c->net.nranks);
+  }
+}
+
 /* A fused host's end: results back into each member, then each member completes with the host's
  * result. */
 static void hostSettle(tdComm *c, tdOp *h) {
-  if (h->result == tpudistSuccess) {
+  if (h->result == tpudistSuccess && h->coll != h->members->coll) {
+    gatheredReduce(c, h);
+  } else if (h->result == tpudistSuccess) {
     if (h->user_op == tpudistAvg && h->coll == TD_COLL_ALLREDUCE)
       kernelFinishAvg(h->bufs[TD_BUF_OUTPUT], h->n, h->dtype, h->net->nranks);
     uint64_t off = 0;
@@ -331,8 +351,29 @@ static void hostSettle(tdComm *c, tdOp *h) {
   }
 }
 
+/* 1 if a slot host of n elements fits one slot (all-reduce: the whole; others: a block). */
+static int slotFits(const tdComm *c, uint64_t n, size_t esize) {
+  return n * esize <= TD_MIN((uint64_t)c->net.cfg->small_bytes, (uint64_t)TD_SMALL_MAX_BYTES);
+}
+
+/* Slot all-reduces too many for one slot: the host all-gathers the members' inputs by the
+ * communicator's all-gather plan (it only copies) and gatheredReduce reduces them in rank order. */
+static tpudistResult_t gatherHost(tdComm *c, tdOp *h, char *err) {
+  uint64_t n = (uint64_t)c->net.nranks;
+  const char *algo = c->last_algo; /* tpudistLastAlgorithm names the caller's, not ours */
+  tpudistResult_t r = commGetSched(c, TD_COLL_ALLGATHER, 0, 0, h->n, h->n * h->esize * n,
+                                   (uint32_t)h->esize, &h->sched, err);
+  c->last_algo = algo;
+  if (r != tpudistSuccess) return r;
+  h->kind = TD_OP_COLL;
+  h->coll = TD_COLL_ALLGATHER;
+  h->algo = h->sched->algo;
+  c->stat_gathered++;
+  return tpudistSuccess;
+}
+
 /* A host carrying the members listed from first (linked through next). */
-static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out) {
+static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out, char *err) {
   tdOp *h = execOpAllocLocked(&c->exec);
   if (!h) return tpudistNoMemory;
   h->kind = first->kind;
@@ -351,11 +392,15 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out) {
   h->members = first;
   h->n = 0;
   for (tdOp *m = first; m; m = m->next) h->n += m->n;
-  if (hostPack(c, h) != tpudistSuccess) {
+  tpudistResult_t r = tpudistSuccess;
+  if (h->kind == TD_OP_SMALL && !slotFits(c, h->n, h->esize)) r = gatherHost(c, h, err);
+  if (r == tpudistSuccess && hostPack(c, h) != tpudistSuccess)
+    r = tdErr(err, tpudistNoMemory, "defer: out of memory for a fused operation");
+  if (r != tpudistSuccess) {
     h->members = NULL;
     h->done = 1; /* kept aside (lock held): freed with the communicator */
     h->magic = TD_OP_FREED;
-    return tpudistNoMemory;
+    return r;
   }
   if (h->kind == TD_OP_SMALL) execSmallInit(h);
   c->stat_hosts++;
@@ -372,18 +417,17 @@ static tpudistResult_t batchAdd(tdComm *c, tdOp *op, int *n, char *err) {
   return tpudistSuccess;
 }
 
-/* The slot path's limit on a fused host: what one slot carries to each peer. */
+/* The slot path's limit on a fused host: what one slot carries to each peer. A slot all-reduce has
+ * none: a host too large for a slot is gathered (gatherHost). */
 static int fitsSlot(const tdComm *c, const tdOp *h, const tdOp *m) {
-  uint64_t per_peer = (h->n + m->n) * h->esize; /* all-reduce: the whole; others: a block */
-  return h->kind != TD_OP_SMALL ||
-         per_peer <= TD_MIN((uint64_t)c->net.cfg->small_bytes, (uint64_t)TD_SMALL_MAX_BYTES);
+  return h->kind != TD_OP_SMALL || h->coll == TD_COLL_ALLREDUCE ||
+         slotFits(c, h->n + m->n, h->esize);
 }
 
 /* Queues the operations of one key (first, linked through next): alone, or fused. */
 static tpudistResult_t fuseFlushKey(tdComm *c, tdOp *first, int *n, char *err) {
   tdOp *op = first;
-  if (first->next && hostMake(c, first, &op) != tpudistSuccess)
-    return tdErr(err, tpudistNoMemory, "defer: out of memory for a fused operation");
+  if (first->next) TD_CHECK(hostMake(c, first, &op, err));
   tpudistResult_t r = batchAdd(c, op, n, err);
   if (r != tpudistSuccess && op != first) { /* never queued: its members fail, its buffer returns */
     op->result = r;

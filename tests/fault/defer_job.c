@@ -121,7 +121,7 @@ static Call mk(tdColl coll, int dt, int op, int root, int inplace, size_t count)
 }
 
 /* The queue of round q for datatype dt: every op at several counts, in place and a dependent
- * pair, then every other collective. */
+ * pair, slot-sized all-reduces that fuse beyond a slot, then every other collective. */
 static int buildQueue(Call *ks, int dt, int n, int q) {
   static const size_t counts[] = {0, 3, 100, 700, 3000, 4000, 5000};
   int nk = 0;
@@ -135,6 +135,8 @@ static int buildQueue(Call *ks, int dt, int n, int q) {
     ks[nk++] = mk(TD_COLL_REDUCE, dt, op, (op + q) % n, 0, 257);
     ks[nk++] = mk(TD_COLL_REDUCESCATTER, dt, op, 0, 0, 33 + op);
   }
+  for (int i = 0; i < 6; i++) /* slot-sized all-reduces of one op, more than a slot together */
+    ks[nk++] = mk(TD_COLL_ALLREDUCE, dt, q % 5, 0, i == 2, 2000 / dtSize(dt) - (size_t)i);
   for (int s = 1; s < 4; s++) {
     ks[nk++] = mk(TD_COLL_BROADCAST, dt, 0, s % n, s == 2, counts[s]);
     ks[nk++] = mk(TD_COLL_ALLGATHER, dt, 0, 0, s == 3, counts[s] / 2);
@@ -267,10 +269,12 @@ static int modeExact(tpudistComm_t world, int rank, int n) {
   groupCase(d, n);
   timerCase(d, n);
   tdComm *c = &d->c;
-  printf("rank %d: %ld checks; %llu flushes, %llu fused operations carrying %llu\n", rank, gChecks,
-         (unsigned long long)c->stat_agreements, (unsigned long long)c->stat_hosts,
-         (unsigned long long)c->stat_fused);
+  printf("rank %d: %ld checks; %llu flushes, %llu fused operations (%llu gathered) carrying %llu\n",
+         rank, gChecks, (unsigned long long)c->stat_agreements, (unsigned long long)c->stat_hosts,
+         (unsigned long long)c->stat_gathered, (unsigned long long)c->stat_fused);
   if (n > 1 && (c->stat_hosts == 0 || c->stat_fused < 2 * c->stat_hosts)) FAIL("nothing fused");
+  if (n > 1 && n <= 8 && !getenv("TPU_DIST_TRANSPORTS") && !c->stat_gathered)
+    FAIL("no slot all-reduces fused beyond a slot"); /* the slots need shm among <= 8 ranks */
   tpudistCommDestroy(sh);
   tpudistCommDestroy(dh);
   tpudistCommDestroy(s);
