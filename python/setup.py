@@ -29,7 +29,8 @@ setup(
     ext_modules=[
         CppExtension(
             "tpu_dist._C",
-            ["csrc/process_group.cpp", "csrc/group.cpp", "csrc/module.cpp"],
+            ["csrc/process_group.cpp", "csrc/group.cpp", "csrc/group_defer.cpp",
+             "csrc/module.cpp"],
             include_dirs=[f[2:] for f in cflags if f.startswith("-I")],
             library_dirs=lib_dirs,
             extra_compile_args=["-O2", "-Wall"],

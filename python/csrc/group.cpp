@@ -79,14 +79,21 @@ int modeOf(const std::string &opt, tpudistConfig_t *cfg) {
 }  // namespace
 
 // ---- Work ----
+namespace {
+// The type of every Work's Future value (made once: a Work is made per call).
+const c10::TypePtr &tensorListType() {
+  static const c10::TypePtr t = c10::ListType::create(c10::TensorType::get());
+  return t;
+}
+}  // namespace
+
 WorkTpuDist::WorkTpuDist(int rank, c10d::OpType type, const char *name, uint64_t sequence,
                          std::vector<at::Tensor> outputs, std::chrono::milliseconds timeout)
     : c10d::Work(rank, type),
       opName(name),
       seq(sequence),
       outputs_(std::move(outputs)),
-      future_(
-          c10::make_intrusive<c10::ivalue::Future>(c10::ListType::create(c10::TensorType::get()))),
+      future_(c10::make_intrusive<c10::ivalue::Future>(tensorListType())),
       timeout_(timeout) {}
 
 // The Future completes first (complete() below), so a Work whose Future is done already counts
@@ -142,8 +149,10 @@ void WorkQueue::done() {
 
 bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
-  if (queue) queue->runIfHead(this);
-  WaitMark mark(queue.get());  // defer mode: the worker's flush point
+  bool waitsForWorker = queue && !isCompleted();
+  if (waitsForWorker && queue->runInline) waitsForWorker = !queue->runIfHead(this);
+  if (waitsForWorker && !queue->runInline) waitsForWorker = !queue->harvestHere();
+  WaitMark mark(waitsForWorker ? queue.get() : nullptr);  // defer mode: the worker harvests
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
     std::ostringstream os;
@@ -186,7 +195,6 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store> &
   st.get = storeGet;
   tpudistConfig_t cfg = configFor(timeout_);
   defer_ = modeOf(options_->mode, &cfg);
-  queue_->runInline = !defer_;
   tpudistResult_t res = tpudistCommInitStore(&comm_, size, rank, &st, "tpu_dist", &cfg);
   TORCH_CHECK(res == tpudistSuccess, "tpu_dist: communicator init failed on rank ", rank, ": ",
               tpudistGetErrorString(res), ": ", tpudistGetLastError(nullptr));
@@ -200,7 +208,6 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(tpudistComm_t comm, int rank, int size,
       options_(std::move(options)),
       timeout_(options_->timeout) {
   defer_ = modeOf(options_->mode, nullptr);  // a split inherits its parent's mode in the library
-  queue_->runInline = !defer_;
   start();
 }
 
@@ -208,6 +215,8 @@ void ProcessGroupTpuDist::start() {
 #ifdef TD_TORCH2
   init();  // torch's per-backend setup (debug level, logging)
 #endif
+  queue_->runInline = !defer_;
+  if (defer_) queue_->round = [this](bool harvest) { deferRound(harvest); };
   worker_ = std::thread(&ProcessGroupTpuDist::workerLoop, this);
 }
 
@@ -307,72 +316,6 @@ void ProcessGroupTpuDist::workerLoop() {
   }
 }
 
-// Defer mode's worker: issues queued operations as they come (all-reduces non-blocking, so the
-// library defers and fuses them) and harvests them -- waits for each in order, then completes its
-// Work -- only when a Work::wait asks, the queue stops, or nothing new came for pollMs (futures
-// are not waited through Work::wait): the flush points are the caller's, not the worker's.
-void ProcessGroupTpuDist::deferLoop() {
-  WorkQueue &wq = *queue_;
-  DeferBatch b;
-  const char *us = std::getenv("TPU_DIST_DEFER_US");
-  auto poll = std::chrono::microseconds(std::max(100L, us && *us ? std::atol(us) : 1000L));
-  for (;;) {
-    std::vector<c10::intrusive_ptr<WorkTpuDist>> batch;
-    bool harvest;
-    {
-      std::unique_lock<std::mutex> lock(wq.mu);
-      auto ready = [&] { return !wq.q.empty() || wq.stop || (!b.out.empty() && wq.waiters > 0); };
-      bool woke =
-          b.out.empty() ? (wq.cv.wait(lock, ready), true) : wq.cv.wait_for(lock, poll, ready);
-      if (wq.stop && wq.q.empty() && b.out.empty()) return;
-      for (; !wq.q.empty(); wq.q.pop_front()) batch.push_back(wq.q.front());
-      harvest = !woke || wq.stop || wq.waiters > 0;
-      wq.busy = true;
-    }
-    for (auto &w : batch) {
-      DeferSpan sp{w, b.reqs.size(), 0, b.steps.size(), 0, nullptr};
-      // only a plain all-reduce is left pending; every other operation runs as it would alone
-      bool pend = w->retrieveOpType() == c10d::OpType::ALLREDUCE;
-      reqs_ = pend ? &b.reqs : nullptr;
-      deferred_ = pend ? &b.steps : nullptr;
-      try {
-        w->body(*w);
-      } catch (...) {
-        sp.err = std::current_exception();
-      }
-      reqs_ = nullptr;
-      deferred_ = nullptr;
-      sp.req1 = b.reqs.size();
-      sp.step1 = b.steps.size();
-      b.out.push_back(std::move(sp));
-    }
-    if (harvest) deferHarvest(b);
-    wq.done();
-  }
-}
-
-void ProcessGroupTpuDist::deferHarvest(DeferBatch &b) {
-  for (DeferSpan &sp : b.out) {
-    for (size_t r = sp.req0; r < sp.req1; r++) {
-      tpudistResult_t res = tpudistWait(b.reqs[r]);  // the first is the flush point
-      try {
-        if (!sp.err) check(res, *sp.w);
-      } catch (...) {
-        sp.err = std::current_exception();
-      }
-    }
-    try {
-      for (size_t k = sp.step0; !sp.err && k < sp.step1; k++) b.steps[k]();
-    } catch (...) {
-      sp.err = std::current_exception();
-    }
-    sp.w->complete(sp.err);
-  }
-  b.out.clear();
-  b.reqs.clear();
-  b.steps.clear();
-}
-
 c10::intrusive_ptr<WorkTpuDist> ProcessGroupTpuDist::makeWork(
     c10d::OpType type, const char *name, std::vector<at::Tensor> outputs,
     std::chrono::milliseconds timeout, std::function<void(WorkTpuDist &)> body) {
@@ -386,18 +329,28 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
     c10d::OpType type, const char *name, std::vector<at::Tensor> outputs,
     std::chrono::milliseconds timeout, std::function<void(WorkTpuDist &)> body) {
   auto w = makeWork(type, name, std::move(outputs), timeout, std::move(body));
-  bool stopped = false;
+  bool stopped = false, here = false;
   {
-    std::lock_guard<std::mutex> lock(queue_->mu);
-    stopped = queue_->stop;
+    WorkQueue &wq = *queue_;
+    std::lock_guard<std::mutex> lock(wq.mu);
+    stopped = wq.stop;
     if (!stopped && coalescing_) {
       coalesced_.push_back(w);  // completed by the batch endCoalescing queues
       return w;
     }
     if (!stopped) {
       w->queue = queue_;
-      queue_->q.push_back(w);
+      // defer mode: an all-reduce goes to the library now, on this thread, if nothing executes
+      here = defer_ && type == c10d::OpType::ALLREDUCE && wq.q.empty() && !wq.busy;
+      if (here)
+        wq.busy = true;
+      else
+        wq.q.push_back(w);
     }
+  }
+  if (here) {
+    deferIssueHere(w);
+    return w;
   }
   if (stopped) {  // fails at once (outside the lock: its Future's callbacks may issue work)
     std::ostringstream os;

@@ -111,7 +111,7 @@ void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int roo
   TORCH_CHECK(dtype >= 0, "tpu_dist: unsupported dtype ", t.scalar_type(), " for ", w.opName);
   tpudistRedOp_t rop = reduceOp(op, t.scalar_type());
   size_t n = (size_t)src.numel();
-  tpudistRequest_t req = nullptr;  // defer mode: completed by the worker (deferLoop)
+  tpudistRequest_t req = nullptr;  // defer mode: completed at a harvest (group_defer.cpp)
   tpudistResult_t res =
       all ? tpudistAllReduce(src.data_ptr(), dst.data_ptr(), n, (tpudistDataType_t)dtype, rop,
                              comm_, reqs_ ? &req : nullptr)

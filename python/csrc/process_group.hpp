@@ -52,18 +52,29 @@ class WorkTpuDist;
 // The operations of one group, run in issue order and one at a time: by the group's worker thread,
 // or by a thread that waits for the operation at the head of the queue while nothing executes
 // (a blocking call then runs on the caller's thread, with no hand-off and no wake-up).
+// Defer mode (group_defer.cpp): an all-reduce issued while nothing executes goes to the library on
+// the caller's thread (non-blocking: the library defers it), and a wait while nothing executes
+// runs the queue and completes every issued Work on the waiting thread; otherwise the worker does.
 struct WorkQueue {
   std::mutex mu;
   std::condition_variable cv;
   std::deque<c10::intrusive_ptr<WorkTpuDist>> q;
   bool stop = false;
-  bool busy = false;  // an operation is executing
-  // a wait may run the head operation on the waiting thread (not in defer mode: there every
-  // all-reduce must reach the library the same way on every rank, non-blocking, from the worker)
+  bool busy = false;  // an operation is executing (or, in defer mode, being issued or harvested)
+  // a wait may run the head operation on the waiting thread (strict and debug mode)
   bool runInline = true;
   int waiters = 0;  // threads in Work::wait (defer mode's worker harvests when there are any)
+  // defer mode: Works issued to the library and not completed yet, issues so far (the worker's
+  // timer harvests only once the issues stop), and the group's round: issue what is queued, then
+  // complete every issued Work if asked (run by whoever set busy)
+  size_t pending = 0;
+  uint64_t issued = 0;
+  std::function<void(bool harvest)> round;
   // Executes w here if it is the head of the queue and nothing executes; true if it did.
   bool runIfHead(WorkTpuDist *w);
+  // Defer mode: runs a harvesting round here if something is issued or queued and nothing
+  // executes; true if it did.
+  bool harvestHere();
   // Marks the running operation finished and wakes the worker and waiters.
   void done();
 };
@@ -250,8 +261,8 @@ class ProcessGroupTpuDist : public BaseGroup {
   // Removes every queued and coalesced operation (the queue's lock held by the caller).
   std::vector<c10::intrusive_ptr<WorkTpuDist>> takeQueuedLocked();
   void workerLoop();
-  // Defer mode's worker (group.cpp): the Works it issued and not yet completed, each with its
-  // span of requests and of steps to run after them.
+  // Defer mode (group_defer.cpp): the Works issued to the library and not yet completed, each
+  // with its span of requests and of steps to run after them (owned by whoever holds busy).
   struct DeferSpan {
     c10::intrusive_ptr<WorkTpuDist> w;
     size_t req0, req1, step0, step1;
@@ -263,8 +274,14 @@ class ProcessGroupTpuDist : public BaseGroup {
     std::vector<std::function<void()>> steps;
   };
   void deferLoop();
-  // Waits for every request of b in order and completes each Work with its own result.
-  void deferHarvest(DeferBatch &b);
+  // Issues w on the caller's thread (busy set by the caller), then lets busy go.
+  void deferIssueHere(const c10::intrusive_ptr<WorkTpuDist> &w);
+  // Issues w (an all-reduce non-blocking, so the library defers it; anything else runs as alone).
+  void deferIssue(const c10::intrusive_ptr<WorkTpuDist> &w);
+  // Issues every queued operation, then, if harvest, completes every issued Work (busy held).
+  void deferRound(bool harvest);
+  // Waits for every issued request in order and completes each Work with its own result.
+  void deferHarvest();
   void check(tpudistResult_t res, const WorkTpuDist &w) const;
   // Reduces in into t (all ranks, or root); t may be non-contiguous (a copy is written back).
   void reduceOne(at::Tensor &t, const at::Tensor &in, int root, c10d::ReduceOp op, bool all,
@@ -287,8 +304,9 @@ class ProcessGroupTpuDist : public BaseGroup {
   bool coalescing_ = false;
   std::vector<c10::intrusive_ptr<WorkTpuDist>> coalesced_;
   std::vector<std::function<void()>> *deferred_ = nullptr;
-  // Defer mode: the worker runs deferLoop; reqs_ collects the requests it has to complete.
+  // Defer mode: the worker runs deferLoop; reqs_ collects the requests issued into dbatch_.
   bool defer_ = false;
+  DeferBatch dbatch_;
   std::vector<tpudistRequest_t> *reqs_ = nullptr;
   std::shared_ptr<WorkQueue> queue_ = std::make_shared<WorkQueue>();
   std::thread worker_;
