@@ -22,12 +22,13 @@
  * with the same message naming them.
  *
  * Fusion: among the operations started together, those with the same collective, datatype, op,
- * root and plan (compatible) become one operation over the concatenation of their buffers (copied
- * into the host's buffer and back), run with the plan each of them would have run: all-reduce by
- * recursive doubling or through the slots (each element is reduced by the same tree whatever its
- * position and the count, so the bits are those of strict mode; slot all-reduces too many for one
- * slot are all-gathered by any plan and reduced in rank order at the end, as the slots reduce),
- * broadcast, all-gather and all-to-all by any plan (they only copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and
+ * root and plan (compatible) become one operation over the concatenation of their buffers, block by
+ * block (copied into the host's buffer and back), run with the plan each of them would have run:
+ * reductions by a plan of whole blocks (each element is reduced by the same tree whatever its
+ * position and the count, so the bits are those of strict mode: see fusable) or through the slots
+ * (slot all-reduces too many for one slot are all-gathered by any plan and reduced in rank order
+ * at the end, as the slots reduce), broadcast, all-gather and all-to-all by any plan (they only
+ * copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and
  * other collectives run on their own, in the same batch. A host's completion or failure completes
  * or fails each operation it carries.
  */
@@ -41,7 +42,7 @@
 #define TD_AGREE_WORDS 8 /* as TPU_DIST_CHECK's signatures: one all-gather plan for both */
 #define TD_AGREE_MAGIC 0x7d5cdefe4ull
 #define TD_AGREE_SEQ (1ull << 62) /* agreements' sequence numbers, above every collective's */
-#define TD_FUSE_KEYS 8            /* fused hosts open at once in one flush */
+#define TD_FUSE_KEYS 16           /* fused hosts open at once in one flush */
 
 static const char *triggerName(int k) {
   static const char *names[] = {"?",         "wait",       "test",    "call", "GroupEnd",
@@ -221,14 +222,29 @@ static tpudistResult_t agreeEnded(tdOp *e, char *err) {
 
 /* ---- fusion ------------------------------------------------------------------------------ */
 
-/* 1 if op may be fused with others of its key: a plan whose per-element order does not depend
- * on the element's position or the count (all-reduce), or a collective that only copies. */
+/* 1 if every buffer of plan s is whole blocks (uniform layouts, one chunk per block): then every
+ * step moves or reduces whole blocks, so each element goes through the same reductions in the
+ * same order as every other element of its block, whatever its position and the count. */
+static int blockwise(const tdSched *s) {
+  for (int b = 0; b < TD_NUM_BUFS; b++)
+    if (s->layout[b].offsets || s->layout[b].chunks_per_block > 1) return 0;
+  return 1;
+}
+
+/* 1 if op may be fused with others of its key (concatenated block by block, so each element keeps
+ * its block): the slots (reduced in rank order), a collective that only copies, or a reduction by
+ * a blockwise plan (recursive doubling all-reduce; ring and recursive halving reduce-scatter, out
+ * of place; reduce by a tree of whole blocks), whose bits then are those of strict mode. Not ring
+ * all-reduce and the other chunked plans: chunk c of a ring is reduced starting at rank c. */
 static int fusable(const tdComm *c, const tdOp *op) {
   if (op->dbytes > (uint64_t)c->net.cfg->defer_fuse_bytes) return 0;
-  if (op->kind == TD_OP_SMALL) return 1; /* slots: reduced in rank order, copied otherwise */
+  if (op->kind == TD_OP_SMALL) return 1;
   switch (op->coll) {
     case TD_COLL_ALLREDUCE:
-      return !strcmp(op->sched->algo, "recdbl");
+    case TD_COLL_REDUCE:
+      return blockwise(op->sched);
+    case TD_COLL_REDUCESCATTER: /* in place the host's INPUT would have to hold its OUTPUT */
+      return blockwise(op->sched) && !op->sched->inplace;
     case TD_COLL_BROADCAST:
     case TD_COLL_ALLGATHER:
     case TD_COLL_ALLTOALL:
@@ -329,8 +345,8 @@ static void gatheredReduce(const tdComm *c, const tdOp *h) {
 static void hostSettle(tdComm *c, tdOp *h) {
   if (h->result == tpudistSuccess && h->coll != h->members->coll) {
     gatheredReduce(c, h);
-  } else if (h->result == tpudistSuccess) {
-    if (h->user_op == tpudistAvg && h->coll == TD_COLL_ALLREDUCE)
+  } else if (h->result == tpudistSuccess && (h->coll != TD_COLL_REDUCE || h->root == c->net.rank)) {
+    if (h->user_op == tpudistAvg) /* the reductions' output: one block of h->n */
       kernelFinishAvg(h->bufs[TD_BUF_OUTPUT], h->n, h->dtype, h->net->nranks);
     uint64_t off = 0;
     for (tdOp *m = h->members; m; m = m->next) {
@@ -404,6 +420,7 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out, char *err) {
   }
   if (h->kind == TD_OP_SMALL) execSmallInit(h);
   c->stat_hosts++;
+  c->stat_host_colls |= 1u << first->coll;
   for (tdOp *m = first; m; m = m->next) c->stat_fused++;
   *out = h;
   return tpudistSuccess;
@@ -449,9 +466,17 @@ static tpudistResult_t fuseAndQueue(tdComm *c, tdOp *list, size_t count, char *e
     op->deferred = 2;
     int k = 0;
     while (k < nkeys && !sameKey(keyFirst[k], op)) k++;
-    if (!fusable(c, op) || (k == nkeys && nkeys == TD_FUSE_KEYS)) {
+    if (!fusable(c, op)) {
       TD_CHECK(batchAdd(c, op, &n, err));
       continue;
+    }
+    if (k == nkeys && nkeys == TD_FUSE_KEYS) { /* all open: the oldest key's host goes first */
+      TD_CHECK(fuseFlushKey(c, keyFirst[0], &n, err));
+      nkeys--;
+      memmove(keyFirst, keyFirst + 1, sizeof(tdOp *) * (size_t)nkeys);
+      memmove(keyLast, keyLast + 1, sizeof(tdOp *) * (size_t)nkeys);
+      memmove(keyN, keyN + 1, sizeof(uint64_t) * (size_t)nkeys);
+      k = nkeys;
     }
     tdOp probe = {.kind = op->kind, .coll = op->coll, .esize = op->esize};
     if (k < nkeys) {

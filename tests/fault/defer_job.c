@@ -121,7 +121,8 @@ static Call mk(tdColl coll, int dt, int op, int root, int inplace, size_t count)
 }
 
 /* The queue of round q for datatype dt: every op at several counts, in place and a dependent
- * pair, slot-sized all-reduces that fuse beyond a slot, then every other collective. */
+ * pair, slot-sized all-reduces that fuse beyond a slot, reductions that fuse, then every other
+ * collective. */
 static int buildQueue(Call *ks, int dt, int n, int q) {
   static const size_t counts[] = {0, 3, 100, 700, 3000, 4000, 5000};
   int nk = 0;
@@ -137,6 +138,10 @@ static int buildQueue(Call *ks, int dt, int n, int q) {
   }
   for (int i = 0; i < 6; i++) /* slot-sized all-reduces of one op, more than a slot together */
     ks[nk++] = mk(TD_COLL_ALLREDUCE, dt, q % 5, 0, i == 2, 2000 / dtSize(dt) - (size_t)i);
+  for (int i = 0; i < 3; i++) { /* reductions of one op and root: fused with each other */
+    ks[nk++] = mk(TD_COLL_REDUCE, dt, q % 5, q % n, i == 1, 10 + 150 * (size_t)i);
+    ks[nk++] = mk(TD_COLL_REDUCESCATTER, dt, q % 5, 0, 0, 5 + 20 * (size_t)i);
+  }
   for (int s = 1; s < 4; s++) {
     ks[nk++] = mk(TD_COLL_BROADCAST, dt, 0, s % n, s == 2, counts[s]);
     ks[nk++] = mk(TD_COLL_ALLGATHER, dt, 0, 0, s == 3, counts[s] / 2);
@@ -180,7 +185,7 @@ static void round1(tpudistComm_t strict, tpudistComm_t defer, int dt, int q) {
   int n, rank;
   tpudistCommCount(strict, &n);
   tpudistCommUserRank(strict, &rank);
-  Call ks[64];
+  Call ks[80];
   int nk = buildQueue(ks, dt, n, q);
   for (int m = 0; m < 2; m++) {
     fillInputs(ks, nk, q, m, rank, n);
@@ -275,6 +280,10 @@ static int modeExact(tpudistComm_t world, int rank, int n) {
   if (n > 1 && (c->stat_hosts == 0 || c->stat_fused < 2 * c->stat_hosts)) FAIL("nothing fused");
   if (n > 1 && n <= 8 && !getenv("TPU_DIST_TRANSPORTS") && !c->stat_gathered)
     FAIL("no slot all-reduces fused beyond a slot"); /* the slots need shm among <= 8 ranks */
+  if (n > 1 && !(c->stat_host_colls & (1u << TD_COLL_REDUCESCATTER)))
+    FAIL("no reduce-scatters fused"); /* ring and recursive halving: whole blocks at any size */
+  if (n == 2 && !(c->stat_host_colls & (1u << TD_COLL_REDUCE)))
+    FAIL("no reduces fused"); /* 2 ranks: both plans move whole blocks */
   tpudistCommDestroy(sh);
   tpudistCommDestroy(dh);
   tpudistCommDestroy(s);
