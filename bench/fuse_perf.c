@@ -8,7 +8,8 @@
  * hosts' buffers: their peak, since they are kept for reuse). Results are checked exactly after the
  * last iteration.
  *
- *   mpirun -np 2 bench/fuse_perf [-k K] [-b BYTES] [-c allreduce|allgather|broadcast]
+ *   mpirun -np 2 bench/fuse_perf [-k K] [-b BYTES]
+ *                                [-c allreduce|allgather|broadcast|reducescatter]
  *                                [-i ITERS] [-w WARMUP] [-m strict,defer,debug] [-B]
  *   (-B: blocking calls instead, one after the other: what debug mode's checks cost)
  */
@@ -64,8 +65,8 @@ static int parse(int argc, char **argv, Opts *o) {
     } else
       return -1;
   }
-  int ok =
-      o->coll == TD_COLL_ALLREDUCE || o->coll == TD_COLL_ALLGATHER || o->coll == TD_COLL_BROADCAST;
+  int ok = o->coll == TD_COLL_ALLREDUCE || o->coll == TD_COLL_ALLGATHER ||
+           o->coll == TD_COLL_BROADCAST || o->coll == TD_COLL_REDUCESCATTER;
   return ok && o->k > 0 && o->iters > 0 && o->bytes >= 4 ? 0 : -1;
 }
 
@@ -79,7 +80,8 @@ typedef struct {
   double *t; /* seconds per iteration */
 } Run;
 
-/* K collectives of count floats (all-gather: count per rank), then wait for all. */
+/* K collectives of count floats (all-gather: count per rank; reduce-scatter: count each rank
+ * gets), then wait for all. */
 static double once(const Opts *o, Run *r, size_t count, tpudistRequest_t *req) {
   MPI_Barrier(MPI_COMM_WORLD);
   double t0 = MPI_Wtime();
@@ -90,6 +92,9 @@ static double once(const Opts *o, Run *r, size_t count, tpudistRequest_t *req) {
       res = tpudistAllReduce(r->in[j], r->out[j], count, tpudistFloat32, tpudistSum, r->comm, rq);
     else if (o->coll == TD_COLL_ALLGATHER)
       res = tpudistAllGather(r->in[j], r->out[j], count, tpudistFloat32, r->comm, rq);
+    else if (o->coll == TD_COLL_REDUCESCATTER)
+      res = tpudistReduceScatter(r->in[j], r->out[j], count, tpudistFloat32, tpudistSum, r->comm,
+                                 rq);
     else
       res = tpudistBroadcast(r->in[j], r->out[j], count, tpudistFloat32, 0, r->comm, rq);
     if (res != tpudistSuccess) {
@@ -105,15 +110,16 @@ static double once(const Opts *o, Run *r, size_t count, tpudistRequest_t *req) {
   return MPI_Wtime() - t0;
 }
 
-static long check(const Opts *o, const Run *r, size_t count, int n) {
+static long check(const Opts *o, const Run *r, size_t count, int n, int rank) {
   long bad = 0;
   for (int j = 0; j < o->k; j++) {
     size_t outn = o->coll == TD_COLL_ALLGATHER ? count * (size_t)n : count;
     for (size_t i = 0; i < outn; i++) {
       size_t e = i % count;
       int src = (int)(i / count);
-      float want = o->coll == TD_COLL_ALLREDUCE
-                       ? (float)(n * (n - 1) / 2 + n * (int)(e % 7 + j % 5))
+      size_t g = o->coll == TD_COLL_REDUCESCATTER ? (size_t)rank * count + e : e; /* input index */
+      float want = o->coll == TD_COLL_ALLREDUCE || o->coll == TD_COLL_REDUCESCATTER
+                       ? (float)(n * (n - 1) / 2 + n * (int)(g % 7 + j % 5))
                    : o->coll == TD_COLL_ALLGATHER ? (float)(src + (int)(e % 7 + j % 5))
                                                   : (float)(e % 7 + j % 5);
       bad += r->out[j][i] != want;
@@ -148,13 +154,15 @@ int main(int argc, char **argv) {
   if (parse(argc, argv, &o)) {
     if (!rank)
       fprintf(stderr,
-              "usage: fuse_perf [-k K] [-b BYTES] [-c allreduce|allgather|broadcast] "
+              "usage: fuse_perf [-k K] [-b BYTES] "
+              "[-c allreduce|allgather|broadcast|reducescatter] "
               "[-i ITERS] [-w WARMUP] [-m strict,defer,debug] [-B]\n");
     MPI_Finalize();
     return 2;
   }
   size_t count = o.bytes / 4;
   size_t outn = o.coll == TD_COLL_ALLGATHER ? count * (size_t)n : count;
+  size_t inn = o.coll == TD_COLL_REDUCESCATTER ? count * (size_t)n : count;
   tpudistUniqueId id;
   if (!rank) tpudistGetUniqueId(&id);
   MPI_Bcast(&id, sizeof(id), MPI_BYTE, 0, MPI_COMM_WORLD);
@@ -174,10 +182,10 @@ int main(int argc, char **argv) {
     r->out = calloc((size_t)o.k, sizeof(float *));
     r->t = calloc((size_t)o.iters, sizeof(double));
     for (int j = 0; j < o.k; j++) {
-      r->in[j] = malloc(count * 4);
+      r->in[j] = malloc(inn * 4);
       r->out[j] = malloc(outn * 4);
       memset(r->out[j], 0, outn * 4); /* touched before timing */
-      for (size_t i = 0; i < count; i++) r->in[j][i] = (float)(rank + (int)(i % 7 + j % 5));
+      for (size_t i = 0; i < inn; i++) r->in[j][i] = (float)(rank + (int)(i % 7 + j % 5));
     }
   }
   for (int it = -o.warmup; it < o.iters; it++)
@@ -191,11 +199,11 @@ int main(int argc, char **argv) {
         "# fuse_perf: K=%d %s%s of %zu bytes (float32%s), %d ranks, %d iterations (median per "
         "op); modes take turns in each iteration\n# %-7s %12s %12s %10s %14s\n",
         o.k, o.blocking ? "blocking " : "", schedCollName(o.coll), o.bytes,
-        o.coll == TD_COLL_ALLREDUCE ? " sum" : "", n, o.iters, "mode", "us/op", "ms/K ops",
+        o.coll == TD_COLL_ALLREDUCE || o.coll == TD_COLL_REDUCESCATTER ? " sum" : "", n, o.iters, "mode", "us/op", "ms/K ops",
         "vs strict", "scratch bytes");
   for (int m = 0; m < o.nmodes; m++) {
     Run *r = &runs[m];
-    long bad = check(&o, r, count, n), all_bad = 0;
+    long bad = check(&o, r, count, n, rank), all_bad = 0;
     MPI_Allreduce(&bad, &all_bad, 1, MPI_LONG, MPI_SUM, MPI_COMM_WORLD);
     /* the slowest rank's time per iteration */
     MPI_Allreduce(MPI_IN_PLACE, r->t, o.iters, MPI_DOUBLE, MPI_MAX, MPI_COMM_WORLD);
