@@ -14,6 +14,8 @@ Execution modes side by side (the twin of bench/fuse_perf): one tpu_dist process
 (Options.mode), K async all_reduce calls whose sizes cycle through min, 2 min, ... max, then a wait
 for all; the modes take turns in every iteration. Prints per mode the median time per call and the
 ratio to the first mode (its time over the mode's: above 1 is faster). Checked exactly once.
+With --phases, also the median per call of each phase: issuing the K calls, the first wait, the
+other waits.
 """
 import argparse
 import os
@@ -165,16 +167,22 @@ def modes_worker(rank, n, a, init_file, rows):
     ts = {m: [torch.full((max(sizes[j % len(sizes)] // 4, 1),), float(rank + 1))
               for j in range(a.async_k)] for m in modes}
     times = {m: [] for m in modes}
+    phases = {m: [] for m in modes}
     wrong = 0
     for it in range(a.warmup + a.iters):
         for m in modes:
             dist.barrier()
             t0 = time.perf_counter()
             works = [pgs[m].allreduce([t]) for t in ts[m]]
-            for w in works:
+            t1 = time.perf_counter()
+            works[0].wait()
+            t2 = time.perf_counter()
+            for w in works[1:]:
                 w.wait()
+            t3 = time.perf_counter()
             if it >= a.warmup:
-                times[m].append(time.perf_counter() - t0)
+                times[m].append(t3 - t0)
+                phases[m].append((t1 - t0, t2 - t1, t3 - t2))
             if it == 0:
                 want = float(n * (n + 1) // 2)
                 wrong += sum(0 if bool((t == want).all()) else 1 for t in ts[m])
@@ -194,6 +202,11 @@ def modes_worker(rank, n, a, init_file, rows):
         for m, med in zip(modes, meds):
             rows.append("%-7s %10.2f us/call  %6.2fx%s" % (m, med / a.async_k * 1e6, meds[0] / med,
                                                           "  WRONG" if bad.item() else ""))
+            if a.phases:  # rank 0's medians
+                p = [sorted(x[i] for x in phases[m])[len(phases[m]) // 2] / a.async_k * 1e6
+                     for i in range(3)]
+                rows.append("%-7s   issue %.2f  first wait %.2f  other waits %.2f us/call"
+                            % (m, p[0], p[1], p[2]))
     for pg in pgs.values():
         del pg
     dist.destroy_process_group()
@@ -215,6 +228,8 @@ def main():
     ap.add_argument("--async-k", type=int, default=0,
                     help="K async all_reduce then wait all, per --modes (tpu_dist only)")
     ap.add_argument("--modes", default="strict,defer,debug")
+    ap.add_argument("--phases", action="store_true",
+                    help="with --async-k: also the time per call of issue, first wait, other waits")
     a = ap.parse_args()
     with tempfile.TemporaryDirectory() as d:
         rows = mp.Manager().list()
