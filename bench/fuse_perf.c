@@ -93,8 +93,8 @@ static double once(const Opts *o, Run *r, size_t count, tpudistRequest_t *req) {
     else if (o->coll == TD_COLL_ALLGATHER)
       res = tpudistAllGather(r->in[j], r->out[j], count, tpudistFloat32, r->comm, rq);
     else if (o->coll == TD_COLL_REDUCESCATTER)
-      res = tpudistReduceScatter(r->in[j], r->out[j], count, tpudistFloat32, tpudistSum, r->comm,
-                                 rq);
+      res =
+          tpudistReduceScatter(r->in[j], r->out[j], count, tpudistFloat32, tpudistSum, r->comm, rq);
     else
       res = tpudistBroadcast(r->in[j], r->out[j], count, tpudistFloat32, 0, r->comm, rq);
     if (res != tpudistSuccess) {
@@ -199,8 +199,8 @@ int main(int argc, char **argv) {
         "# fuse_perf: K=%d %s%s of %zu bytes (float32%s), %d ranks, %d iterations (median per "
         "op); modes take turns in each iteration\n# %-7s %12s %12s %10s %14s\n",
         o.k, o.blocking ? "blocking " : "", schedCollName(o.coll), o.bytes,
-        o.coll == TD_COLL_ALLREDUCE || o.coll == TD_COLL_REDUCESCATTER ? " sum" : "", n, o.iters, "mode", "us/op", "ms/K ops",
-        "vs strict", "scratch bytes");
+        o.coll == TD_COLL_ALLREDUCE || o.coll == TD_COLL_REDUCESCATTER ? " sum" : "", n, o.iters,
+        "mode", "us/op", "ms/K ops", "vs strict", "scratch bytes");
   for (int m = 0; m < o.nmodes; m++) {
     Run *r = &runs[m];
     long bad = check(&o, r, count, n, rank), all_bad = 0;

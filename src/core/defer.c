@@ -336,7 +336,8 @@ static void gatheredReduce(const tdComm *c, const tdOp *h) {
     for (int r = 1; r < c->net.nranks; r++)
       kernelReduce(out, out, g + (size_t)r * block + off * es, m->n, (tpudistDataType_t)m->dtype,
                    (tpudistRedOp_t)m->redop);
-    if (m->avg_count) kernelFinishAvg(out, m->avg_count, (tpudistDataType_t)m->dtype, c->net.nranks);
+    if (m->avg_count)
+      kernelFinishAvg(out, m->avg_count, (tpudistDataType_t)m->dtype, c->net.nranks);
   }
 }
 
