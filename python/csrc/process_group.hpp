@@ -2,8 +2,9 @@
 //
 // torch 1.13 derives from c10d::ProcessGroup, torch 2.x from c10d::Backend (TORCH_VERSION_MAJOR;
 // TD_TORCH2 marks what only 2.x has). Every operation is queued to one worker thread per group,
-// which alone calls into the C library (one thread per communicator, as the C API requires) and
-// completes the Work and its Future. So async_op=True returns at once and the collective runs
+// which calls into the C library and completes the Work and its Future; a caller that finds the
+// group idle may do it on its own thread instead (WorkQueue), and one thread at a time calls into
+// the library (as the C API requires). So async_op=True returns at once and the collective runs
 // while the caller computes; wait() is bounded by the op's or the group's timeout.
 //
 // Coalescing (startCoalescing/endCoalescing and the *_coalesced ops) runs several operations as
