@@ -98,12 +98,17 @@ build_root() {
   mv "$new" "$ROOT"
 }
 
+current() { [ "$(cat "$ROOT/.tpu_dist-stamp" 2>/dev/null)" = "$STAMP" ]; }
+
 ensure() {
   mkdir -p "$(dirname "$ROOT")" || die "cannot create $(dirname "$ROOT")"
   exec 9>"$ROOT.lock"
-  flock 9 # one builder at a time; others wait, then reuse
-  if [ "$(cat "$ROOT/.tpu_dist-stamp" 2>/dev/null)" != "$STAMP" ]; then
-    build_root
+  # A current root needs only the shared lock, so runs in progress do not hold up the check;
+  # a (re)build takes the lock alone: one builder at a time, others wait, then reuse.
+  flock -s 9
+  if ! current; then
+    flock 9
+    current || build_root
   fi
   flock -u 9
 }
