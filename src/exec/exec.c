@@ -16,7 +16,8 @@
 
 /* ---- operation objects ------------------------------------------------------------------- */
 
-tdOp *execOpAllocLocked(tdExec *ex) {
+/* The body of execOpAllocLocked, inlined into execOpAlloc (one call less per operation). */
+static inline tdOp *opAllocLocked(tdExec *ex) {
   tdOp *op = ex->free_ops;
   if (op) {
     ex->free_ops = op->next;
@@ -53,16 +54,20 @@ tdOp *execOpAllocLocked(tdExec *ex) {
   return op;
 }
 
+tdOp *execOpAllocLocked(tdExec *ex) {
+  return opAllocLocked(ex);
+}
+
 tdOp *execOpAlloc(tdExec *ex) {
   pthread_mutex_lock(&ex->lock);
-  tdOp *op = execOpAllocLocked(ex);
+  tdOp *op = opAllocLocked(ex);
   pthread_mutex_unlock(&ex->lock);
   return op;
 }
 
 /* Back to the free list, unless transfers of a failed operation may still reference it. Lock held.
  */
-static void releaseLocked(tdOp *op) {
+static inline void releaseLocked(tdOp *op) {
   tdExec *p = op->ex;
   if (op->owns_sched) schedFree(&op->own_sched);
   op->owns_sched = 0;
@@ -171,7 +176,8 @@ void execFailLocked(tdExec *ex, tpudistResult_t res, const char *msg) {
   execFailAllLocked(ex, res);
 }
 
-void execEnqueueLocked(tdExec *ex, tdOp **ops, int n, int will_wait) {
+/* The body of execEnqueueLocked, inlined into execEnqueue (one call less per operation). */
+static inline void enqueueLocked(tdExec *ex, tdOp **ops, int n, int will_wait) {
   tdExec *p = ex;
   tdNet *comm = ex->net;
   uint64_t batch = ++p->batch_seq;
@@ -196,9 +202,13 @@ void execEnqueueLocked(tdExec *ex, tdOp **ops, int n, int will_wait) {
   if (p->waiters == 0 && !will_wait) pthread_cond_signal(&p->cond);
 }
 
+void execEnqueueLocked(tdExec *ex, tdOp **ops, int n, int will_wait) {
+  enqueueLocked(ex, ops, n, will_wait);
+}
+
 void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait) {
   pthread_mutex_lock(&ex->lock);
-  execEnqueueLocked(ex, ops, n, will_wait);
+  enqueueLocked(ex, ops, n, will_wait);
   pthread_mutex_unlock(&ex->lock);
 }
 

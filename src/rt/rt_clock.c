@@ -6,19 +6,6 @@
 #include <sched.h>
 #include <time.h>
 
-uint64_t clockNowNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
-/* Millisecond-grained: cheaper than clockNowNs on every pass of a wait. */
-uint64_t clockCoarseNs(void) {
-  struct timespec ts;
-  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
-  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
-}
-
 void backoffInit(tdBackoff *b, int spin_us) {
   b->idle_since_ns = 0;
   b->spin_us = spin_us < 0 ? 0 : spin_us;

@@ -7,9 +7,23 @@
 #define TD_RT_CLOCK_H_
 
 #include <stdint.h>
+#include <time.h>
 
-uint64_t clockNowNs(void);    /* CLOCK_MONOTONIC */
-uint64_t clockCoarseNs(void); /* CLOCK_MONOTONIC_COARSE: progress timestamps, timeouts */
+/* CLOCK_MONOTONIC. Inline: read several times per operation on the hot path (enqueue, flight
+ * record, every idle pass of a wait), where a call into another file costs as much as the read. */
+static inline uint64_t clockNowNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
+
+/* CLOCK_MONOTONIC_COARSE (millisecond-grained, cheaper than clockNowNs): progress timestamps,
+ * timeouts. */
+static inline uint64_t clockCoarseNs(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC_COARSE, &ts);
+  return (uint64_t)ts.tv_sec * 1000000000ull + (uint64_t)ts.tv_nsec;
+}
 
 typedef struct {
   uint64_t idle_since_ns;
