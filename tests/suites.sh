@@ -46,7 +46,7 @@ suite sched-file 60 tests/mpi/sched_file.sh
 suite unit-shm-acks 120 tests/unit/test_shm_acks
 suite stress-ring 480 tests/mpi/stress_ring.sh
 suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
-suite mpi-algos 420 tests/mpi/algos.sh
+suite mpi-algos 600 tests/mpi/algos.sh
 suite dead-peer 90 tests/mpi/dead_peer.sh
 # many ranks on one host (tests/mpi/many_ranks.sh, without mpirun): 64 flat ranks, every collective
 # checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus
