@@ -8,9 +8,8 @@
 
 typedef struct {
   tdColl coll;
-  const char
-      *name; /* ring, ring2, tree, recdbl, rabenseifner, torus, hier, chain, pairwise, bruck,
-                    direct */
+  const char *name; /* ring, ring2, tree, recdbl, rabenseifner, torus, hier, chain, pairwise, bruck,
+                           direct */
   tdGenFn gen;
   unsigned flags; /* TD_ALGO_* */
 } tdAlgo;

@@ -36,7 +36,7 @@ static size_t gCap;
 static long gFail, gChecks;
 static int gWorldRank, gFull;
 static uint64_t gSeed = 12345;
-static char gExpect[256]; /* --expect-algo: ",coll=algo,coll=algo," */
+static char gExpect[256];                 /* --expect-algo: ",coll=algo,coll=algo," */
 static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here (world only) */
 
 static const char *dtName(int dt) {

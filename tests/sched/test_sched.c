@@ -541,14 +541,17 @@ static int mutate(Set *x, int kind, int k, uint64_t count) {
 }
 
 static void testMutants(void) {
-  static const int ranks[] = {3, 5, 8};
+  /* flat; the hierarchical generators on hosts of 2, 3 and 2 ranks instead */
+  static const int ranks[] = {3, 5, 8}, hranks[] = {4, 6, 8}, per_host[] = {2, 3, 2};
   int tried[MUT_NKINDS] = {0}, killed[MUT_NKINDS] = {0};
   for (const tdAlgo *al = tdAlgoTable; al->name; al++) {
     if (!al->gen || al->coll == TD_COLL_ALLTOALLV) continue;
+    int hier = strcmp(al->name, "hier") == 0;
     for (size_t ri = 0; ri < sizeof(ranks) / sizeof(ranks[0]); ri++) {
-      int N = ranks[ri];
+      int N = hier ? hranks[ri] : ranks[ri];
       tdTopo topo;
       topoInitFlat(&topo, N);
+      if (hier) CU_ASSERT_EQUAL_FATAL(topoSetFlatHosts(&topo, per_host[ri], NULL), tpudistSuccess);
       Shape sh;
       memset(&sh, 0, sizeof(sh));
       sh.a.coll = al->coll, sh.a.nranks = N, sh.a.root = N / 2, sh.a.count = 3 * (uint64_t)N + 1;
