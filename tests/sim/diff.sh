@@ -31,6 +31,9 @@ for entry in allreduce:ring allreduce:ring2 allreduce:tree allreduce:recdbl \
     "$coll" "$COUNT" "$rt" </dev/null >"$out/$coll-$algo.log" 2>&1; then
     echo "$coll=$algo: runtime FAILED"; head -5 "$out/$coll-$algo.log"; fail=1; continue
   fi
+  if ! grep -q "^diff_rt: $coll ran $algo\$" "$out/$coll-$algo.log"; then
+    echo "$coll=$algo: the runtime ran another algorithm: $(grep '^diff_rt:' "$out/$coll-$algo.log")"; fail=1; continue
+  fi
   if ! tools/tpudist-sim --quiet --topology "$simtopo" --coll "$coll" --algo "$algo" \
     --bytes "$bytes" --piece "$TPU_DIST_CHUNK_BYTES" --functional --fractional \
     --dump-outputs "$sim" >>"$out/$coll-$algo.log" 2>&1; then
