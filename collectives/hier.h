@@ -43,7 +43,8 @@ static inline tpudistResult_t hierPlace(const tdCollArgs *a, tdHier *h, char *er
   h->l = a->rank % h->L;
   if (h->G < 2)
     return tdErr(err, tpudistNotSupported,
-                 "%s hier: the topology has no outer level (slices, or hosts of several ranks)",
+                 "%s hier: not supported without an outer level (slices, or hosts of several "
+                 "ranks)",
                  schedCollName(a->coll));
   return tpudistSuccess;
 }
