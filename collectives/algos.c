@@ -32,6 +32,12 @@ const tdAlgo tdAlgoTable[] = {
     {TD_COLL_ALLTOALL, "torus", genAlltoallTorus, 0},
     {TD_COLL_ALLTOALLV, "torus", genAlltoallvTorus, 0},
     {TD_COLL_ALLTOALL, "bruck", genAlltoallBruck, 0},
+    {TD_COLL_ALLGATHER, "hier", genAllgatherHier, 0},
+    {TD_COLL_REDUCESCATTER, "hier", genReducescatterHier, 0},
+    {TD_COLL_BROADCAST, "hier", genBroadcastHier, 0},
+    {TD_COLL_REDUCE, "hier", genReduceHier, 0},
+    {TD_COLL_ALLTOALL, "hier", genAlltoallHier, 0},
+    {TD_COLL_ALLTOALLV, "hier", genAlltoallvHier, 0},
     {TD_NUM_COLLS, NULL, NULL, 0},
 };
 

@@ -8,8 +8,8 @@
 
 typedef struct {
   tdColl coll;
-  const char
-      *name; /* ring, ring2, tree, recdbl, rabenseifner, torus, chain, pairwise, bruck, direct */
+  const char *name; /* ring, ring2, tree, recdbl, rabenseifner, torus, hier, chain, pairwise, bruck,
+                           direct */
   tdGenFn gen;
   unsigned flags; /* TD_ALGO_* */
 } tdAlgo;
@@ -82,5 +82,13 @@ tpudistResult_t genReducescatterTorus(const tdCollArgs *a, tdSched *s, char *err
 tpudistResult_t genAlltoallTorus(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAlltoallvTorus(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAlltoallBruck(const tdCollArgs *a, tdSched *s, char *err);
+/* Hierarchical generators (<coll>_hier.c, hier.h): groups (slices, else hosts) as the outer
+ * level. */
+tpudistResult_t genAllgatherHier(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genReducescatterHier(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genBroadcastHier(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genReduceHier(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallHier(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAlltoallvHier(const tdCollArgs *a, tdSched *s, char *err);
 
 #endif /* TD_ALGOS_H_ */

@@ -23,7 +23,7 @@
  * 2 (n-1)/n S across every host link. Latency 2 (L-1) + 2 (G-1) steps.
  * Preconditions: none beyond algoRun's; any count, in place or out of place.
  */
-#include "algos.h"
+#include "hier.h"
 
 typedef struct {
   tdSched *s;
@@ -31,25 +31,14 @@ typedef struct {
   tdBufKind own; /* where this rank's contribution is read: INPUT, or OUTPUT in place */
 } hierCtx;
 
-/* Groups of the topology for n ranks: slices, else hosts, else 1. */
-static int hierGroups(const tdTopo *t, int n) {
-  if (!t || t->nranks != n) return 1;
-  if (topoNumSlices(t) > 1) return topoNumSlices(t);
-  int h = topoNumHosts(t);
-  return h > 1 && h < n ? h : 1;
-}
-
-static int mod(int a, int m) {
-  return ((a % m) + m) % m;
-}
-
 static tdBufRef superChunk(const hierCtx *c, tdBufKind b, int j) {
-  return schedRef(b, (uint32_t)(mod(j, c->L) * c->G), (uint32_t)c->G);
+  return schedRef(b, (uint32_t)(hierMod(j, c->L) * c->G), (uint32_t)c->G);
 }
 
 /* 1: ring reduce-scatter over the group's L ranks, on super chunks. */
 static tpudistResult_t localReduceScatter(const hierCtx *c) {
-  int base = c->g * c->L, next = base + mod(c->l + 1, c->L), prev = base + mod(c->l - 1, c->L);
+  int base = c->g * c->L, next = base + hierMod(c->l + 1, c->L),
+      prev = base + hierMod(c->l - 1, c->L);
   TD_CHECK(schedPush(c->s, schedSend(next, superChunk(c, c->own, c->l))));
   for (int s = 0; s < c->L - 1; s++) {
     int ch = c->l - s - 1;
@@ -63,9 +52,10 @@ static tpudistResult_t localReduceScatter(const hierCtx *c) {
 /* 2: ring all-reduce across the groups of the shard (super chunk j), reading own (INPUT only when
  * there was no local phase). */
 static tpudistResult_t crossAllReduce(const hierCtx *c, int j, tdBufKind own) {
-  int G = c->G, q = c->g, next = mod(q + 1, G) * c->L + c->l, prev = mod(q - 1, G) * c->L + c->l;
-  uint32_t b = (uint32_t)(mod(j, c->L) * G);
-#define CH(i) ((uint32_t)mod(i, G) + b)
+  int G = c->G, q = c->g, next = hierMod(q + 1, G) * c->L + c->l,
+      prev = hierMod(q - 1, G) * c->L + c->l;
+  uint32_t b = (uint32_t)(hierMod(j, c->L) * G);
+#define CH(i) ((uint32_t)hierMod(i, G) + b)
   TD_CHECK(schedPush(c->s, schedSend(next, schedRef(own, CH(q), 1))));
   for (int s = 0; s < G - 1; s++) {
     uint32_t ch = CH(q - s - 1);
@@ -84,7 +74,8 @@ static tpudistResult_t crossAllReduce(const hierCtx *c, int j, tdBufKind own) {
 
 /* 3: ring all-gather of the complete super chunks over the group's ranks. */
 static tpudistResult_t localAllGather(const hierCtx *c) {
-  int base = c->g * c->L, next = base + mod(c->l + 1, c->L), prev = base + mod(c->l - 1, c->L);
+  int base = c->g * c->L, next = base + hierMod(c->l + 1, c->L),
+      prev = base + hierMod(c->l - 1, c->L);
   TD_CHECK(schedPush(c->s, schedSend(next, superChunk(c, TD_BUF_OUTPUT, c->l + 1))));
   for (int s = 0; s < c->L - 1; s++) {
     TD_CHECK(schedPush(c->s, schedRecv(prev, superChunk(c, TD_BUF_OUTPUT, c->l - s))));

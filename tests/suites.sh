@@ -46,7 +46,7 @@ suite sched-file 60 tests/mpi/sched_file.sh
 suite unit-shm-acks 120 tests/unit/test_shm_acks
 suite stress-ring 480 tests/mpi/stress_ring.sh
 suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
-suite mpi-algos 420 tests/mpi/algos.sh
+suite mpi-algos 600 tests/mpi/algos.sh
 suite dead-peer 90 tests/mpi/dead_peer.sh
 # many ranks on one host (tests/mpi/many_ranks.sh, without mpirun): 64 flat ranks, every collective
 # checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus
@@ -89,4 +89,4 @@ suite mpi-a2av-2phase-np4 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x
 suite mpi-a2av-2phase-check 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 TPU_DIST_TOPOLOGY=2x2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 4 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
 # multi-host (tests/cluster): 4 hosts as network namespaces (scripts/cluster), links at 2 Gbit/s;
 # mpirun with a hostfile across 2 and 4 hosts, COMM_ID on a second network, a host killed, a link cut
-suite cluster 300 tests/cluster/run.sh
+suite cluster 480 tests/cluster/run.sh

@@ -177,7 +177,10 @@ static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const 
     return tdErr(err, tpudistInvalidArgument,
                  "MEGASCALE_SLICE_ID=%d but rank %d is in slice %d (ranks are slice-major)",
                  cfg->megascale_slice_id, c->net.rank, slice);
-  if (c->topo.ndims == 0) topoSetFlatHosts(&c->topo, commRanksPerHost(&c->net), NULL);
+  /* a flat topology learns its hosts from host identity, unless the setting gave them (:hosts=K,
+   * which one machine uses to emulate several hosts) */
+  if (c->topo.ndims == 0 && c->topo.host_bounds[0] == 0)
+    topoSetFlatHosts(&c->topo, commRanksPerHost(&c->net), NULL);
   return tpudistSuccess;
 }
 

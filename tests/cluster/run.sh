@@ -4,7 +4,8 @@
 # down on every exit.
 #   1. mpirun with a hostfile and the cluster's rsh agent: tests/mpi/test_mpi exact across
 #      2 hosts x 2 ranks and 4 hosts x 2 ranks; inside a host ranks use shm, across hosts TCP;
-#      the hierarchical all-reduce (hier) forced on 4 hosts, exact
+#      every hierarchical algorithm (hier: all-reduce, all-gather, reduce-scatter, broadcast,
+#      reduce, all-to-all, all-to-all-v) forced on 4 hosts, small and large sizes, exact
 #   2. TPU_DIST_COMM_ID across 4 hosts (tools/main_job, results checked), on the second network
 #      through TPU_DIST_SOCKET_IFNAME=eth1: the INFO log shows the listener on that network; then
 #      srun's variables (SLURM_PROCID/NTASKS/LOCALID) and 2 slices (MEGASCALE_NUM_SLICES/SLICE_ID)
@@ -56,13 +57,16 @@ for h in 2 4; do
     fail "$h hosts: the world communicator's topology is not flat($((2 * h))):hosts=2"
 done
 
-echo "== mpirun: all-reduce hier (hosts as the outer level) on 4 hosts x 2 ranks"
-out=$(TPU_DIST_DEBUG=WARN TPU_DIST_ALGO=allreduce=hier TD_MPI_ONLY=large mpi 4 2 -x TPU_DIST_ALGO -x TD_MPI_ONLY \
-  "$B/tests/mpi/test_mpi" --expect-algo allreduce=hier --expect-from 0 2>&1)
+echo "== mpirun: every hier algorithm forced (hosts as the outer level) on 4 hosts x 2 ranks"
+hier=allreduce=hier,allgather=hier,reducescatter=hier,broadcast=hier,reduce=hier,alltoall=hier,alltoallv=hier
+t0=$SECONDS
+out=$(TPU_DIST_DEBUG=WARN TPU_DIST_ALGO=$hier mpi 4 2 -x TPU_DIST_ALGO \
+  "$B/tests/mpi/test_mpi" --expect-algo "$hier" --expect-from 0 2>&1)
 st=$?
-grep -E '^test_mpi|FAIL' <<<"$out" | head -20
-[ $st -eq 0 ] || fail "test_mpi with allreduce=hier on 4 hosts: status $st"
-grep -q "test_mpi np 8: [0-9]* checks, 0 failures" <<<"$out" || fail "allreduce=hier: no clean summary"
+grep -E '^test_mpi|FAIL|expected hier' <<<"$out" | head -20
+echo "forced hier: $((SECONDS - t0)) s"
+[ $st -eq 0 ] || fail "test_mpi with every collective forced to hier on 4 hosts: status $st"
+grep -q "test_mpi np 8: [0-9]* checks, 0 failures" <<<"$out" || fail "forced hier: no clean summary"
 
 # ---- 2. TPU_DIST_COMM_ID across hosts, on the second network ----------------------------------
 echo "== COMM_ID: main_job on 4 hosts x 1 rank, TPU_DIST_SOCKET_IFNAME=eth1"

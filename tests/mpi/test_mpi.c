@@ -9,9 +9,10 @@
  * random float inputs bit-identical on every rank, and argument errors. TD_FULL=1: the full cross
  * on every communicator. Buffers are allocated and touched once, then reused.
  *
- *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus [--expect-from BYTES]]
- *   (--expect-algo: collectives of that kind on the world communicator from BYTES, default 1 MiB,
- *   must report that algorithm through tpudistLastAlgorithm)
+ *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus[,alltoall=hier...]
+ *                                    [--expect-from BYTES]]
+ *   (--expect-algo: collectives of those kinds on the world communicator from BYTES, default
+ *   1 MiB, must report those algorithms through tpudistLastAlgorithm)
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -35,7 +36,7 @@ static size_t gCap;
 static long gFail, gChecks;
 static int gWorldRank, gFull;
 static uint64_t gSeed = 12345;
-static const char *gExpectColl, *gExpectAlgo;
+static char gExpect[256];                 /* --expect-algo: ",coll=algo,coll=algo," */
 static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here (world only) */
 
 static const char *dtName(int dt) {
@@ -87,15 +88,16 @@ static void raw(void *buf, size_t i, size_t esize, uint64_t seed, int r, size_t 
 }
 
 static void checkAlgo(const Ctx *c, const char *coll, size_t bytes) {
-  if (!gExpectColl || strcmp(gExpectColl, coll) || bytes < gExpectMinBytes ||
-      strcmp(c->name, "world"))
-    return;
-  const char *a = tpudistLastAlgorithm(c->comm);
+  char key[32], *at;
+  snprintf(key, sizeof(key), ",%s=", coll);
+  if (!(at = strstr(gExpect, key)) || bytes < gExpectMinBytes || strcmp(c->name, "world")) return;
+  const char *want = at + strlen(key), *a = tpudistLastAlgorithm(c->comm);
+  size_t len = strcspn(want, ",");
   gChecks++;
-  if (strcmp(a, gExpectAlgo)) {
+  if (strlen(a) != len || strncmp(a, want, len)) {
     gFail++;
-    fprintf(stderr, "[%d] %s %s of %zu bytes used %s, expected %s\n", gWorldRank, c->name, coll,
-            bytes, a, gExpectAlgo);
+    fprintf(stderr, "[%d] %s %s of %zu bytes used %s, expected %.*s\n", gWorldRank, c->name, coll,
+            bytes, a, (int)len, want);
   }
 }
 
@@ -570,20 +572,22 @@ static void a2avMismatchCase(const Ctx *c, int from, size_t sent, size_t want, i
   }
 }
 
-/* Single-phase all-to-all-v (every communicator here unless TPU_DIST_ALGO forces the torus, which
- * needs two phases) with counts that disagree: empty message where data is expected, data where
- * nothing is, a single-copy sized message, counts to self. Each call errs on the disagreeing ranks
- * only, within a quarter of the timeout, and the communicator then runs exact collectives again.
- * Two phases: one such call, which breaks the communicator (promptly on every rank). */
+/* Single-phase all-to-all-v (pairwise, direct) with counts that disagree: empty message where
+ * data is expected, data where nothing is, a single-copy sized message, counts to self. Each call
+ * errs on the disagreeing ranks only, within a quarter of the timeout, and the communicator then
+ * runs exact collectives again. Two phases (TPU_DIST_ALGO forces an algorithm that needs the whole
+ * count matrix, torus or hier, and the split accepts it): one such call, which breaks the
+ * communicator (promptly on every rank). */
 static void tAlltoallvMismatch(const Ctx *c) {
-  const char *algo = getenv("TPU_DIST_ALGO");
-  int two = algo && strstr(algo, "alltoallv=torus") && c->n >= 2;
   tpudistComm_t sub = NULL;
   tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
   cfg.timeoutMs = 20000;
   if (!ok(c, tpudistCommSplit(c->comm, 0, c->rank, &sub, &cfg), "split for alltoallv mismatch"))
     return;
   Ctx s = {sub, c->rank, c->n, "a2av-mismatch"};
+  tAlltoallv(&s, tpudistInt32, 9); /* exact, and names the algorithm the split runs */
+  const char *algo = tpudistLastAlgorithm(sub);
+  int two = (!strcmp(algo, "torus") || !strcmp(algo, "hier")) && c->n >= 2;
   if (two) {
     a2avMismatchCase(&s, 1, 2, 3, cfg.timeoutMs, 1);
     tpudistCommDestroy(sub); /* broken: its result is the failure's */
@@ -720,14 +724,7 @@ static void parseArgs(int argc, char **argv) {
   gFull = full && atoi(full) > 0;
   for (int i = 1; i + 1 < argc; i++)
     if (!strcmp(argv[i], "--expect-algo")) {
-      static char buf[64];
-      snprintf(buf, sizeof(buf), "%s", argv[i + 1]);
-      char *eq = strchr(buf, '=');
-      if (eq) {
-        *eq = 0;
-        gExpectColl = buf;
-        gExpectAlgo = eq + 1;
-      }
+      snprintf(gExpect, sizeof(gExpect), ",%s,", argv[i + 1]);
     } else if (!strcmp(argv[i], "--expect-from")) {
       gExpectMinBytes = (size_t)strtoull(argv[i + 1], NULL, 10);
     }

@@ -541,14 +541,17 @@ static int mutate(Set *x, int kind, int k, uint64_t count) {
 }
 
 static void testMutants(void) {
-  static const int ranks[] = {3, 5, 8};
+  /* flat; the hierarchical generators on hosts of 2, 3 and 2 ranks instead */
+  static const int ranks[] = {3, 5, 8}, hranks[] = {4, 6, 8}, per_host[] = {2, 3, 2};
   int tried[MUT_NKINDS] = {0}, killed[MUT_NKINDS] = {0};
   for (const tdAlgo *al = tdAlgoTable; al->name; al++) {
     if (!al->gen || al->coll == TD_COLL_ALLTOALLV) continue;
+    int hier = strcmp(al->name, "hier") == 0;
     for (size_t ri = 0; ri < sizeof(ranks) / sizeof(ranks[0]); ri++) {
-      int N = ranks[ri];
+      int N = hier ? hranks[ri] : ranks[ri];
       tdTopo topo;
       topoInitFlat(&topo, N);
+      if (hier) CU_ASSERT_EQUAL_FATAL(topoSetFlatHosts(&topo, per_host[ri], NULL), tpudistSuccess);
       Shape sh;
       memset(&sh, 0, sizeof(sh));
       sh.a.coll = al->coll, sh.a.nranks = N, sh.a.root = N / 2, sh.a.count = 3 * (uint64_t)N + 1;
@@ -625,6 +628,12 @@ int main(void) {
                                      "3:hosts=1:slices=3",
                                      "flat(4):hosts=2",
                                      "flat(3):slices=2",
+                                     "flat(6):slices=3",
+                                     "flat(8):hosts=2",
+                                     "flat(6):hosts=3",
+                                     "flat(2):slices=3",
+                                     "flat(3):slices=4",
+                                     "2x2:hosts=2,1:slices=3",
                                      "2x4:hosts=2,1",
                                      "4x2x2",
                                      "4x4x4",

@@ -4,7 +4,8 @@
  * (simInputValue, with fractions, so float sums depend on the order of reduction), runs one
  * collective through the real runtime (algorithm forced by TPU_DIST_ALGO), and rank 0 writes
  * every rank's output, rank after rank, as raw float32 — the layout of tpudist-sim
- * --dump-outputs. diff.sh compares the two files byte for byte.
+ * --dump-outputs. diff.sh compares the two files byte for byte, and checks the algorithm that rank
+ * 0 names on stdout ("diff_rt: COLL ran ALGO") is the one forced.
  *
  * usage: diff_rt COLL COUNT OUTFILE      (COUNT: the per-block count, as the schedule's count)
  */
@@ -68,6 +69,7 @@ int main(int argc, char **argv) {
              0, MPI_COMM_WORLD);
   int rc = 0;
   if (!rank) {
+    printf("diff_rt: %s ran %s\n", argv[1], tpudistLastAlgorithm(comm));
     FILE *f = fopen(argv[3], "wb");
     rc = !f || fwrite(all, sizeof(float), nout * n, f) != nout * (size_t)n;
     if (f) fclose(f);
