@@ -88,11 +88,22 @@ static int agreeUnpack(tdAgree *a, uint32_t type, const uint8_t *buf) {
       h.hash != a->bs->hash || h.seq != a->seq || h.type != type || h.nranks != a->bs->nranks ||
       h.rank < 0 || h.rank >= a->bs->nranks || h.rank == a->bs->rank)
     return -1;
+  if (type == TD_AGREE_PROPOSE && a->failed[h.rank]) return -1; /* already out: a stale proposal */
   for (int r = 0; r < a->bs->nranks; r++) { /* a proposal adds to the set, a decision is it */
     int bit = (buf[sizeof(h) + r / 8] >> (r % 8)) & 1;
     if (bit || type == TD_AGREE_DECIDE) a->failed[r] = (uint8_t)bit;
   }
   return h.rank;
+}
+
+/* The failed set as a list, for the log. */
+static const char *agreeSetStr(const tdAgree *a, char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int r = 0; r < a->bs->nranks && o + 12 < len; r++)
+    if (a->failed[r]) o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? "," : "", r);
+  if (!o) snprintf(buf, len, "none");
+  return buf;
 }
 
 /* Marks every rank the caller's probe knows to be gone. */
@@ -154,6 +165,9 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
     if (r != bs->rank && fds[r] < 0 && !a->failed[r]) a->failed[r] = 1, a->guessed++; /* silent */
   }
   agreePack(a, TD_AGREE_DECIDE, buf);
+  char set[256];
+  TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d (coordinator) decides failed {%s}", a->seq,
+          bs->rank, agreeSetStr(a, set, sizeof(set)));
   for (int r = 0; r < bs->nranks; r++) {
     if (fds[r] < 0) continue;
     char e[TD_ERRLEN];
@@ -245,7 +259,12 @@ static tpudistResult_t agreeRun(tdAgree *ap, char *err) {
     }
     int r = agreeParticipate(&a, coord);
     if (r < 0) return tdErr(err, tpudistAborted, "shrink agreement: aborted");
-    if (r == 0) break;
+    if (r == 0) {
+      char set[256];
+      TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d takes rank %d's decision: failed {%s}",
+              a.seq, bs->rank, coord, agreeSetStr(&a, set, sizeof(set)));
+      break;
+    }
     TD_INFO(TD_SUBSYS_BOOT, "shrink agreement: coordinator rank %d failed; rank %d tries the next",
             coord, bs->rank);
     failed[coord] = 1;
@@ -319,6 +338,14 @@ tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peer
   memcpy(&root, peers[members[0]].agree_addr, sizeof(root));
   if (bootstrapAddrCheck(&root, sizeof(root), e) != tpudistSuccess)
     return tdErr(err, tpudistInternalError, "shrink: the new rank 0's address: %s", e);
-  return bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms, NULL,
-                     out, err);
+  TD_CHECK(bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms, NULL,
+                       out, err));
+  if (((*out)->agree_fd = dup(parent->agree_fd)) < 0) {
+    tpudistResult_t r = tdErr(err, tpudistSystemError,
+                              "shrink: dup of the agreement listener: %s", strerror(errno));
+    bootstrapFree(*out);
+    *out = NULL;
+    return r;
+  }
+  return tpudistSuccess;
 }

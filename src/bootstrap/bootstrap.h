@@ -75,10 +75,17 @@ tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t
                                char *err);
 /* bootstrapSplit through the agreement listeners (works after bootstrapRelease); its rendezvous
  * is bounded by timeout_ms (the members were alive a moment ago: a short bound lets the survivors
- * agree again soon when one of them dies now). */
+ * agree again soon when one of them dies now). The new channel shares parent's agreement listener
+ * (bootstrapAgreeListen then gives its address) instead of opening one. */
 tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peers,
                                      const int *members, int n, int newrank, uint64_t tag,
                                      int timeout_ms, tdBootstrap **out, char *err);
+/* A copy of bs that can only agree and shrink-split (bootstrapAgree, bootstrapShrinkSplit): the
+ * same rank, size, key, hash and addresses, and the same agreement listener (a duplicate
+ * descriptor: it stays open while any copy lives). A shrunk communicator keeps one of its lineage's
+ * first channel, so every later shrink of it meets, on that channel, the ranks still in an earlier
+ * shrink of it (docs/reliability.md). */
+tpudistResult_t bootstrapShadow(const tdBootstrap *bs, tdBootstrap **out, char *err);
 /* Unblocks every wait of bs (from any thread). */
 void bootstrapAbort(tdBootstrap *bs);
 void bootstrapFree(tdBootstrap *bs);
