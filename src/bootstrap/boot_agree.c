@@ -59,6 +59,7 @@ typedef struct {
   void *ctx;
   int guessed;      /* ranks counted failed for not answering (not known to be gone) */
   tdNetAddr *addrs; /* every rank's agreement listener */
+  volatile int *ab; /* every wait stops when it is set */
 } tdAgree;
 
 static size_t agreeMsgLen(int nranks) {
@@ -117,7 +118,7 @@ static void agreeTakeProposal(tdAgree *a, int fd, int *fds, uint8_t *buf) {
   char e[TD_ERRLEN];
   int64_t deadline = netNowMs() + TD_MIN(a->timeout_ms, 1000);
   int from = -1;
-  if (netRecvAll(fd, buf, agreeMsgLen(a->bs->nranks), deadline, &a->bs->aborted, "a proposal", e) ==
+  if (netRecvAll(fd, buf, agreeMsgLen(a->bs->nranks), deadline, a->ab, "a proposal", e) ==
       tpudistSuccess)
     from = agreeUnpack(a, TD_AGREE_PROPOSE, buf);
   if (from < 0) { /* a liveness probe, a stale or foreign message: not ours */
@@ -148,7 +149,7 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
   }
   for (int r = 0; r < bs->nranks; r++) fds[r] = -1;
   int64_t deadline = netNowMs() + 2 * (int64_t)a->timeout_ms, next_probe = 0;
-  while (agreeMissing(a, fds) > 0 && netNowMs() < deadline && !bs->aborted) {
+  while (agreeMissing(a, fds) > 0 && netNowMs() < deadline && !*a->ab) {
     struct pollfd p = {bs->agree_fd, POLLIN, 0};
     if (poll(&p, 1, 20) > 0) {
       int fd = -1;
@@ -171,14 +172,14 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
   for (int r = 0; r < bs->nranks; r++) {
     if (fds[r] < 0) continue;
     char e[TD_ERRLEN];
-    if (netSendAll(fds[r], buf, len, netNowMs() + a->timeout_ms, &bs->aborted, "a participant",
+    if (netSendAll(fds[r], buf, len, netNowMs() + a->timeout_ms, a->ab, "a participant",
                    e) != tpudistSuccess)
       TD_WARN(TD_SUBSYS_BOOT, "shrink agreement: the decision did not reach rank %d: %s", r, e);
     close(fds[r]);
   }
   free(fds);
   free(buf);
-  if (bs->aborted) return tdErr(err, tpudistAborted, "shrink agreement: aborted");
+  if (*a->ab) return tdErr(err, tpudistAborted, "shrink agreement: aborted");
   return tpudistSuccess;
 }
 
@@ -191,21 +192,21 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
   size_t len = agreeMsgLen(bs->nranks);
   char e[TD_ERRLEN];
   int fd = -1, res = 3;
-  while (fd < 0 && netNowMs() < connect_by && !bs->aborted) {
+  while (fd < 0 && netNowMs() < connect_by && !*a->ab) {
     if (a->dead && a->dead(a->ctx, coord)) return 1;
-    if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), &bs->aborted, &fd,
+    if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), a->ab, &fd,
                         e) != tpudistSuccess)
       fd = -1;
   }
-  if (fd < 0) return bs->aborted ? -1 : 1;
+  if (fd < 0) return *a->ab ? -1 : 1;
   agreePack(a, TD_AGREE_PROPOSE, buf);
-  if (netSendAll(fd, buf, len, netNowMs() + a->timeout_ms, &bs->aborted, "the coordinator", e) ==
+  if (netSendAll(fd, buf, len, netNowMs() + a->timeout_ms, a->ab, "the coordinator", e) ==
       tpudistSuccess) {
     res = 2;
-    while (netNowMs() < deadline && !bs->aborted) {
+    while (netNowMs() < deadline && !*a->ab) {
       struct pollfd p = {fd, POLLIN, 0};
       if (poll(&p, 1, 50) > 0) {
-        res = netRecvAll(fd, buf, len, netNowMs() + a->timeout_ms, &bs->aborted, "the coordinator",
+        res = netRecvAll(fd, buf, len, netNowMs() + a->timeout_ms, a->ab, "the coordinator",
                          e) == tpudistSuccess &&
                       agreeUnpack(a, TD_AGREE_DECIDE, buf) == coord
                   ? 0
@@ -219,7 +220,7 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
     }
   }
   close(fd);
-  return bs->aborted ? -1 : res;
+  return *a->ab ? -1 : res;
 }
 
 /* Participant: 0 decided (a->failed holds the decision), 1 the coordinator failed, <0 aborted.
@@ -300,8 +301,9 @@ static tpudistResult_t agreeAddrs(const tdBootstrap *bs, const tdPeerInfo *peers
 
 tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
                                uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
-                               char *err) {
-  tdAgree a = {bs, failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL};
+                               volatile int *abort, char *err) {
+  tdAgree a = {bs,   failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL,
+               abort ? abort : &bs->aborted};
   if (bs->agree_fd < 0) return tdErr(err, tpudistInternalError, "shrink agreement: no listener");
   a.addrs = malloc(sizeof(tdNetAddr) * (size_t)bs->nranks);
   if (!a.addrs) return tdErr(err, tpudistNoMemory, "shrink agreement: out of memory");
@@ -330,7 +332,8 @@ tpudistResult_t bootstrapAgreeListen(tdBootstrap *bs, void *addr, size_t len, ch
 
 tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peers,
                                      const int *members, int n, int newrank, uint64_t tag,
-                                     int timeout_ms, tdBootstrap **out, char *err) {
+                                     int timeout_ms, volatile int *abort, tdBootstrap **out,
+                                     char *err) {
   tdNetAddr root;
   char e[TD_ERRLEN];
   if (n < 1 || members[0] < 0 || members[0] >= parent->nranks || parent->agree_fd < 0)
@@ -338,8 +341,8 @@ tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peer
   memcpy(&root, peers[members[0]].agree_addr, sizeof(root));
   if (bootstrapAddrCheck(&root, sizeof(root), e) != tpudistSuccess)
     return tdErr(err, tpudistInternalError, "shrink: the new rank 0's address: %s", e);
-  TD_CHECK(bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms, NULL,
-                       out, err));
+  TD_CHECK(bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms,
+                       abort, out, err));
   if (((*out)->agree_fd = dup(parent->agree_fd)) < 0) {
     tpudistResult_t r = tdErr(err, tpudistSystemError,
                               "shrink: dup of the agreement listener: %s", strerror(errno));

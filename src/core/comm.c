@@ -344,11 +344,11 @@ tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, u
 }
 
 tpudistResult_t commShrinkCreate(const tdLineage *l, tdComm *c, const int *members, uint64_t tag,
-                                 const tpudistConfig_t *uc, char *err) {
+                                 volatile int *abort, const tpudistConfig_t *uc, char *err) {
   uint64_t t_boot = clockNowNs();
   tdParentView pv = {&l->topo, l->mode};
   TD_CHECK(bootstrapShrinkSplit(l->bs, l->peers, members, c->net.nranks, c->net.rank, tag,
-                                c->net.cfg->agree_timeout_ms, &c->net.bootstrap, err));
+                                c->net.cfg->agree_timeout_ms, abort, &c->net.bootstrap, err));
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   commSetName(c, uc, "comm-");
   return commSetup(c, uc, &pv, members, t_boot, err);

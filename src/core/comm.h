@@ -176,9 +176,9 @@ tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, u
                                 const tpudistConfig_t *uc, char *err);
 /* Shrink's creation: the same over the lineage's first channel, meeting at the agreement
  * listeners (bootstrapShrinkSplit), which a failed communicator keeps; members are ranks of that
- * channel. */
+ * channel; every wait watches abort. */
 tpudistResult_t commShrinkCreate(const tdLineage *l, tdComm *c, const int *members, uint64_t tag,
-                                 const tpudistConfig_t *uc, char *err);
+                                 volatile int *abort, const tpudistConfig_t *uc, char *err);
 /* Frees a lineage (NULL: nothing) (comm_shrink.c). */
 void lineageFree(tdLineage *l);
 

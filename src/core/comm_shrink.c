@@ -143,52 +143,15 @@ static uint64_t membersHash(const int *members, int n) {
 }
 
 typedef struct {
-  const tdLineage *view; /* the line (the caller's: it outlives the job) */
-  uint64_t tag;
-  int members[]; /* the new communicator's nranks, ranks of the line's channel */
+  int explicit_list, flags;
+  uint8_t excl[]; /* per rank of the shrunk communicator: in the explicit list */
 } tdShrinkArgs;
-
-/* The creation job of a shrink (commCreate): the survivors' channel, setup, and the lineage. */
-static tpudistResult_t shrinkJob(tdComm *nc, const tpudistConfig_t *uc, void *arg, char *err) {
-  tdShrinkArgs *a = arg;
-  TD_CHECK(commShrinkCreate(a->view, nc, a->members, a->tag, uc, err));
-  return lineageMake(a->view, a->members, nc->net.nranks, &nc->lineage, err);
-}
-
-/* The new communicator of the line's ranks not in failed (created as every communicator is,
- * through commCreate; blocking: a failed attempt is agreed again at once by the caller). */
-static tpudistResult_t shrinkCreate(tdComm *c, const tdLineage *v, const uint8_t *failed,
-                                    const tpudistConfig_t *config, tdComm **out, char *err) {
-  int nl = bootstrapNranks(v->bs), self = bootstrapRank(v->bs), n = 0, me = -1;
-  tdShrinkArgs *a = malloc(sizeof(*a) + sizeof(int) * (size_t)nl);
-  if (!a) return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
-  for (int r = 0; r < nl; r++) {
-    if (failed[r]) continue;
-    if (r == self) me = n;
-    a->members[n++] = r;
-  }
-  a->view = v;
-  /* bit 63 keeps shrink tags apart from CommSplit's (split sequence << 32 ^ color) */
-  a->tag = (1ull << 63) | ((uint64_t)(v->seq & 0x7fffff) << 40) |
-           (membersHash(a->members, n) & 0xffffffffffull);
-  tdComm *nc = commAlloc(n, me);
-  if (!nc) {
-    free(a);
-    return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
-  }
-  nc->net.timeout_ms = commConfigTimeout(config) ? commConfigTimeout(config) : c->net.timeout_ms;
-  nc->parent = c;
-  tpudistComm_t made = NULL;
-  tpudistResult_t r = commCreate(nc, 1, config, shrinkJob, a, "CommShrink", &made);
-  if (r != tpudistSuccess) return tdErr(err, r, "%s", errThreadLast());
-  *out = &made->c;
-  return tpudistSuccess;
-}
 
 /* Steps (1) and (2) of the file comment; failed[] (ranks of the line) gets the members'
  * complement. */
 static tpudistResult_t shrinkMembers(tdComm *c, const tdLineage *v, tdShrinkProbe *probe,
-                                     int explicit_list, int flags, uint8_t *failed, char *err) {
+                                     int explicit_list, int flags, uint8_t *failed,
+                                     volatile int *abort, char *err) {
   if (flags == TPUDIST_SHRINK_ABORT)
     commRevokeNow(c);
   else
@@ -197,52 +160,80 @@ static tpudistResult_t shrinkMembers(tdComm *c, const tdLineage *v, tdShrinkProb
   for (int r = 0; r < c->net.nranks; r++) /* after a failed attempt: its decision stands */
     failed[v->map[r]] |= (uint8_t)transportPeerGone(&c->net, r);
   TD_CHECK(bootstrapAgree(v->bs, v->peers, failed, v->seq, c->net.cfg->agree_timeout_ms,
-                          shrinkPeerGone, probe, err));
+                          shrinkPeerGone, probe, abort, err));
   if (!c->agreed_failed) c->agreed_failed = malloc((size_t)c->net.nranks);
   if (c->agreed_failed)
     for (int r = 0; r < c->net.nranks; r++) c->agreed_failed[r] = failed[v->map[r]];
   return tpudistSuccess;
 }
 
-/* Shrinks c to the ranks not excluded (excl: flags per rank of c, the explicit list) or not in
- * the agreed failed set (no list); *nc the new communicator. */
-static tpudistResult_t shrinkRun(tdComm *c, const uint8_t *excl, int explicit_list, int flags,
-                                 const tpudistConfig_t *config, tdComm **nc, char *err) {
+/* Step (3): nc becomes the communicator of the line's ranks not in failed, and gets its lineage. */
+static tpudistResult_t shrinkBuild(tdComm *nc, const tdLineage *v, const uint8_t *failed,
+                                   int *members, volatile int *abort, const tpudistConfig_t *uc,
+                                   char *err) {
+  int nl = bootstrapNranks(v->bs), self = bootstrapRank(v->bs), n = 0, me = -1;
+  for (int r = 0; r < nl; r++) {
+    if (failed[r]) continue;
+    if (r == self) me = n;
+    members[n++] = r;
+  }
+  nc->net.nranks = n;
+  nc->net.rank = me;
+  netNameErrors(&nc->net);
+  /* bit 63 keeps shrink tags apart from CommSplit's (split sequence << 32 ^ color) */
+  uint64_t tag = (1ull << 63) | ((uint64_t)(v->seq & 0x7fffff) << 40) |
+                 (membersHash(members, n) & 0xffffffffffull);
+  TD_CHECK(commShrinkCreate(v, nc, members, tag, abort, uc, err));
+  return lineageMake(v, members, n, &nc->lineage, err);
+}
+
+/* The creation job of a shrink (commCreate; nc->parent is the communicator shrunk): agreement and
+ * creation, and once more when the creation fails (a member died between the agreement and the
+ * new communicator's rendezvous or peer exchange, bounded by TPU_DIST_AGREE_TIMEOUT_MS): under the
+ * same sequence number, where the ranks still electing a coordinator, and those whose creation
+ * succeeded (when the new rank 0 died while sending the peer exchange; see Lineage above), meet
+ * this rank. Every wait watches the abort flag of the shrunk communicator (blocking) or of nc. */
+static tpudistResult_t shrinkJob(tdComm *nc, const tpudistConfig_t *uc, void *arg, char *err) {
+  tdShrinkArgs *a = arg;
+  tdComm *c = nc->parent;
+  volatile int *abort = nc->blocking ? &c->net.aborted : &nc->net.aborted;
+  uint64_t t0 = clockNowNs();
   tdLineage v;
   int *owned = NULL;
   if (lineageView(c, &v, &owned) != tpudistSuccess)
     return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
   int nl = bootstrapNranks(v.bs);
   uint8_t *failed = malloc((size_t)nl);
-  int *inv = malloc(sizeof(int) * (size_t)nl);
+  int *inv = malloc(sizeof(int) * (size_t)nl), *members = malloc(sizeof(int) * (size_t)nl);
   tpudistResult_t r = tpudistSuccess;
-  if (!failed || !inv) {
+  if (!failed || !inv || !members) {
     r = tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
     goto out;
   }
   memset(failed, 1, (size_t)nl); /* ranks of the line not in c: excluded by an earlier shrink */
   for (int q = 0; q < nl; q++) inv[q] = -1;
   for (int q = 0; q < c->net.nranks; q++) {
-    failed[v.map[q]] = excl[q];
+    failed[v.map[q]] = a->excl[q];
     inv[v.map[q]] = q;
   }
   tdShrinkProbe probe = {c, inv};
-  /* A member that dies between the agreement and the new communicator's rendezvous fails the
-   * rendezvous (bounded by TPU_DIST_AGREE_TIMEOUT_MS): agree again, once more, under the same
-   * sequence number; there the ranks still electing a coordinator, and those whose creation
-   * succeeded (when the new rank 0 died while sending the peer exchange), meet us. */
   for (int attempt = 0; attempt < TD_SHRINK_ATTEMPTS; attempt++) {
-    r = shrinkMembers(c, &v, &probe, explicit_list, attempt ? TPUDIST_SHRINK_ABORT : flags, failed,
-                      err);
-    if (r != tpudistSuccess) break;
-    r = shrinkCreate(c, &v, failed, config, nc, err);
-    if (r == tpudistSuccess || explicit_list) break;
+    r = shrinkMembers(c, &v, &probe, a->explicit_list, attempt ? TPUDIST_SHRINK_ABORT : a->flags,
+                      failed, abort, err);
+    if (r != tpudistSuccess) break; /* the agreement's own bounds are spent */
+    r = shrinkBuild(nc, &v, failed, members, abort, uc, err);
+    if (r == tpudistSuccess || a->explicit_list || *abort) break;
     TD_INFO(TD_SUBSYS_INIT, "%s: rank %d: shrink attempt %d failed (%s); agreeing again",
             c->net.name, c->net.rank, attempt + 1, err);
+    commRelease(nc); /* what the attempt built */
   }
+  if (r == tpudistSuccess)
+    TD_INFO(TD_SUBSYS_INIT, "%s: rank %d shrank to %s (rank %d of %d) in %.1f ms", c->net.name,
+            c->net.rank, nc->net.name, nc->net.rank, nc->net.nranks, (clockNowNs() - t0) / 1e6);
 out:
   free(failed);
   free(inv);
+  free(members);
   free(owned);
   return r;
 }
@@ -252,22 +243,31 @@ TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *exc
                                               const tpudistConfig_t *config, int shrinkFlags) {
   char err[TD_ERRLEN] = "";
   TD_CHECK(commEnter(comm ? &comm->c : NULL, "CommShrink"));
-  tdComm *c = &comm->c, *nc = NULL;
-  uint8_t *excl = calloc((size_t)c->net.nranks, 1);
-  tpudistResult_t r = excl ? shrinkArgs(c, excludeRanks, excludeCount, newcomm, shrinkFlags, excl)
-                           : commError(c, tpudistNoMemory, "CommShrink: out of memory");
-  if (r != tpudistSuccess) goto out;
-  uint64_t t0 = clockNowNs();
-  r = shrinkRun(c, excl, excludeCount > 0, shrinkFlags, config, &nc, err);
-  if (r != tpudistSuccess) {
-    r = commErrorMsg(c, r, err);
-    goto out;
+  tdComm *c = &comm->c;
+  tdShrinkArgs *a = calloc(1, sizeof(*a) + (size_t)c->net.nranks);
+  tdComm *nc = NULL;
+  tpudistResult_t r = tpudistSuccess;
+  if (!a) {
+    r = commError(c, tpudistNoMemory, "CommShrink: out of memory");
+  } else if ((r = shrinkArgs(c, excludeRanks, excludeCount, newcomm, shrinkFlags, a->excl)) ==
+             tpudistSuccess) {
+    if ((r = commCheckConfig(config, err)) != tpudistSuccess) r = commErrorMsg(c, r, err);
   }
-  *newcomm = (tpudistComm_t)nc;
-  TD_INFO(TD_SUBSYS_INIT, "%s: rank %d shrank to %s (rank %d of %d) in %.1f ms", c->net.name,
-          c->net.rank, nc->net.name, nc->net.rank, nc->net.nranks, (clockNowNs() - t0) / 1e6);
-out:
-  free(excl);
+  if (r == tpudistSuccess && !(nc = commAlloc(c->net.nranks, c->net.rank)))
+    r = commError(c, tpudistNoMemory, "CommShrink: out of memory");
+  if (r != tpudistSuccess) {
+    free(a);
+    commLeave(c);
+    return r;
+  }
+  a->explicit_list = excludeCount > 0;
+  a->flags = shrinkFlags;
+  nc->net.timeout_ms = commConfigTimeout(config) ? commConfigTimeout(config) : c->net.timeout_ms;
+  nc->parent = c;
+  /* blocking: the job runs here (its failure is recorded on c); else on a helper thread, c held
+   * until it ends */
+  r = commCreate(nc, !commConfigNonBlocking(config, c), config, shrinkJob, a, "CommShrink",
+                 newcomm);
   commLeave(c);
   return r;
 }
