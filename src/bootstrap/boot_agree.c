@@ -60,6 +60,11 @@ typedef struct {
   int guessed;      /* ranks counted failed for not answering (not known to be gone) */
   tdNetAddr *addrs; /* every rank's agreement listener */
   volatile int *ab; /* every wait stops when it is set */
+  /* listener probes (agreeGone): per rank a pending connect or -1, when to start the next one,
+   * and 1 once its agreement listener refused */
+  int *pfd;
+  int64_t *pnext;
+  uint8_t *gone;
 } tdAgree;
 
 static size_t agreeMsgLen(int nranks) {
@@ -107,10 +112,47 @@ static const char *agreeSetStr(const tdAgree *a, char *buf, size_t len) {
   return buf;
 }
 
-/* Marks every rank the caller's probe knows to be gone. */
-static void agreeProbe(tdAgree *a) {
-  for (int r = 0; r < a->bs->nranks; r++)
-    if (r != a->bs->rank && !a->failed[r] && a->dead && a->dead(a->ctx, r)) a->failed[r] = 1;
+/* 1 once rank r's agreement listener refuses a connection: that listener stays open from the
+ * communicator's setup until it is destroyed (and while a communicator shrunk from it lives),
+ * through any failure, so a refusal means the process is gone or no longer has the communicator:
+ * certain on any host, unlike an EOF on a data connection (a survivor that failed releases its
+ * connections too). Never blocks: a connect is started, and its answer read at a later call
+ * (after one round trip); a listener that accepts is probed again 100 ms later. */
+static int agreeGone(tdAgree *a, int r) {
+  if (a->gone[r]) return 1;
+  int64_t now = netNowMs();
+  if (a->pfd[r] < 0) {
+    char e[TD_ERRLEN];
+    if (now < a->pnext[r]) return 0;
+    if (netConnectStart(&a->addrs[r], &a->pfd[r], e) != tpudistSuccess) {
+      a->pfd[r] = -1;
+      a->pnext[r] = now + 100;
+      return a->gone[r] = strstr(e, strerror(ECONNREFUSED)) != NULL;
+    }
+  }
+  struct pollfd p = {a->pfd[r], POLLOUT, 0};
+  if (poll(&p, 1, 0) <= 0) return 0; /* no answer yet */
+  int soerr = 0;
+  socklen_t sl = sizeof(soerr);
+  getsockopt(a->pfd[r], SOL_SOCKET, SO_ERROR, &soerr, &sl);
+  close(a->pfd[r]);
+  a->pfd[r] = -1;
+  a->pnext[r] = now + 100;
+  return a->gone[r] = soerr == ECONNREFUSED;
+}
+
+/* Marks every rank (not in skip, when given) that is certainly gone: the caller's probe (a
+ * process gone on this host) or a refusing agreement listener (any host). The latter also counts
+ * as guessed: the rank may have destroyed the communicator after shrinking without this one, and a
+ * rank left alone that way must hear that it was excluded. */
+static void agreeProbe(tdAgree *a, const int *skip) {
+  for (int r = 0; r < a->bs->nranks; r++) {
+    if (r == a->bs->rank || a->failed[r] || (skip && skip[r] >= 0)) continue;
+    if (a->dead && a->dead(a->ctx, r))
+      a->failed[r] = 1;
+    else if (agreeGone(a, r))
+      a->failed[r] = 1, a->guessed++;
+  }
 }
 
 /* Coordinator: reads one proposal from a new connection; keeps its fd in fds[sender]. */
@@ -158,7 +200,7 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
         agreeTakeProposal(a, fd, fds, buf);
     }
     if (netNowMs() >= next_probe) {
-      agreeProbe(a);
+      agreeProbe(a, fds); /* who proposed is alive */
       next_probe = netNowMs() + 50;
     }
   }
@@ -193,7 +235,7 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
   char e[TD_ERRLEN];
   int fd = -1, res = 3;
   while (fd < 0 && netNowMs() < connect_by && !*a->ab) {
-    if (a->dead && a->dead(a->ctx, coord)) return 1;
+    if ((a->dead && a->dead(a->ctx, coord)) || agreeGone(a, coord)) return 1;
     if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), a->ab, &fd,
                         e) != tpudistSuccess)
       fd = -1;
@@ -234,7 +276,9 @@ static int agreeParticipate(tdAgree *a, int coord) {
   int r;
   for (;;) {
     r = agreeExchange(a, coord, TD_MIN(netNowMs() + a->timeout_ms, deadline), deadline, buf);
-    if (r != 3 || (a->dead && a->dead(a->ctx, coord)) || netNowMs() >= deadline) break;
+    if (r != 3 || (a->dead && a->dead(a->ctx, coord)) || agreeGone(a, coord) ||
+        netNowMs() >= deadline)
+      break;
     struct timespec ts = {0, 10 * 1000000L};
     nanosleep(&ts, NULL);
   }
@@ -250,8 +294,11 @@ static tpudistResult_t agreeRun(tdAgree *ap, char *err) {
   tdAgreeDeadFn dead = a.dead;
   void *ctx = a.ctx;
   failed[bs->rank] = 0;
+  char set[256];
+  TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d starts knowing failed {%s}", a.seq, bs->rank,
+          agreeSetStr(&a, set, sizeof(set)));
   for (;;) {
-    agreeProbe(&a);
+    agreeProbe(&a, NULL);
     int coord = 0;
     while (failed[coord]) coord++; /* this rank is never failed here: coord <= rank */
     if (coord == bs->rank) {
@@ -269,7 +316,7 @@ static tpudistResult_t agreeRun(tdAgree *ap, char *err) {
     TD_INFO(TD_SUBSYS_BOOT, "shrink agreement: coordinator rank %d failed; rank %d tries the next",
             coord, bs->rank);
     failed[coord] = 1;
-    a.guessed += !(dead && dead(ctx, coord));
+    a.guessed += !(dead && dead(ctx, coord)); /* a refusing listener: gone, or moved on */
   }
   int others = 0;
   for (int r = 0; r < bs->nranks; r++) others += r != bs->rank && !failed[r];
@@ -303,13 +350,25 @@ tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t
                                uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
                                volatile int *abort, char *err) {
   tdAgree a = {bs,   failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL,
-               abort ? abort : &bs->aborted};
+               abort ? abort : &bs->aborted, NULL, NULL, NULL};
   if (bs->agree_fd < 0) return tdErr(err, tpudistInternalError, "shrink agreement: no listener");
-  a.addrs = malloc(sizeof(tdNetAddr) * (size_t)bs->nranks);
-  if (!a.addrs) return tdErr(err, tpudistNoMemory, "shrink agreement: out of memory");
-  tpudistResult_t res = agreeAddrs(bs, peers, a.addrs, err);
-  if (res == tpudistSuccess) res = agreeRun(&a, err);
+  size_t n = (size_t)bs->nranks;
+  a.addrs = malloc(sizeof(tdNetAddr) * n);
+  a.pfd = malloc(sizeof(int) * n);
+  a.pnext = calloc(n, sizeof(int64_t));
+  a.gone = calloc(n, 1);
+  tpudistResult_t res = tdErr(err, tpudistNoMemory, "shrink agreement: out of memory");
+  if (a.addrs && a.pfd && a.pnext && a.gone) {
+    for (size_t r = 0; r < n; r++) a.pfd[r] = -1;
+    res = agreeAddrs(bs, peers, a.addrs, err);
+    if (res == tpudistSuccess) res = agreeRun(&a, err);
+    for (size_t r = 0; r < n; r++)
+      if (a.pfd[r] >= 0) close(a.pfd[r]);
+  }
   free(a.addrs);
+  free(a.pfd);
+  free(a.pnext);
+  free(a.gone);
   return res;
 }
 
