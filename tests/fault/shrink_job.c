@@ -9,7 +9,8 @@
  *                                   excludeRanks): next has the survivors in old-rank order and
  *                                   completes exactly checked all-reduces; the old communicator
  *                                   reports the victims as failed and is destroyed at once.
- *                                   TD_EXPECT_TOPO (e.g. 2x2, flat): next's topology.
+ *                                   TD_EXPECT_TOPO (e.g. 2x2, flat): next's topology;
+ *                                   TD_MAX_SHRINK_MS: the most the shrink may take.
  *   shrink_job split V              the same on a split communicator (world reversed by key).
  *   shrink_job late V L             V is killed; survivor L calls CommShrink only after 2 x
  *                                   TPU_DIST_AGREE_TIMEOUT_MS + 1 s: it gets tpudistRemoteError
@@ -133,6 +134,9 @@ static void shrinkAndCheck(tpudistComm_t c, int n, int me, const int *victims, i
     return;
   }
   printf("rank %d: shrink to %d ranks took %.0f ms\n", me, m, t1 - t0);
+  if (envInt("TD_MAX_SHRINK_MS", 0) && t1 - t0 > envInt("TD_MAX_SHRINK_MS", 0))
+    FAIL("the shrink took %.0f ms, more than TD_MAX_SHRINK_MS=%d", t1 - t0,
+         envInt("TD_MAX_SHRINK_MS", 0));
   checkNext(next, members, m, me);
   int failed[64], nf = 64;
   if (tpudistCommGetFailedRanks(c, failed, &nf) != tpudistSuccess)
