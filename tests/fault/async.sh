@@ -91,6 +91,15 @@ assert d["rank"] == 0 and d["world_size"] == 1 and d["version"], d
 assert d["pg_config"] == {'fr"test': {"name": 'fr"test', "desc": "tpu_dist", "ranks": "[0]"}}, d["pg_config"]
 assert d["reason"] == "timeout", d["reason"]
 e = d["entries"]
+# torch's flight recorder entry fields (its analyzer reads these); ours may add more
+torch_fields = {"record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id",
+                "profiling_name", "time_created_ns", "input_sizes", "input_dtypes", "output_sizes",
+                "output_dtypes", "state", "time_discovered_started_ns",
+                "time_discovered_completed_ns", "retired", "timeout_ms", "is_p2p", "duration_ms",
+                "frames"}
+for x in e:
+    assert torch_fields <= set(x), sorted(torch_fields - set(x))
+assert {"version", "pg_config", "entries"} <= set(d), sorted(d)
 assert [x["profiling_name"] for x in e] == ["tpu_dist:all_reduce", "tpu_dist:broadcast", "tpu_dist:recv 0<-0"], e
 assert [x["record_id"] for x in e] == [0, 1, 2]
 assert [x["state"] for x in e] == ["completed", "completed", "started"], [x["state"] for x in e]
