@@ -60,7 +60,6 @@ typedef struct {
   int guessed;      /* ranks counted failed for not answering (not known to be gone) */
   tdNetAddr *addrs; /* every rank's agreement listener */
   volatile int *ab; /* every wait stops when it is set */
-  int slack_ms;     /* added to the coordinator's and the participants' waits */
   /* listener probes (agreeGone): per rank a pending connect or -1, when to start the next one,
    * and 1 once its agreement listener refused */
   int *pfd;
@@ -191,7 +190,7 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
     return tdErr(err, tpudistNoMemory, "shrink agreement: out of memory");
   }
   for (int r = 0; r < bs->nranks; r++) fds[r] = -1;
-  int64_t deadline = netNowMs() + 2 * (int64_t)a->timeout_ms + a->slack_ms, next_probe = 0;
+  int64_t deadline = netNowMs() + 2 * (int64_t)a->timeout_ms, next_probe = 0;
   while (agreeMissing(a, fds) > 0 && netNowMs() < deadline && !*a->ab) {
     struct pollfd p = {bs->agree_fd, POLLIN, 0};
     if (poll(&p, 1, 20) > 0) {
@@ -273,7 +272,7 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
 static int agreeParticipate(tdAgree *a, int coord) {
   uint8_t *buf = malloc(agreeMsgLen(a->bs->nranks));
   if (!buf) return 1;
-  int64_t deadline = netNowMs() + 3 * (int64_t)a->timeout_ms + a->slack_ms;
+  int64_t deadline = netNowMs() + 3 * (int64_t)a->timeout_ms;
   int r;
   for (;;) {
     r = agreeExchange(a, coord, TD_MIN(netNowMs() + a->timeout_ms, deadline), deadline, buf);
@@ -348,10 +347,10 @@ static tpudistResult_t agreeAddrs(const tdBootstrap *bs, const tdPeerInfo *peers
 }
 
 tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
-                               uint32_t seq, int timeout_ms, int slack_ms, tdAgreeDeadFn dead,
-                               void *ctx, volatile int *abort, char *err) {
-  tdAgree a = {bs,   failed,   seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL,
-               abort ? abort : &bs->aborted, slack_ms > 0 ? slack_ms : 0, NULL, NULL, NULL};
+                               uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
+                               volatile int *abort, char *err) {
+  tdAgree a = {bs,   failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL,
+               abort ? abort : &bs->aborted, NULL, NULL, NULL};
   if (bs->agree_fd < 0) return tdErr(err, tpudistInternalError, "shrink agreement: no listener");
   size_t n = (size_t)bs->nranks;
   a.addrs = malloc(sizeof(tdNetAddr) * n);

@@ -68,14 +68,12 @@ typedef int (*tdAgreeDeadFn)(void *ctx, int rank);
  * what they knew, plus every rank that did not take part within the bounds). peers: every rank's
  * info (its agree_addr from bootstrapAgreeListen). seq must be the same on every rank and differ
  * between agreements of one channel. Bounded by a few timeout_ms (boot_agree.c gives the bounds);
- * dead, polled while waiting, may be NULL. slack_ms lengthens the waits for ranks that may come
- * that much later (a second attempt: some ranks are still in the failed rendezvous, bounded by
- * timeout_ms). Every wait stops (tpudistAborted) within about 50 ms
+ * dead, polled while waiting, may be NULL. Every wait stops (tpudistAborted) within about 50 ms
  * of *abort being set (NULL: the channel's own flag). A rank the others count as failed, or that
  * finds no other rank answering, gets tpudistRemoteError. */
 tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
-                               uint32_t seq, int timeout_ms, int slack_ms, tdAgreeDeadFn dead,
-                               void *ctx, volatile int *abort, char *err);
+                               uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
+                               volatile int *abort, char *err);
 /* bootstrapSplit through the agreement listeners (works after bootstrapRelease); its rendezvous
  * is bounded by timeout_ms (the members were alive a moment ago: a short bound lets the survivors
  * agree again soon when one of them dies now). The new channel shares parent's agreement listener

@@ -150,8 +150,8 @@ typedef struct {
 /* Steps (1) and (2) of the file comment; failed[] (ranks of the line) gets the members'
  * complement. */
 static tpudistResult_t shrinkMembers(tdComm *c, const tdLineage *v, tdShrinkProbe *probe,
-                                     int explicit_list, int flags, int retry,
-                                     uint8_t *failed, volatile int *abort, char *err) {
+                                     int explicit_list, int flags, uint8_t *failed,
+                                     volatile int *abort, char *err) {
   if (flags == TPUDIST_SHRINK_ABORT)
     commRevokeNow(c);
   else
@@ -159,9 +159,8 @@ static tpudistResult_t shrinkMembers(tdComm *c, const tdLineage *v, tdShrinkProb
   if (explicit_list) return tpudistSuccess;
   for (int r = 0; r < c->net.nranks; r++) /* after a failed attempt: its decision stands */
     failed[v->map[r]] |= (uint8_t)transportPeerGone(&c->net, r);
-  int t = c->net.cfg->agree_timeout_ms; /* a second attempt waits for ranks still in the first */
-  TD_CHECK(bootstrapAgree(v->bs, v->peers, failed, v->seq, t, retry ? t : 0, shrinkPeerGone,
-                          probe, abort, err));
+  TD_CHECK(bootstrapAgree(v->bs, v->peers, failed, v->seq, c->net.cfg->agree_timeout_ms,
+                          shrinkPeerGone, probe, abort, err));
   if (!c->agreed_failed) c->agreed_failed = malloc((size_t)c->net.nranks);
   if (c->agreed_failed)
     for (int r = 0; r < c->net.nranks; r++) c->agreed_failed[r] = failed[v->map[r]];
@@ -220,7 +219,7 @@ static tpudistResult_t shrinkJob(tdComm *nc, const tpudistConfig_t *uc, void *ar
   tdShrinkProbe probe = {c, inv};
   for (int attempt = 0; attempt < TD_SHRINK_ATTEMPTS; attempt++) {
     r = shrinkMembers(c, &v, &probe, a->explicit_list, attempt ? TPUDIST_SHRINK_ABORT : a->flags,
-                      attempt > 0, failed, abort, err);
+                      failed, abort, err);
     if (r != tpudistSuccess) break; /* the agreement's own bounds are spent */
     r = shrinkBuild(nc, &v, failed, members, abort, uc, err);
     if (r == tpudistSuccess || a->explicit_list || *abort) break;
