@@ -221,7 +221,8 @@ static tpudistResult_t shrinkJob(tdComm *nc, const tpudistConfig_t *uc, void *ar
     r = shrinkMembers(c, &v, &probe, a->explicit_list, attempt ? TPUDIST_SHRINK_ABORT : a->flags,
                       failed, abort, err);
     if (r != tpudistSuccess) break; /* the agreement's own bounds are spent */
-    r = shrinkBuild(nc, &v, failed, members, abort, uc, err);
+    /* the new channel keeps the flag it watches: nc's own, never the parent's (freed first) */
+    r = shrinkBuild(nc, &v, failed, members, &nc->net.aborted, uc, err);
     if (r == tpudistSuccess || a->explicit_list || *abort) break;
     TD_INFO(TD_SUBSYS_INIT, "%s: rank %d: shrink attempt %d failed (%s); agreeing again",
             c->net.name, c->net.rank, attempt + 1, err);
