@@ -192,9 +192,9 @@ TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int 
                                              tpudistComm_t *newcomm, const tpudistConfig_t *config);
 
 /* Non-blocking creation (as NCCL's non-blocking communicators): with config.blocking = 0,
- * CommInitRankConfig, CommInitEnv, CommInitStore and CommSplit return tpudistInProgress at once
- * with *comm / *newcomm set to a handle whose creation runs in the background (config NULL in
- * CommSplit inherits the parent's blocking). Poll tpudistCommGetAsyncError(handle, &state) until
+ * CommInitRankConfig, CommInitEnv, CommInitStore, CommSplit and CommShrink return
+ * tpudistInProgress at once with *comm / *newcomm set to a handle whose creation runs in the
+ * background (config NULL in CommSplit and CommShrink inherits the parent's blocking). Poll tpudistCommGetAsyncError(handle, &state) until
  * state is tpudistSuccess (ready) or an error (the creation failed; destroy the handle). Until
  * then every other call on the handle fails with tpudistInvalidUsage (NCCL answers
  * ncclInvalidArgument), except tpudistGetLastError, tpudistCommDestroy (waits for the creation,
@@ -224,7 +224,10 @@ TPUDIST_API tpudistResult_t tpudistCommAbort(tpudistComm_t comm);
  * others counted as failed (it came later than the bound) gets tpudistRemoteError and no
  * communicator. The new communicator keeps a torus topology when the survivors form an axis-aligned
  * sub-block of comm's torus, else it is flat (selection then picks among the flat algorithms); a
- * split communicator shrinks alike. config NULL inherits the parent's. comm stays valid: destroy it
+ * split communicator shrinks alike. config NULL inherits the parent's (blocking = 0: the shrink,
+ * agreement included, runs in the background, see non-blocking creation above). A shrunk
+ * communicator may already hold a rank that died while it was being created (a later failure:
+ * shrink it again; the survivors that saw the death first meet it there). comm stays valid: destroy it
  * afterwards (it does not wait for the failed ranks). Collective over the survivors; not inside a
  * group. */
 TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *excludeRanks,

@@ -55,7 +55,8 @@ suite many-ranks 1200 tests/mpi/many_ranks_suite.sh
 # 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)
 suite fault-kill 300 tests/fault/kill.sh
 suite fault-abort 60 tests/fault/jobs.sh abort
-# survivors shrink (agreed failed set, explicit list, split, tori, TCP) and revoke; then the seeded
+# survivors shrink (agreed failed set, explicit list, split, tori, TCP, each rank its own host, the
+# coordinator dying in its shrink) and revoke; then the seeded
 # chaos trials (random kills in random collective mixes; seed printed, rerun with TD_CHAOS_SEED)
 suite fault-shrink 120 tests/fault/shrink.sh
 suite fault-chaos 900 tests/fault/chaos.sh
@@ -73,7 +74,7 @@ suite tools-info 60 tests/mpi/tools_info.sh
 suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
 suite fault-flight 60 tests/fault/jobs.sh flight
 suite fault-inject 240 tests/fault/inject.sh
-# non-blocking init/split (exact results, abort mid-creation, a peer that never arrives), the JSON
+# non-blocking init/split/shrink (exact results, abort mid-creation, a peer that never arrives), the JSON
 # flight record after a forced timeout, the health query of a job with a stalled rank
 suite fault-async 120 tests/fault/async.sh
 # fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 40 s each)

@@ -59,6 +59,12 @@ typedef struct {
   void *ctx;
   int guessed;      /* ranks counted failed for not answering (not known to be gone) */
   tdNetAddr *addrs; /* every rank's agreement listener */
+  volatile int *ab; /* every wait stops when it is set */
+  /* listener probes (agreeGone): per rank a pending connect or -1, when to start the next one,
+   * and 1 once its agreement listener refused */
+  int *pfd;
+  int64_t *pnext;
+  uint8_t *gone;
 } tdAgree;
 
 static size_t agreeMsgLen(int nranks) {
@@ -88,6 +94,7 @@ static int agreeUnpack(tdAgree *a, uint32_t type, const uint8_t *buf) {
       h.hash != a->bs->hash || h.seq != a->seq || h.type != type || h.nranks != a->bs->nranks ||
       h.rank < 0 || h.rank >= a->bs->nranks || h.rank == a->bs->rank)
     return -1;
+  if (type == TD_AGREE_PROPOSE && a->failed[h.rank]) return -1; /* already out: a stale proposal */
   for (int r = 0; r < a->bs->nranks; r++) { /* a proposal adds to the set, a decision is it */
     int bit = (buf[sizeof(h) + r / 8] >> (r % 8)) & 1;
     if (bit || type == TD_AGREE_DECIDE) a->failed[r] = (uint8_t)bit;
@@ -95,10 +102,57 @@ static int agreeUnpack(tdAgree *a, uint32_t type, const uint8_t *buf) {
   return h.rank;
 }
 
-/* Marks every rank the caller's probe knows to be gone. */
-static void agreeProbe(tdAgree *a) {
-  for (int r = 0; r < a->bs->nranks; r++)
-    if (r != a->bs->rank && !a->failed[r] && a->dead && a->dead(a->ctx, r)) a->failed[r] = 1;
+/* The failed set as a list, for the log. */
+static const char *agreeSetStr(const tdAgree *a, char *buf, size_t len) {
+  size_t o = 0;
+  buf[0] = 0;
+  for (int r = 0; r < a->bs->nranks && o + 12 < len; r++)
+    if (a->failed[r]) o += (size_t)snprintf(buf + o, len - o, "%s%d", o ? "," : "", r);
+  if (!o) snprintf(buf, len, "none");
+  return buf;
+}
+
+/* 1 once rank r's agreement listener refuses a connection: that listener stays open from the
+ * communicator's setup until it is destroyed (and while a communicator shrunk from it lives),
+ * through any failure, so a refusal means the process is gone or no longer has the communicator:
+ * certain on any host, unlike an EOF on a data connection (a survivor that failed releases its
+ * connections too). Never blocks: a connect is started, and its answer read at a later call
+ * (after one round trip); a listener that accepts is probed again 100 ms later. */
+static int agreeGone(tdAgree *a, int r) {
+  if (a->gone[r]) return 1;
+  int64_t now = netNowMs();
+  if (a->pfd[r] < 0) {
+    char e[TD_ERRLEN];
+    if (now < a->pnext[r]) return 0;
+    if (netConnectStart(&a->addrs[r], &a->pfd[r], e) != tpudistSuccess) {
+      a->pfd[r] = -1;
+      a->pnext[r] = now + 100;
+      return a->gone[r] = strstr(e, strerror(ECONNREFUSED)) != NULL;
+    }
+  }
+  struct pollfd p = {a->pfd[r], POLLOUT, 0};
+  if (poll(&p, 1, 0) <= 0) return 0; /* no answer yet */
+  int soerr = 0;
+  socklen_t sl = sizeof(soerr);
+  getsockopt(a->pfd[r], SOL_SOCKET, SO_ERROR, &soerr, &sl);
+  close(a->pfd[r]);
+  a->pfd[r] = -1;
+  a->pnext[r] = now + 100;
+  return a->gone[r] = soerr == ECONNREFUSED;
+}
+
+/* Marks every rank (not in skip, when given) that is certainly gone: the caller's probe (a
+ * process gone on this host) or a refusing agreement listener (any host). The latter also counts
+ * as guessed: the rank may have destroyed the communicator after shrinking without this one, and a
+ * rank left alone that way must hear that it was excluded. */
+static void agreeProbe(tdAgree *a, const int *skip) {
+  for (int r = 0; r < a->bs->nranks; r++) {
+    if (r == a->bs->rank || a->failed[r] || (skip && skip[r] >= 0)) continue;
+    if (a->dead && a->dead(a->ctx, r))
+      a->failed[r] = 1;
+    else if (agreeGone(a, r))
+      a->failed[r] = 1, a->guessed++;
+  }
 }
 
 /* Coordinator: reads one proposal from a new connection; keeps its fd in fds[sender]. */
@@ -106,7 +160,7 @@ static void agreeTakeProposal(tdAgree *a, int fd, int *fds, uint8_t *buf) {
   char e[TD_ERRLEN];
   int64_t deadline = netNowMs() + TD_MIN(a->timeout_ms, 1000);
   int from = -1;
-  if (netRecvAll(fd, buf, agreeMsgLen(a->bs->nranks), deadline, &a->bs->aborted, "a proposal", e) ==
+  if (netRecvAll(fd, buf, agreeMsgLen(a->bs->nranks), deadline, a->ab, "a proposal", e) ==
       tpudistSuccess)
     from = agreeUnpack(a, TD_AGREE_PROPOSE, buf);
   if (from < 0) { /* a liveness probe, a stale or foreign message: not ours */
@@ -137,7 +191,7 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
   }
   for (int r = 0; r < bs->nranks; r++) fds[r] = -1;
   int64_t deadline = netNowMs() + 2 * (int64_t)a->timeout_ms, next_probe = 0;
-  while (agreeMissing(a, fds) > 0 && netNowMs() < deadline && !bs->aborted) {
+  while (agreeMissing(a, fds) > 0 && netNowMs() < deadline && !*a->ab) {
     struct pollfd p = {bs->agree_fd, POLLIN, 0};
     if (poll(&p, 1, 20) > 0) {
       int fd = -1;
@@ -146,7 +200,7 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
         agreeTakeProposal(a, fd, fds, buf);
     }
     if (netNowMs() >= next_probe) {
-      agreeProbe(a);
+      agreeProbe(a, fds); /* who proposed is alive */
       next_probe = netNowMs() + 50;
     }
   }
@@ -154,17 +208,20 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
     if (r != bs->rank && fds[r] < 0 && !a->failed[r]) a->failed[r] = 1, a->guessed++; /* silent */
   }
   agreePack(a, TD_AGREE_DECIDE, buf);
+  char set[256];
+  TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d (coordinator) decides failed {%s}", a->seq,
+          bs->rank, agreeSetStr(a, set, sizeof(set)));
   for (int r = 0; r < bs->nranks; r++) {
     if (fds[r] < 0) continue;
     char e[TD_ERRLEN];
-    if (netSendAll(fds[r], buf, len, netNowMs() + a->timeout_ms, &bs->aborted, "a participant",
+    if (netSendAll(fds[r], buf, len, netNowMs() + a->timeout_ms, a->ab, "a participant",
                    e) != tpudistSuccess)
       TD_WARN(TD_SUBSYS_BOOT, "shrink agreement: the decision did not reach rank %d: %s", r, e);
     close(fds[r]);
   }
   free(fds);
   free(buf);
-  if (bs->aborted) return tdErr(err, tpudistAborted, "shrink agreement: aborted");
+  if (*a->ab) return tdErr(err, tpudistAborted, "shrink agreement: aborted");
   return tpudistSuccess;
 }
 
@@ -177,21 +234,21 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
   size_t len = agreeMsgLen(bs->nranks);
   char e[TD_ERRLEN];
   int fd = -1, res = 3;
-  while (fd < 0 && netNowMs() < connect_by && !bs->aborted) {
-    if (a->dead && a->dead(a->ctx, coord)) return 1;
-    if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), &bs->aborted, &fd,
+  while (fd < 0 && netNowMs() < connect_by && !*a->ab) {
+    if ((a->dead && a->dead(a->ctx, coord)) || agreeGone(a, coord)) return 1;
+    if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), a->ab, &fd,
                         e) != tpudistSuccess)
       fd = -1;
   }
-  if (fd < 0) return bs->aborted ? -1 : 1;
+  if (fd < 0) return *a->ab ? -1 : 1;
   agreePack(a, TD_AGREE_PROPOSE, buf);
-  if (netSendAll(fd, buf, len, netNowMs() + a->timeout_ms, &bs->aborted, "the coordinator", e) ==
+  if (netSendAll(fd, buf, len, netNowMs() + a->timeout_ms, a->ab, "the coordinator", e) ==
       tpudistSuccess) {
     res = 2;
-    while (netNowMs() < deadline && !bs->aborted) {
+    while (netNowMs() < deadline && !*a->ab) {
       struct pollfd p = {fd, POLLIN, 0};
       if (poll(&p, 1, 50) > 0) {
-        res = netRecvAll(fd, buf, len, netNowMs() + a->timeout_ms, &bs->aborted, "the coordinator",
+        res = netRecvAll(fd, buf, len, netNowMs() + a->timeout_ms, a->ab, "the coordinator",
                          e) == tpudistSuccess &&
                       agreeUnpack(a, TD_AGREE_DECIDE, buf) == coord
                   ? 0
@@ -205,7 +262,7 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
     }
   }
   close(fd);
-  return bs->aborted ? -1 : res;
+  return *a->ab ? -1 : res;
 }
 
 /* Participant: 0 decided (a->failed holds the decision), 1 the coordinator failed, <0 aborted.
@@ -219,7 +276,9 @@ static int agreeParticipate(tdAgree *a, int coord) {
   int r;
   for (;;) {
     r = agreeExchange(a, coord, TD_MIN(netNowMs() + a->timeout_ms, deadline), deadline, buf);
-    if (r != 3 || (a->dead && a->dead(a->ctx, coord)) || netNowMs() >= deadline) break;
+    if (r != 3 || (a->dead && a->dead(a->ctx, coord)) || agreeGone(a, coord) ||
+        netNowMs() >= deadline)
+      break;
     struct timespec ts = {0, 10 * 1000000L};
     nanosleep(&ts, NULL);
   }
@@ -235,8 +294,11 @@ static tpudistResult_t agreeRun(tdAgree *ap, char *err) {
   tdAgreeDeadFn dead = a.dead;
   void *ctx = a.ctx;
   failed[bs->rank] = 0;
+  char set[256];
+  TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d starts knowing failed {%s}", a.seq, bs->rank,
+          agreeSetStr(&a, set, sizeof(set)));
   for (;;) {
-    agreeProbe(&a);
+    agreeProbe(&a, NULL);
     int coord = 0;
     while (failed[coord]) coord++; /* this rank is never failed here: coord <= rank */
     if (coord == bs->rank) {
@@ -245,11 +307,16 @@ static tpudistResult_t agreeRun(tdAgree *ap, char *err) {
     }
     int r = agreeParticipate(&a, coord);
     if (r < 0) return tdErr(err, tpudistAborted, "shrink agreement: aborted");
-    if (r == 0) break;
+    if (r == 0) {
+      char set[256];
+      TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d takes rank %d's decision: failed {%s}",
+              a.seq, bs->rank, coord, agreeSetStr(&a, set, sizeof(set)));
+      break;
+    }
     TD_INFO(TD_SUBSYS_BOOT, "shrink agreement: coordinator rank %d failed; rank %d tries the next",
             coord, bs->rank);
     failed[coord] = 1;
-    a.guessed += !(dead && dead(ctx, coord));
+    a.guessed += !(dead && dead(ctx, coord)); /* a refusing listener: gone, or moved on */
   }
   int others = 0;
   for (int r = 0; r < bs->nranks; r++) others += r != bs->rank && !failed[r];
@@ -281,14 +348,27 @@ static tpudistResult_t agreeAddrs(const tdBootstrap *bs, const tdPeerInfo *peers
 
 tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
                                uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
-                               char *err) {
-  tdAgree a = {bs, failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL};
+                               volatile int *abort, char *err) {
+  tdAgree a = {bs,   failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL,
+               abort ? abort : &bs->aborted, NULL, NULL, NULL};
   if (bs->agree_fd < 0) return tdErr(err, tpudistInternalError, "shrink agreement: no listener");
-  a.addrs = malloc(sizeof(tdNetAddr) * (size_t)bs->nranks);
-  if (!a.addrs) return tdErr(err, tpudistNoMemory, "shrink agreement: out of memory");
-  tpudistResult_t res = agreeAddrs(bs, peers, a.addrs, err);
-  if (res == tpudistSuccess) res = agreeRun(&a, err);
+  size_t n = (size_t)bs->nranks;
+  a.addrs = malloc(sizeof(tdNetAddr) * n);
+  a.pfd = malloc(sizeof(int) * n);
+  a.pnext = calloc(n, sizeof(int64_t));
+  a.gone = calloc(n, 1);
+  tpudistResult_t res = tdErr(err, tpudistNoMemory, "shrink agreement: out of memory");
+  if (a.addrs && a.pfd && a.pnext && a.gone) {
+    for (size_t r = 0; r < n; r++) a.pfd[r] = -1;
+    res = agreeAddrs(bs, peers, a.addrs, err);
+    if (res == tpudistSuccess) res = agreeRun(&a, err);
+    for (size_t r = 0; r < n; r++)
+      if (a.pfd[r] >= 0) close(a.pfd[r]);
+  }
   free(a.addrs);
+  free(a.pfd);
+  free(a.pnext);
+  free(a.gone);
   return res;
 }
 
@@ -311,7 +391,8 @@ tpudistResult_t bootstrapAgreeListen(tdBootstrap *bs, void *addr, size_t len, ch
 
 tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peers,
                                      const int *members, int n, int newrank, uint64_t tag,
-                                     int timeout_ms, tdBootstrap **out, char *err) {
+                                     int timeout_ms, volatile int *abort, tdBootstrap **out,
+                                     char *err) {
   tdNetAddr root;
   char e[TD_ERRLEN];
   if (n < 1 || members[0] < 0 || members[0] >= parent->nranks || parent->agree_fd < 0)
@@ -319,6 +400,14 @@ tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peer
   memcpy(&root, peers[members[0]].agree_addr, sizeof(root));
   if (bootstrapAddrCheck(&root, sizeof(root), e) != tpudistSuccess)
     return tdErr(err, tpudistInternalError, "shrink: the new rank 0's address: %s", e);
-  return bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms, NULL,
-                     out, err);
+  TD_CHECK(bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms,
+                       abort, out, err));
+  if (((*out)->agree_fd = dup(parent->agree_fd)) < 0) {
+    tpudistResult_t r = tdErr(err, tpudistSystemError,
+                              "shrink: dup of the agreement listener: %s", strerror(errno));
+    bootstrapFree(*out);
+    *out = NULL;
+    return r;
+  }
+  return tpudistSuccess;
 }

@@ -747,6 +747,21 @@ tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root,
   return tpudistSuccess;
 }
 
+tpudistResult_t bootstrapShadow(const tdBootstrap *bs, tdBootstrap **out, char *err) {
+  tdBootstrap *sh = bsAlloc(bs->rank, bs->nranks, bs->timeout_ms, NULL);
+  if (!sh) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
+  sh->key = bs->key;
+  sh->hash = bs->hash;
+  memcpy(sh->addrs, bs->addrs, sizeof(tdNetAddr) * (size_t)bs->nranks);
+  if (bs->agree_fd >= 0 && (sh->agree_fd = dup(bs->agree_fd)) < 0) {
+    bootstrapFree(sh);
+    return tdErr(err, tpudistSystemError, "bootstrap: dup of the agreement listener: %s",
+                 strerror(errno));
+  }
+  *out = sh;
+  return tpudistSuccess;
+}
+
 int bootstrapRank(const tdBootstrap *bs) {
   return bs->rank;
 }

@@ -68,17 +68,27 @@ typedef int (*tdAgreeDeadFn)(void *ctx, int rank);
  * what they knew, plus every rank that did not take part within the bounds). peers: every rank's
  * info (its agree_addr from bootstrapAgreeListen). seq must be the same on every rank and differ
  * between agreements of one channel. Bounded by a few timeout_ms (boot_agree.c gives the bounds);
- * dead, polled while waiting, may be NULL. A rank the others count as failed, or that finds no
- * other rank answering, gets tpudistRemoteError. */
+ * dead, polled while waiting, may be NULL. Every wait stops (tpudistAborted) within about 50 ms
+ * of *abort being set (NULL: the channel's own flag). A rank the others count as failed, or that
+ * finds no other rank answering, gets tpudistRemoteError. */
 tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
                                uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
-                               char *err);
+                               volatile int *abort, char *err);
 /* bootstrapSplit through the agreement listeners (works after bootstrapRelease); its rendezvous
  * is bounded by timeout_ms (the members were alive a moment ago: a short bound lets the survivors
- * agree again soon when one of them dies now). */
+ * agree again soon when one of them dies now). The new channel shares parent's agreement listener
+ * (bootstrapAgreeListen then gives its address) instead of opening one, and its waits watch
+ * abort (NULL: its own flag). */
 tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peers,
                                      const int *members, int n, int newrank, uint64_t tag,
-                                     int timeout_ms, tdBootstrap **out, char *err);
+                                     int timeout_ms, volatile int *abort, tdBootstrap **out,
+                                     char *err);
+/* A copy of bs that can only agree and shrink-split (bootstrapAgree, bootstrapShrinkSplit): the
+ * same rank, size, key, hash and addresses, and the same agreement listener (a duplicate
+ * descriptor: it stays open while any copy lives). A shrunk communicator keeps one of its lineage's
+ * first channel, so every later shrink of it meets, on that channel, the ranks still in an earlier
+ * shrink of it (docs/reliability.md). */
+tpudistResult_t bootstrapShadow(const tdBootstrap *bs, tdBootstrap **out, char *err);
 /* Unblocks every wait of bs (from any thread). */
 void bootstrapAbort(tdBootstrap *bs);
 void bootstrapFree(tdBootstrap *bs);

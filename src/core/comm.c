@@ -112,10 +112,10 @@ tdComm *commAlloc(int nranks, int rank) {
   return c;
 }
 
-/* The execution mode: config.mode, else the parent's (split), else TPU_DIST_MODE. */
-static int configMode(const tpudistConfig_t *uc, const tdComm *parent, const tdConfig *cfg) {
+/* The execution mode: config.mode, else the parent's (split, shrink), else TPU_DIST_MODE. */
+static int configMode(const tpudistConfig_t *uc, const tdParentView *pv, const tdConfig *cfg) {
   if (TD_CONFIG_HAS(uc, mode) && uc->mode != TPUDIST_CONFIG_UNDEF_INT) return uc->mode;
-  return parent ? parent->mode : cfg->mode;
+  return pv ? pv->mode : cfg->mode;
 }
 
 int commConfigTimeout(const tpudistConfig_t *uc) {
@@ -160,13 +160,13 @@ static int commRanksPerHost(const tdNet *n) {
 
 /* Topology: config.topology, else the parent's sub-block, else TPU_DIST_TOPOLOGY, else the TPU
  * runtime variables, else flat. */
-static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
+static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const tdParentView *pv,
                                     const int *members, char *err) {
   const tdConfig *cfg = c->net.cfg;
   if (TD_CONFIG_HAS(uc, topology) && uc->topology)
     return topoParse(uc->topology, c->net.nranks, &c->topo, err);
-  if (parent) {
-    topoSubBlock(&parent->topo, members, c->net.nranks, &c->topo);
+  if (pv) {
+    topoSubBlock(pv->topo, members, c->net.nranks, &c->topo);
     return tpudistSuccess;
   }
   const char *source;
@@ -189,22 +189,23 @@ static double msSince(uint64_t t0) {
 }
 
 /* Everything after the bootstrap channel exists (t_boot: when its creation started):
- * transports, peer exchange, topology, selection, executor, health queries. */
-static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdComm *parent,
+ * transports, peer exchange, topology, selection, executor, health queries. pv: what a split or
+ * shrink inherits (NULL for init). */
+static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdParentView *pv,
                                  const int *members, uint64_t t_boot, char *err) {
   double boot_ms = msSince(t_boot);
   uint64_t t = clockNowNs();
   TD_CHECK(transportConnect(&c->net, err));
   double peers_ms = msSince(t);
   t = clockNowNs();
-  TD_CHECK(commTopoInit(c, uc, parent, members, err));
+  TD_CHECK(commTopoInit(c, uc, pv, members, err));
   TD_CHECK(commSelectInit(c, err));
   double select_ms = msSince(t);
-  c->mode = configMode(uc, parent, c->net.cfg);
+  c->mode = configMode(uc, pv, c->net.cfg);
   c->check = c->net.cfg->check || c->mode == TPUDIST_MODE_DEBUG;
   TD_CHECK(execInit(&c->exec, &c->net, err));
   TD_CHECK(deferInit(c, err));
-  if (!parent) TD_CHECK(commStatusStart(c, err));
+  if (!pv) TD_CHECK(commStatusStart(c, err));
   char topo[64];
   topoFormat(&c->topo, topo, sizeof(topo));
   TD_INFO(TD_SUBSYS_INIT,
@@ -335,18 +336,25 @@ TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks
 /* ---- split (used by comm_life.c) ---------------------------------------------------------- */
 
 tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, uint64_t tag,
-                                int shrink, const tpudistConfig_t *uc, char *err) {
+                                const tpudistConfig_t *uc, char *err) {
   uint64_t t_boot = clockNowNs();
-  int n = c->net.nranks, newrank = c->net.rank;
-  if (shrink)
-    TD_CHECK(bootstrapShrinkSplit(parent->net.bootstrap, parent->net.peers, members, n, newrank,
-                                  tag, c->net.cfg->agree_timeout_ms, &c->net.bootstrap, err));
-  else
-    TD_CHECK(bootstrapSplit(parent->net.bootstrap, members, n, newrank, tag,
-                            c->blocking ? NULL : &c->net.aborted, &c->net.bootstrap, err));
+  tdParentView pv = {&parent->topo, parent->mode};
+  TD_CHECK(bootstrapSplit(parent->net.bootstrap, members, c->net.nranks, c->net.rank, tag,
+                          c->blocking ? NULL : &c->net.aborted, &c->net.bootstrap, err));
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   commSetName(c, uc, "comm-");
-  return commSetup(c, uc, parent, members, t_boot, err);
+  return commSetup(c, uc, &pv, members, t_boot, err);
+}
+
+tpudistResult_t commShrinkCreate(const tdLineage *l, tdComm *c, const int *members, uint64_t tag,
+                                 volatile int *abort, const tpudistConfig_t *uc, char *err) {
+  uint64_t t_boot = clockNowNs();
+  tdParentView pv = {&l->topo, l->mode};
+  TD_CHECK(bootstrapShrinkSplit(l->bs, l->peers, members, c->net.nranks, c->net.rank, tag,
+                                c->net.cfg->agree_timeout_ms, abort, &c->net.bootstrap, err));
+  c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
+  commSetName(c, uc, "comm-");
+  return commSetup(c, uc, &pv, members, t_boot, err);
 }
 
 void commRelease(tdComm *c) {
@@ -367,6 +375,8 @@ void commRelease(tdComm *c) {
   c->npacks = 0;
   free(c->agreed_failed);
   c->agreed_failed = NULL;
+  lineageFree(c->lineage);
+  c->lineage = NULL;
 }
 
 void commDestroyNow(tdComm *c) {

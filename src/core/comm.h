@@ -40,6 +40,26 @@ typedef struct {
   int used;
 } tdPackBuf;
 
+/* The channel every shrink of a communicator agrees on (comm_shrink.c): the first channel of its
+ * line of shrinks, i.e. the communicator that was shrunk first (a copy of its bootstrap channel
+ * that can only agree and meet, its peers' info, topology and mode), this communicator's ranks
+ * there, and the sequence number of that first shrink. A communicator not made by a shrink is the
+ * first of its own line and has none. */
+typedef struct tdLineage {
+  struct tdBootstrap *bs; /* bootstrapShadow of the first channel */
+  tdPeerInfo *peers; /* its bs->nranks peer infos (agreement addresses, pids) */
+  tdTopo topo;
+  int mode;
+  int *map;     /* the communicator's rank -> rank of the first channel */
+  uint32_t seq; /* every agreement of the line runs under this sequence number */
+} tdLineage;
+
+/* What a split or shrink inherits from where it comes from. */
+typedef struct {
+  const tdTopo *topo; /* members are ranks of this topology */
+  int mode;
+} tdParentView;
+
 typedef struct tdComm {
   tdNet net;   /* what the transports and the executor see */
   tdExec exec; /* the executor */
@@ -88,6 +108,7 @@ typedef struct tdComm {
   /* fault tolerance (comm_shrink.c) */
   uint32_t shrink_seq;    /* shrinks started on this communicator (same on every survivor) */
   uint8_t *agreed_failed; /* nranks flags: the failed set of the last agreement, or NULL */
+  tdLineage *lineage;     /* made by a shrink: where its own shrinks agree; else NULL */
 } tdComm;
 
 struct tpudistComm {
@@ -151,10 +172,16 @@ tpudistResult_t commCheckConfig(const tpudistConfig_t *uc, char *err);
 int commConfigTimeout(const tpudistConfig_t *uc);
 /* Split's creation: c (nranks, rank and timeout set) over parent's bootstrap channel for the
  * members (parent ranks, in new rank order); collective over the members; tag distinguishes
- * concurrent splits. shrink: meet at the agreement listeners (bootstrapShrinkSplit), which a
- * failed parent keeps. */
+ * concurrent splits. */
 tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, uint64_t tag,
-                                int shrink, const tpudistConfig_t *uc, char *err);
+                                const tpudistConfig_t *uc, char *err);
+/* Shrink's creation: the same over the lineage's first channel, meeting at the agreement
+ * listeners (bootstrapShrinkSplit), which a failed communicator keeps; members are ranks of that
+ * channel; every wait watches abort. */
+tpudistResult_t commShrinkCreate(const tdLineage *l, tdComm *c, const int *members, uint64_t tag,
+                                 volatile int *abort, const tpudistConfig_t *uc, char *err);
+/* Frees a lineage (NULL: nothing) (comm_shrink.c). */
+void lineageFree(tdLineage *l);
 
 /* ---- health queries (comm_status.c) ---- */
 /* For a communicator created from a TPU_DIST_COMM_ID id with TPU_DIST_STATUS=1: starts answering

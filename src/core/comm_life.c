@@ -64,7 +64,7 @@ static tpudistResult_t splitJob(tdComm *nc, const tpudistConfig_t *uc, void *arg
     nc->net.nranks = n;
     nc->net.rank = me;
     netNameErrors(&nc->net);
-    r = commSplitCreate(p, nc, members, a->tag, 0, uc, err);
+    r = commSplitCreate(p, nc, members, a->tag, uc, err);
   }
   free(members);
   return r;

@@ -6,9 +6,17 @@
  * Shrink: (1) pending work completes (DEFAULT) or is revoked (ABORT); (2) the members: all but
  * the given list, or all but the failed set agreed by bootstrapAgree (boot_agree.c), each rank
  * starting from the ranks it knows are gone (transportPeerGone); (3) the new communicator is a
- * split of the old channel with the members at the agreement listeners (bootstrapShrinkSplit),
- * under a tag derived from the shrink sequence and the member list, so that ranks holding
- * different lists never join one rendezvous.
+ * split with the members at the agreement listeners (bootstrapShrinkSplit), under a tag derived
+ * from the shrink sequence and the member list, so that ranks holding different lists never join
+ * one rendezvous.
+ *
+ * Lineage: every shrink agrees and meets on the channel of the first communicator of its line
+ * (the one not made by a shrink), in that channel's rank numbers, under that first shrink's
+ * sequence number; a shrunk communicator keeps a copy of that channel (tdLineage). The creation
+ * in (3) is not atomic: when the new rank 0 dies while sending the peer exchange, the ranks it
+ * reached have the new communicator (with a dead member: a later failure) and the others fail
+ * and agree again. Because the former's next shrink agrees on the same channel under the same
+ * sequence number as the latter's second attempt, they meet there and end with one membership.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -33,11 +41,69 @@ static void commRevokeNow(tdComm *c) {
 
 #define TD_SHRINK_ATTEMPTS 2
 
-static int shrinkPeerGone(void *ctx, int rank) {
-  return transportPeerGone(&((tdComm *)ctx)->net, rank);
+void lineageFree(tdLineage *l) {
+  if (!l) return;
+  bootstrapFree(l->bs);
+  free(l->peers);
+  free(l->map);
+  free(l);
 }
 
-/* Checks the arguments; on success failed[] holds the explicit list (if any). */
+/* The line a shrink of c agrees on: c's lineage, or c itself as the first of its line (then a view
+ * of c with the identity map and a new sequence number). *owned: what to free afterwards. */
+static tpudistResult_t lineageView(tdComm *c, tdLineage *v, int **owned) {
+  *owned = NULL;
+  if (c->lineage) {
+    *v = *c->lineage;
+    return tpudistSuccess;
+  }
+  int *map = malloc(sizeof(int) * (size_t)c->net.nranks);
+  if (!map) return tpudistNoMemory;
+  for (int r = 0; r < c->net.nranks; r++) map[r] = r;
+  *v = (tdLineage){c->net.bootstrap, c->net.peers, c->topo, c->mode, map, c->shrink_seq++};
+  *owned = map;
+  return tpudistSuccess;
+}
+
+/* The lineage of a communicator made from view v with members (ranks of v's channel). */
+static tpudistResult_t lineageMake(const tdLineage *v, const int *members, int n, tdLineage **out,
+                                   char *err) {
+  int nl = bootstrapNranks(v->bs);
+  tdLineage *l = calloc(1, sizeof(*l));
+  if (!l) return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
+  l->peers = malloc(sizeof(tdPeerInfo) * (size_t)nl);
+  l->map = malloc(sizeof(int) * (size_t)n);
+  if (!l->peers || !l->map) {
+    lineageFree(l);
+    return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
+  }
+  tpudistResult_t r = bootstrapShadow(v->bs, &l->bs, err);
+  if (r != tpudistSuccess) {
+    lineageFree(l);
+    return r;
+  }
+  memcpy(l->peers, v->peers, sizeof(tdPeerInfo) * (size_t)nl);
+  memcpy(l->map, members, sizeof(int) * (size_t)n);
+  l->topo = v->topo;
+  l->mode = v->mode;
+  l->seq = v->seq;
+  *out = l;
+  return tpudistSuccess;
+}
+
+/* The probe of the agreement: a rank of the line is certainly gone if it is not in c (an earlier
+ * shrink excluded it) or its process is gone. */
+typedef struct {
+  tdComm *c;
+  int *inv; /* rank of the line -> rank of c, or -1 */
+} tdShrinkProbe;
+
+static int shrinkPeerGone(void *ctx, int rank) {
+  tdShrinkProbe *p = ctx;
+  return p->inv[rank] < 0 || transportPeerGone(&p->c->net, p->inv[rank]);
+}
+
+/* Checks the arguments; on success failed[] (ranks of c) holds the explicit list (if any). */
 static tpudistResult_t shrinkArgs(tdComm *c, const int *exclude, int count, tpudistComm_t *newcomm,
                                   int flags, uint8_t *failed) {
   if (groupActive())
@@ -77,60 +143,100 @@ static uint64_t membersHash(const int *members, int n) {
 }
 
 typedef struct {
-  uint64_t tag;
-  int members[]; /* the new communicator's nranks */
+  int explicit_list, flags;
+  uint8_t excl[]; /* per rank of the shrunk communicator: in the explicit list */
 } tdShrinkArgs;
 
-/* The creation job of a shrink (commCreate): the survivors' channel and setup. */
-static tpudistResult_t shrinkJob(tdComm *nc, const tpudistConfig_t *uc, void *arg, char *err) {
-  tdShrinkArgs *a = arg;
-  return commSplitCreate(nc->parent, nc, a->members, a->tag, 1, uc, err);
-}
-
-/* The new communicator of the ranks not in failed (created as every communicator is, through
- * commCreate; blocking: a failed attempt is agreed again at once by the caller). */
-static tpudistResult_t shrinkCreate(tdComm *c, const uint8_t *failed, uint32_t seq,
-                                    const tpudistConfig_t *config, tdComm **out, char *err) {
-  tdShrinkArgs *a = malloc(sizeof(*a) + sizeof(int) * (size_t)c->net.nranks);
-  int n = 0, me = -1;
-  if (!a) return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
-  for (int r = 0; r < c->net.nranks; r++) {
-    if (failed[r]) continue;
-    if (r == c->net.rank) me = n;
-    a->members[n++] = r;
-  }
-  /* bit 63 keeps shrink tags apart from CommSplit's (split sequence << 32 ^ color) */
-  a->tag = (1ull << 63) | ((uint64_t)(seq & 0x7fffff) << 40) |
-           (membersHash(a->members, n) & 0xffffffffffull);
-  tdComm *nc = commAlloc(n, me);
-  if (!nc) {
-    free(a);
-    return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
-  }
-  nc->net.timeout_ms = commConfigTimeout(config) ? commConfigTimeout(config) : c->net.timeout_ms;
-  nc->parent = c;
-  tpudistComm_t made = NULL;
-  tpudistResult_t r = commCreate(nc, 1, config, shrinkJob, a, "CommShrink", &made);
-  if (r != tpudistSuccess) return tdErr(err, r, "%s", errThreadLast());
-  *out = &made->c;
-  return tpudistSuccess;
-}
-
-/* Steps (1) and (2) of the file comment; failed[] gets the members' complement. */
-static tpudistResult_t shrinkMembers(tdComm *c, int explicit_list, int flags, uint32_t seq,
-                                     uint8_t *failed, char *err) {
+/* Steps (1) and (2) of the file comment; failed[] (ranks of the line) gets the members'
+ * complement. */
+static tpudistResult_t shrinkMembers(tdComm *c, const tdLineage *v, tdShrinkProbe *probe,
+                                     int explicit_list, int flags, uint8_t *failed,
+                                     volatile int *abort, char *err) {
   if (flags == TPUDIST_SHRINK_ABORT)
     commRevokeNow(c);
   else
     (void)execDrain(&c->exec); /* an error here is what the caller shrinks away from */
   if (explicit_list) return tpudistSuccess;
   for (int r = 0; r < c->net.nranks; r++) /* after a failed attempt: its decision stands */
-    failed[r] |= (uint8_t)transportPeerGone(&c->net, r);
-  TD_CHECK(bootstrapAgree(c->net.bootstrap, c->net.peers, failed, seq, c->net.cfg->agree_timeout_ms,
-                          shrinkPeerGone, c, err));
+    failed[v->map[r]] |= (uint8_t)transportPeerGone(&c->net, r);
+  TD_CHECK(bootstrapAgree(v->bs, v->peers, failed, v->seq, c->net.cfg->agree_timeout_ms,
+                          shrinkPeerGone, probe, abort, err));
   if (!c->agreed_failed) c->agreed_failed = malloc((size_t)c->net.nranks);
-  if (c->agreed_failed) memcpy(c->agreed_failed, failed, (size_t)c->net.nranks);
+  if (c->agreed_failed)
+    for (int r = 0; r < c->net.nranks; r++) c->agreed_failed[r] = failed[v->map[r]];
   return tpudistSuccess;
+}
+
+/* Step (3): nc becomes the communicator of the line's ranks not in failed, and gets its lineage. */
+static tpudistResult_t shrinkBuild(tdComm *nc, const tdLineage *v, const uint8_t *failed,
+                                   int *members, volatile int *abort, const tpudistConfig_t *uc,
+                                   char *err) {
+  int nl = bootstrapNranks(v->bs), self = bootstrapRank(v->bs), n = 0, me = -1;
+  for (int r = 0; r < nl; r++) {
+    if (failed[r]) continue;
+    if (r == self) me = n;
+    members[n++] = r;
+  }
+  nc->net.nranks = n;
+  nc->net.rank = me;
+  netNameErrors(&nc->net);
+  /* bit 63 keeps shrink tags apart from CommSplit's (split sequence << 32 ^ color) */
+  uint64_t tag = (1ull << 63) | ((uint64_t)(v->seq & 0x7fffff) << 40) |
+                 (membersHash(members, n) & 0xffffffffffull);
+  TD_CHECK(commShrinkCreate(v, nc, members, tag, abort, uc, err));
+  return lineageMake(v, members, n, &nc->lineage, err);
+}
+
+/* The creation job of a shrink (commCreate; nc->parent is the communicator shrunk): agreement and
+ * creation, and once more when the creation fails (a member died between the agreement and the
+ * new communicator's rendezvous or peer exchange, bounded by TPU_DIST_AGREE_TIMEOUT_MS): under the
+ * same sequence number, where the ranks still electing a coordinator, and those whose creation
+ * succeeded (when the new rank 0 died while sending the peer exchange; see Lineage above), meet
+ * this rank. Every wait watches the abort flag of the shrunk communicator (blocking) or of nc. */
+static tpudistResult_t shrinkJob(tdComm *nc, const tpudistConfig_t *uc, void *arg, char *err) {
+  tdShrinkArgs *a = arg;
+  tdComm *c = nc->parent;
+  volatile int *abort = nc->blocking ? &c->net.aborted : &nc->net.aborted;
+  uint64_t t0 = clockNowNs();
+  tdLineage v;
+  int *owned = NULL;
+  if (lineageView(c, &v, &owned) != tpudistSuccess)
+    return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
+  int nl = bootstrapNranks(v.bs);
+  uint8_t *failed = malloc((size_t)nl);
+  int *inv = malloc(sizeof(int) * (size_t)nl), *members = malloc(sizeof(int) * (size_t)nl);
+  tpudistResult_t r = tpudistSuccess;
+  if (!failed || !inv || !members) {
+    r = tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
+    goto out;
+  }
+  memset(failed, 1, (size_t)nl); /* ranks of the line not in c: excluded by an earlier shrink */
+  for (int q = 0; q < nl; q++) inv[q] = -1;
+  for (int q = 0; q < c->net.nranks; q++) {
+    failed[v.map[q]] = a->excl[q];
+    inv[v.map[q]] = q;
+  }
+  tdShrinkProbe probe = {c, inv};
+  for (int attempt = 0; attempt < TD_SHRINK_ATTEMPTS; attempt++) {
+    r = shrinkMembers(c, &v, &probe, a->explicit_list, attempt ? TPUDIST_SHRINK_ABORT : a->flags,
+                      failed, abort, err);
+    if (r != tpudistSuccess) break; /* the agreement's own bounds are spent */
+    /* the new channel keeps the flag it watches: nc's own, never the parent's (freed first) */
+    r = shrinkBuild(nc, &v, failed, members, &nc->net.aborted, uc, err);
+    if (r == tpudistSuccess || a->explicit_list || *abort) break;
+    TD_INFO(TD_SUBSYS_INIT, "%s: rank %d: shrink attempt %d failed (%s); agreeing again",
+            c->net.name, c->net.rank, attempt + 1, err);
+    commRelease(nc); /* what the attempt built */
+  }
+  if (r == tpudistSuccess)
+    TD_INFO(TD_SUBSYS_INIT, "%s: rank %d shrank to %s (rank %d of %d) in %.1f ms", c->net.name,
+            c->net.rank, nc->net.name, nc->net.rank, nc->net.nranks, (clockNowNs() - t0) / 1e6);
+out:
+  free(failed);
+  free(inv);
+  free(members);
+  free(owned);
+  return r;
 }
 
 TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *excludeRanks,
@@ -138,34 +244,31 @@ TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *exc
                                               const tpudistConfig_t *config, int shrinkFlags) {
   char err[TD_ERRLEN] = "";
   TD_CHECK(commEnter(comm ? &comm->c : NULL, "CommShrink"));
-  tdComm *c = &comm->c, *nc = NULL;
-  uint8_t *failed = calloc((size_t)c->net.nranks, 1);
-  tpudistResult_t r = failed
-                          ? shrinkArgs(c, excludeRanks, excludeCount, newcomm, shrinkFlags, failed)
-                          : commError(c, tpudistNoMemory, "CommShrink: out of memory");
-  if (r != tpudistSuccess) goto out;
-  uint64_t t0 = clockNowNs();
-  /* A member that dies between the agreement and the new communicator's rendezvous fails the
-   * rendezvous for everyone (bounded by TPU_DIST_AGREE_TIMEOUT_MS): agree again, once more. */
-  uint32_t seq = c->shrink_seq++; /* one per call: a retry meets ranks still in the first round */
-  for (int attempt = 0; attempt < TD_SHRINK_ATTEMPTS; attempt++) {
-    r = shrinkMembers(c, excludeCount > 0, attempt ? TPUDIST_SHRINK_ABORT : shrinkFlags, seq,
-                      failed, err);
-    if (r != tpudistSuccess) break;
-    r = shrinkCreate(c, failed, seq, config, &nc, err);
-    if (r == tpudistSuccess || excludeCount > 0) break;
-    TD_INFO(TD_SUBSYS_INIT, "%s: rank %d: shrink attempt %d failed (%s); agreeing again",
-            c->net.name, c->net.rank, attempt + 1, err);
+  tdComm *c = &comm->c;
+  tdShrinkArgs *a = calloc(1, sizeof(*a) + (size_t)c->net.nranks);
+  tdComm *nc = NULL;
+  tpudistResult_t r = tpudistSuccess;
+  if (!a) {
+    r = commError(c, tpudistNoMemory, "CommShrink: out of memory");
+  } else if ((r = shrinkArgs(c, excludeRanks, excludeCount, newcomm, shrinkFlags, a->excl)) ==
+             tpudistSuccess) {
+    if ((r = commCheckConfig(config, err)) != tpudistSuccess) r = commErrorMsg(c, r, err);
   }
+  if (r == tpudistSuccess && !(nc = commAlloc(c->net.nranks, c->net.rank)))
+    r = commError(c, tpudistNoMemory, "CommShrink: out of memory");
   if (r != tpudistSuccess) {
-    r = commErrorMsg(c, r, err);
-    goto out;
+    free(a);
+    commLeave(c);
+    return r;
   }
-  *newcomm = (tpudistComm_t)nc;
-  TD_INFO(TD_SUBSYS_INIT, "%s: rank %d shrank to %s (rank %d of %d) in %.1f ms", c->net.name,
-          c->net.rank, nc->net.name, nc->net.rank, nc->net.nranks, (clockNowNs() - t0) / 1e6);
-out:
-  free(failed);
+  a->explicit_list = excludeCount > 0;
+  a->flags = shrinkFlags;
+  nc->net.timeout_ms = commConfigTimeout(config) ? commConfigTimeout(config) : c->net.timeout_ms;
+  nc->parent = c;
+  /* blocking: the job runs here (its failure is recorded on c); else on a helper thread, c held
+   * until it ends */
+  r = commCreate(nc, !commConfigNonBlocking(config, c), config, shrinkJob, a, "CommShrink",
+                 newcomm);
   commLeave(c);
   return r;
 }

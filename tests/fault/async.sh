@@ -9,6 +9,9 @@
 #   splitabort  a pending split aborted, then its parent aborted while a split is pending
 #   store       non-blocking CommInitStore (a store in files): exact results at 3 ranks; abort
 #               within 100 ms while the only started rank waits for rank 0's key
+#   shrink      non-blocking CommShrink after a death (4 ranks; config blocking = 0, or inherited):
+#               tpudistInProgress at once, then exact results; abort of a pending shrink (as the
+#               coordinator and as a participant) within 100 ms, nothing left
 #   frdump      a forced timeout writes the JSON flight record; python3's json parses it and the
 #               entries are checked (sequence ids, names, sizes, dtypes, states)
 #   status      4 ranks, rank 3 stalls before an all-reduce: tpudist-info --status names the
@@ -62,6 +65,17 @@ part_store() {
   TD_STORE_DIR=$work/store2 TD_STORE_ALONE=1 RANK=1 WORLD_SIZE=2 "$job" store || fail "store abort"
   shm_empty store
 }
+part_shrink() {
+  echo "== non-blocking shrink after a death, 4 ranks"
+  launch 4 "$job" shrink 2>&1 | grep -v "flight recorder\|ERROR"
+  [ "${PIPESTATUS[0]}" -eq 0 ] || fail "non-blocking shrink"
+  for s in 0 1; do
+    echo "== abort of a pending non-blocking shrink, rank $s shrinking"
+    TD_SHRINKER=$s launch 3 "$job" shrinkabort 2>&1 | grep -v "flight recorder\|ERROR"
+    [ "${PIPESTATUS[0]}" -eq 0 ] || fail "abort of a pending shrink (rank $s)"
+  done
+  shm_empty shrink
+}
 part_frdump() {
   echo "== JSON flight record after a forced timeout"
   local dir=$work/fr
@@ -77,6 +91,15 @@ assert d["rank"] == 0 and d["world_size"] == 1 and d["version"], d
 assert d["pg_config"] == {'fr"test': {"name": 'fr"test', "desc": "tpu_dist", "ranks": "[0]"}}, d["pg_config"]
 assert d["reason"] == "timeout", d["reason"]
 e = d["entries"]
+# torch's flight recorder entry fields (its analyzer reads these); ours may add more
+torch_fields = {"record_id", "pg_id", "process_group", "collective_seq_id", "p2p_seq_id", "op_id",
+                "profiling_name", "time_created_ns", "input_sizes", "input_dtypes", "output_sizes",
+                "output_dtypes", "state", "time_discovered_started_ns",
+                "time_discovered_completed_ns", "retired", "timeout_ms", "is_p2p", "duration_ms",
+                "frames"}
+for x in e:
+    assert torch_fields <= set(x), sorted(torch_fields - set(x))
+assert {"version", "pg_config", "entries"} <= set(d), sorted(d)
 assert [x["profiling_name"] for x in e] == ["tpu_dist:all_reduce", "tpu_dist:broadcast", "tpu_dist:recv 0<-0"], e
 assert [x["record_id"] for x in e] == [0, 1, 2]
 assert [x["state"] for x in e] == ["completed", "completed", "started"], [x["state"] for x in e]
@@ -145,7 +168,7 @@ PY
   shm_empty status
 }
 parts=("$@")
-[ ${#parts[@]} -gt 0 ] || parts=(init abort timeout splitabort store frdump status)
+[ ${#parts[@]} -gt 0 ] || parts=(init abort timeout splitabort store shrink frdump status)
 for p in "${parts[@]}"; do "part_$p"; done
 [ $rc -eq 0 ] && echo "async: ok"
 exit $rc

@@ -18,10 +18,16 @@
  * (TD_STORE_DIR): exact all-reduces; started as rank 1 of 2 alone (rank 0 never publishes its
  * address), CommAbort within 100 ms while the store is asked async_job frdump       1 rank: a
  * forced timeout writes TPU_DIST_FR_DUMP_DIR's JSON record (async.sh parses and checks it)
+ *   async_job shrink       N ranks, rank N-1 dies: the others' CommShrink without blocking (config
+ *                          blocking = 0, or inherited from a non-blocking world) returns
+ *                          tpudistInProgress, polls to success, exact all-reduces follow
+ *   async_job shrinkabort  3 ranks, rank 2 dies, only rank TD_SHRINKER shrinks (non-blocking):
+ *                          CommAbort of the pending shrink within 100 ms, nothing left
  *   async_job stall MS     N ranks, TPU_DIST_ALGO=allreduce=ring: rank N-1 sleeps MS before the
  *                          third all-reduce (async.sh queries the job meanwhile)
  */
 #include <dirent.h>
+#include <pthread.h>
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
@@ -300,6 +306,112 @@ static int modeSplitAbort(int rank, int n) {
   return gFail ? 1 : 0;
 }
 
+/* ---- shrink ------------------------------------------------------------------------------ */
+
+/* All-reduces on c until one fails (the last rank kills itself after the first). */
+static void untilError(tpudistComm_t c, int rank, int n) {
+  int vals[64];
+  for (int q = 0; q < n; q++) vals[q] = q + 1;
+  exactAllReduces(c, vals, n, rank);
+  if (rank == n - 1) {
+    static int delay = 50;
+    pthread_t th;
+    pthread_create(&th, NULL, killer, &delay);
+  }
+  int32_t x[1024] = {0};
+  for (double t0 = nowMs(); nowMs() - t0 < 10000;)
+    if (tpudistAllReduce(x, x, 1024, tpudistInt32, tpudistSum, c, NULL) != tpudistSuccess) return;
+  FAIL("no all-reduce failed in 10 s after rank %d died", n - 1);
+}
+
+/* N ranks; rank N-1 dies. The others shrink without blocking: ranks 0 and 2 made the world
+ * non-blocking and pass no config (inherited), rank 1 made it blocking and passes blocking = 0.
+ * CommShrink returns tpudistInProgress with a handle that refuses calls until GetAsyncError
+ * reports success; then exact all-reduces on the N-1 survivors and the failed set {N-1}. */
+static int modeShrink(int rank, int n) {
+  tpudistConfig_t cfg = nonBlocking();
+  tpudistComm_t world = NULL, next = NULL;
+  int inherit = rank != 1;
+  baseline();
+  tpudistResult_t r = tpudistCommInitEnv(&world, n, rank, inherit ? &cfg : NULL);
+  if (inherit ? r != tpudistInProgress || pollReady(world, 30000) != tpudistSuccess
+              : r != tpudistSuccess) {
+    FAIL("init: %s: %s", tpudistGetErrorString(r), tpudistGetLastError(world));
+    return 1;
+  }
+  untilError(world, rank, n);
+  double t0 = nowMs();
+  r = tpudistCommShrink(world, NULL, 0, &next, inherit ? NULL : &cfg, TPUDIST_SHRINK_ABORT);
+  double t_call = nowMs() - t0;
+  if (r != tpudistInProgress || !next) {
+    FAIL("CommShrink (%s): %s, expected tpudistInProgress", inherit ? "inherited" : "blocking = 0",
+         tpudistGetErrorString(r));
+    return 1;
+  }
+  int cnt = 0;
+  if (tpudistCommCount(next, &cnt) != tpudistInvalidUsage)
+    FAIL("CommCount during a non-blocking shrink was not refused");
+  tpudistResult_t st = pollReady(next, 30000);
+  if (st != tpudistSuccess) {
+    FAIL("the shrink ended in %s: %s", tpudistGetErrorString(st), tpudistGetLastError(next));
+    return 1;
+  }
+  double t_done = nowMs() - t0;
+  int me = -1, failed[4], nf = 4;
+  tpudistCommCount(next, &cnt);
+  tpudistCommUserRank(next, &me);
+  if (cnt != n - 1 || me != rank) FAIL("shrunk: rank %d of %d, expected %d of %d", me, cnt, rank, n - 1);
+  int vals[64];
+  for (int q = 0; q < n - 1; q++) vals[q] = 10 + q;
+  if (!gFail) exactAllReduces(next, vals, n - 1, me);
+  if (tpudistCommGetFailedRanks(world, failed, &nf) != tpudistSuccess || nf != 1 || failed[0] != n - 1)
+    FAIL("failed ranks: %d (first %d), expected rank %d", nf, failed[0], n - 1);
+  tpudistCommDestroy(world);
+  if (tpudistCommDestroy(next) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
+  checkNothingLeft("after destroy");
+  printf("rank %d: non-blocking shrink (%s): returned in %.1f ms, ready after %.0f ms, exact\n",
+         rank, inherit ? "inherited" : "blocking = 0", t_call, t_done);
+  return gFail ? 1 : 0;
+}
+
+/* 3 ranks; rank 2 dies; only rank S (TD_SHRINKER) shrinks, without blocking: as coordinator
+ * (S = 0) it waits for rank 1's proposal, as participant (S = 1) for rank 0's decision. CommAbort
+ * of the pending shrink returns within 100 ms and leaves no thread or socket; the other rank waits,
+ * then destroys. */
+static int modeShrinkAbort(int rank, int n) {
+  tpudistComm_t world = NULL, next = NULL;
+  int shrinker = envInt("TD_SHRINKER", 0);
+  if (n != 3 || tpudistCommInitEnv(&world, n, rank, NULL) != tpudistSuccess) {
+    FAIL("shrinkabort needs 3 ranks: %s", tpudistGetLastError(NULL));
+    return 1;
+  }
+  untilError(world, rank, n);
+  tpudistCommRevoke(world); /* its connections close now, not in the shrink: the baseline holds */
+  sleepMs(100);
+  baseline();
+  if (rank != shrinker) {
+    sleepMs(1500);
+    tpudistCommDestroy(world);
+    return gFail ? 1 : 0;
+  }
+  tpudistConfig_t cfg = nonBlocking();
+  tpudistResult_t r = tpudistCommShrink(world, NULL, 0, &next, &cfg, TPUDIST_SHRINK_ABORT), st;
+  if (r != tpudistInProgress) FAIL("CommShrink: %s", tpudistGetErrorString(r));
+  sleepMs(300);
+  if (tpudistCommGetAsyncError(next, &st) != tpudistSuccess || st != tpudistInProgress)
+    FAIL("a shrink waiting for rank %d is in state %s", 1 - rank, tpudistGetErrorString(st));
+  double t0 = nowMs();
+  r = tpudistCommAbort(next);
+  double dt = nowMs() - t0;
+  if (r != tpudistSuccess) FAIL("abort: %s", tpudistGetErrorString(r));
+  if (dt > 100.0) FAIL("abort during the shrink took %.1f ms (limit 100)", dt);
+  checkNothingLeft("after abort");
+  if (tpudistCommDestroy(world) != tpudistSuccess) FAIL("destroy of the shrunk communicator");
+  printf("rank %d: abort of a pending shrink (as %s) returned in %.1f ms, nothing left\n", rank,
+         rank == 0 ? "coordinator" : "participant", dt);
+  return gFail ? 1 : 0;
+}
+
 /* ---- external store ---------------------------------------------------------------------- */
 
 /* A store kept in files under TD_STORE_DIR (what torch's FileStore does); get honours timeoutMs. */
@@ -435,6 +547,8 @@ int main(int argc, char **argv) {
   if (!strcmp(argv[1], "splitabort")) return modeSplitAbort(rank, n);
   if (!strcmp(argv[1], "frdump")) return modeFrDump(rank, n);
   if (!strcmp(argv[1], "store")) return modeStore(rank, n);
+  if (!strcmp(argv[1], "shrink")) return modeShrink(rank, n);
+  if (!strcmp(argv[1], "shrinkabort")) return modeShrinkAbort(rank, n);
   if (!strcmp(argv[1], "stall")) return modeStall(rank, n, argc > 2 ? atoi(argv[2]) : 3000);
   fprintf(stderr, "async_job: unknown mode %s\n", argv[1]);
   return 2;
