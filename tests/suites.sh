@@ -17,6 +17,8 @@ suite unit-step-table 120 tests/unit/test_step_table
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
+# the socket transport's streams: split messages exact and in order at 1-16 streams, mixed counts
+suite unit-sock-streams 180 tests/unit/test_sock_streams
 suite unit-exec 180 tests/unit/test_exec
 suite sim 600 tests/sim/test_sim
 suite sim-scale 900 tests/sim/scale.sh
