@@ -12,7 +12,8 @@
 #   3. torchrun --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d in each host: the tpu_dist
 #      backend exact (tests/cluster/torch_job.py), shm inside a host, TCP across
 #   4. a whole host killed (every rank in its namespace, SIGKILL) mid-collective: every survivor
-#      gets tpudistRemoteError naming a peer within TPU_DIST_TIMEOUT_MS + 2 s (cluster_job)
+#      gets tpudistRemoteError naming a peer within TPU_DIST_TIMEOUT_MS + 2 s (cluster_job);
+#      in 4-6 the socket transport runs 4 streams per pair (TPU_DIST_SOCKET_NSTREAMS=4)
 #   5. a host's link set down mid-collective: every rank (the cut-off host's too) fails with a
 #      timeout or remote error naming a peer within the timeout + 2 s; nothing hangs
 #   6. an intruder on a third host (tests/fault/hostile_peer intrude) attacks every listener of a
@@ -155,7 +156,7 @@ fault() {
   p=$(port)
   : >"$tmp/fault"
   for ((r = 0; r < n; r++)); do
-    RANK=$r WORLD_SIZE=$n TPU_DIST_TIMEOUT_MS=5000 TPU_DIST_COMM_ID="$($C addr "$N"0):$p" \
+    RANK=$r WORLD_SIZE=$n TPU_DIST_TIMEOUT_MS=5000 TPU_DIST_SOCKET_NSTREAMS=4 TPU_DIST_COMM_ID="$($C addr "$N"0):$p" \
       timeout 60 $C exec "$N$((r / 2))" "$B/tests/cluster/cluster_job" loop $mode \
       > >(sed -u "s/^/[rank $r] /" >>"$tmp/fault") 2>&1 &
     pids+=($!)
@@ -209,7 +210,7 @@ pids=()
 rm -f "$tmp/stop"
 for r in 0 1 2 3; do
   RANK=$r WORLD_SIZE=4 TPU_DIST_COMM_ID="$($C addr "$N"0):$p" TPU_DIST_TIMEOUT_MS=30000 \
-    TPU_DIST_HANDSHAKE_MS=2000 TPU_DIST_DEBUG=INFO TPU_DIST_DEBUG_SUBSYS=SOCK TD_CLUSTER_MAX_S=100 \
+    TPU_DIST_SOCKET_NSTREAMS=4 TPU_DIST_HANDSHAKE_MS=2000 TPU_DIST_DEBUG=INFO TPU_DIST_DEBUG_SUBSYS=SOCK TD_CLUSTER_MAX_S=100 \
     TD_CLUSTER_STOP="$tmp/stop" timeout 150 $C exec "$N$((r / 2))" "$B/tests/cluster/cluster_job" \
     steady >"$tmp/intr.$r" 2>&1 &
   pids+=($!)
@@ -244,6 +245,7 @@ for r in 0 1 2 3; do
   wait "${pids[$r]}" || { fail "the job's rank $r failed beside the intruder"; grep FAIL "$tmp/intr.$r" | head -3; }
 done
 grep -h 'results exact' "$tmp"/intr.? | head -4
+cat "$tmp"/intr.? | grep -q 'accepted rank [0-9] (stream 3 of 4)' || fail "intruder: the job's pairs do not use 4 streams"
 [ "$(cat "$tmp"/intr.? | grep -c 'results exact')" -eq 4 ] || fail "intruder: not 4 ranks exact"
 
 [ $rc -eq 0 ] && echo "cluster: ok"
