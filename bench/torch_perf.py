@@ -10,6 +10,11 @@ integers) once per size.
     /usr/bin/python3 bench/torch_perf.py --np 2 --async-k 200 --min 1K --max 16K \
         --modes strict,defer,debug
 
+Across hosts, one torchrun per host (each worker runs `--torchrun`; rank 0 writes the rows):
+
+    torchrun --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d --rdzv_endpoint HOST0:29400 \
+        bench/torch_perf.py --torchrun --backend gloo --colls allreduce --csv out.csv
+
 Execution modes side by side (the twin of bench/fuse_perf): one tpu_dist process group per mode
 (Options.mode), K async all_reduce calls whose sizes cycle through min, 2 min, ... max, then a wait
 for all; the modes take turns in every iteration. Prints per mode the median time per call and the
@@ -118,7 +123,11 @@ def load_counts(a):
 def worker(rank, n, a, init_file, rows):
     if a.backend == "tpu_dist":
         import tpu_dist  # noqa: F401
-    dist.init_process_group(a.backend, init_method="file://" + init_file, rank=rank, world_size=n)
+    if init_file:
+        dist.init_process_group(a.backend, init_method="file://" + init_file, rank=rank,
+                                world_size=n)
+    else:  # under torchrun: its rendezvous, rank and size from the environment
+        dist.init_process_group(a.backend, init_method="env://")
     for coll in a.colls.split(","):
         size = a.min
         while size <= a.max:
@@ -144,7 +153,7 @@ def worker(rank, n, a, init_file, rows):
                 rows.append("%s,%s,%d,%d,%.3f,%.4f,%.4f,%d,%s" % (
                     coll, a.backend, n, algbytes, t * 1e6, algbw, algbw * FACTORS[coll](n),
                     int(med[1].item()), a.backend))
-            size *= 2
+            size *= a.factor
     dist.destroy_process_group()
 
 
@@ -219,6 +228,7 @@ def main():
     ap.add_argument("--colls", default="allreduce")
     ap.add_argument("--min", type=parse_size, default=4096, help="bytes; K, M, G suffixes allowed")
     ap.add_argument("--max", type=parse_size, default=1 << 20)
+    ap.add_argument("--factor", type=int, default=2, help="size step: min, min*factor, ...")
     ap.add_argument("--iters", type=int, default=20)
     ap.add_argument("--warmup", type=int, default=3)
     ap.add_argument("--skew", type=float, default=0.5)
@@ -230,7 +240,20 @@ def main():
     ap.add_argument("--modes", default="strict,defer,debug")
     ap.add_argument("--phases", action="store_true",
                     help="with --async-k: also the time per call of issue, first wait, other waits")
+    ap.add_argument("--torchrun", action="store_true",
+                    help="run as one torchrun worker (RANK, WORLD_SIZE, MASTER_ADDR from torchrun; "
+                         "--np ignored): rank 0 prints the rows and appends them to --csv")
     a = ap.parse_args()
+    if a.torchrun:
+        rows = []
+        worker(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), a, None, rows)
+        if rows:
+            text = "\n".join(rows) + "\n"
+            if a.csv:
+                with open(a.csv, "a") as f:
+                    f.write(text)
+            sys.stdout.write(text)
+        return
     with tempfile.TemporaryDirectory() as d:
         rows = mp.Manager().list()
         mp.spawn(modes_worker if a.async_k else worker,

@@ -17,6 +17,8 @@ suite unit-step-table 120 tests/unit/test_step_table
 suite unit-kernels-portable 120 tests/unit/test_kernels_portable
 suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
+# the socket transport's streams: split messages exact and in order at 1-16 streams, mixed counts
+suite unit-sock-streams 180 tests/unit/test_sock_streams
 suite unit-exec 180 tests/unit/test_exec
 suite sim 600 tests/sim/test_sim
 suite sim-scale 900 tests/sim/scale.sh
@@ -34,6 +36,7 @@ suite mpi-np3 150 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 3 tests/mpi/test_mpi
 suite mpi-np4 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/mpi/test_mpi
 suite mpi-np8 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
 suite mpi-socket 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
+suite mpi-socket-streams 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
 suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
 suite commid 120 tests/mpi/commid.sh
 suite soak 180 tests/mpi/soak.sh
@@ -91,3 +94,6 @@ suite mpi-a2av-2phase-check 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 T
 # multi-host (tests/cluster): 4 hosts as network namespaces (scripts/cluster), links at 2 Gbit/s;
 # mpirun with a hostfile across 2 and 4 hosts, COMM_ID on a second network, a host killed, a link cut
 suite cluster 480 tests/cluster/run.sh
+# mpirun with a hostfile across 2 and 4 hosts, COMM_ID on a second network, a host killed, a link cut,
+# an intruder on a third host at every listener of a running job
+suite cluster 420 tests/cluster/run.sh

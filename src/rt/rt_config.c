@@ -123,6 +123,11 @@ const tdConfigVar tdConfigTable[] = {
      "Comma list overriding the transport order, e.g. socket or self,shm,socket."},
     {"TPU_DIST_SOCKET_IFNAME", cfgStr, "", TD_OFF(socket_ifname), 0, 0,
      "Interface (prefix) for TCP; loopback is allowed (default: first up interface, else lo)."},
+    {"TPU_DIST_SOCKET_NSTREAMS", cfgInt, "1", TD_OFF(socket_nstreams), 1, 16,
+     "TCP connections (streams) per peer pair (a pair uses the smaller of its two ranks' values); "
+     "messages of 128 KiB and more are split across them. 1: measured best on links one "
+     "connection fills (docs/performance.md, Multi-host); raise it where one flow cannot fill the "
+     "link (a per-flow rate cap, a long fat pipe)."},
     {"TPU_DIST_CHUNK_BYTES", cfgLong, "131072", TD_OFF(chunk_bytes), 1, 1LL << 40,
      "Pipeline piece size in bytes: the executor slices each step into pieces of this size."},
     {"TPU_DIST_MAX_PIECES", cfgInt, "32", TD_OFF(max_pieces), 0, 1 << 20,

@@ -48,6 +48,7 @@ typedef struct {
   /* transports and executor */
   const char *transports;    /* TPU_DIST_TRANSPORTS */
   const char *socket_ifname; /* TPU_DIST_SOCKET_IFNAME */
+  int socket_nstreams;       /* TPU_DIST_SOCKET_NSTREAMS: TCP connections per peer pair */
   long chunk_bytes;          /* TPU_DIST_CHUNK_BYTES: pipeline piece size */
   int max_pieces;            /* TPU_DIST_MAX_PIECES: pieces per step at most */
   int small_bytes;           /* TPU_DIST_SMALL_BYTES: slot all-reduce up to this size */

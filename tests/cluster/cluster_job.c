@@ -11,11 +11,18 @@
  * with a message that names a peer rank, and destroy the communicator within 2 s. No failure after
  * TD_CLUSTER_MAX_S (default 60) seconds is a failure too. Prints "rank R: failed after T ms:
  * MESSAGE" and exits 0 when the survivor behaved; 1 otherwise.
+ *
+ *   cluster_job steady    the same exactly checked all-reduces (TD_CLUSTER_COUNT elements, then 1
+ *                         and 1000) until the file TD_CLUSTER_STOP exists (rank 0 looks, and every
+ *                         rank learns it in the next all-reduce; at most TD_CLUSTER_MAX_S): every
+ *                         call must succeed. Prints "ready" after the first round and
+ *                         "rank R: N rounds, results exact" at the end (exit 0), or FAIL lines.
  */
 #include <stdio.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
+#include <unistd.h>
 
 #include "../fault/job_util.h"
 #include "tpu_dist.h"
@@ -96,13 +103,53 @@ static int modeLoop(int rank, int n, int allowTimeout) {
   return bad ? 1 : 0;
 }
 
+static int modeSteady(int rank, int n) {
+  double maxMs = envLong("TD_CLUSTER_MAX_S", 60) * 1e3;
+  size_t count = (size_t)envLong("TD_CLUSTER_COUNT", 1 << 20), counts[3] = {count, 1, 1000};
+  const char *stopfile = getenv("TD_CLUSTER_STOP");
+  int32_t *in = malloc(count * 4 + 4000), *out = malloc(count * 4 + 4000), stop = 0;
+  tpudistComm_t c = NULL;
+  if (!stopfile || tpudistCommInitEnv(&c, n, rank, NULL) != tpudistSuccess || !in || !out) {
+    fprintf(stderr, "rank %d: FAIL: init (TD_CLUSTER_STOP set?): %s\n", rank,
+            tpudistGetLastError(NULL));
+    return 1;
+  }
+  double start = nowMs();
+  long it;
+  for (it = 0; !stop; it++) {
+    for (int k = 0; k < 3; k++) {
+      tpudistResult_t r = checkedAllReduce(c, rank, n, counts[k], in, out);
+      if (r != tpudistSuccess) {
+        fprintf(stderr, "rank %d: FAIL: round %ld, all-reduce of %zu: %s: %s\n", rank, it,
+                counts[k], tpudistGetErrorString(r), tpudistGetLastError(c));
+        return 1;
+      }
+    }
+    if (it == 0) {
+      printf("rank %d: ready\n", rank);
+      fflush(stdout);
+    }
+    int32_t mine = rank == 0 && (access(stopfile, F_OK) == 0 || nowMs() - start > maxMs);
+    if (tpudistAllReduce(&mine, &stop, 1, tpudistInt32, tpudistSum, c, NULL) != tpudistSuccess) {
+      fprintf(stderr, "rank %d: FAIL: stop flag: %s\n", rank, tpudistGetLastError(c));
+      return 1;
+    }
+  }
+  tpudistCommDestroy(c);
+  free(in);
+  free(out);
+  printf("rank %d: %ld rounds, results exact\n", rank, it);
+  return 0;
+}
+
 int main(int argc, char **argv) {
   const char *rs = getenv("RANK"), *ns = getenv("WORLD_SIZE");
   int allowTimeout = argc > 2 && !strcmp(argv[2], "timeout");
+  if (argc == 2 && !strcmp(argv[1], "steady") && rs && ns) return modeSteady(atoi(rs), atoi(ns));
   if (argc < 2 || strcmp(argv[1], "loop") || (argc > 2 && !allowTimeout) || !rs || !ns) {
     fprintf(stderr,
-            "usage: RANK=R WORLD_SIZE=N TPU_DIST_COMM_ID=HOST:PORT cluster_job loop "
-            "[timeout]\n");
+            "usage: RANK=R WORLD_SIZE=N TPU_DIST_COMM_ID=HOST:PORT cluster_job loop [timeout] | "
+            "steady\n");
     return 2;
   }
   return modeLoop(atoi(rs), atoi(ns), allowTimeout);

@@ -13,9 +13,18 @@
 #   3. torchrun --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d in each host: the tpu_dist
 #      backend exact (tests/cluster/torch_job.py), shm inside a host, TCP across
 #   4. a whole host killed (every rank in its namespace, SIGKILL) mid-collective: every survivor
-#      gets tpudistRemoteError naming a peer within TPU_DIST_TIMEOUT_MS + 2 s (cluster_job)
+#      gets tpudistRemoteError naming a peer within TPU_DIST_TIMEOUT_MS + 2 s (cluster_job);
+#      in 4-6 the socket transport runs 4 streams per pair (TPU_DIST_SOCKET_NSTREAMS=4)
 #   5. a host's link set down mid-collective: every rank (the cut-off host's too) fails with a
 #      timeout or remote error naming a peer within the timeout + 2 s; nothing hangs
+#   6. an intruder on a third host (tests/fault/hostile_peer intrude) attacks every listener of a
+#      running 2 hosts x 2 ranks job (found in /proc/net/tcp inside the hosts: the rendezvous,
+#      each rank's bootstrap, agreement, socket-transport and status listeners) with garbage, a
+#      bootstrap hello and a socket-transport hello without the secret: the rendezvous and every
+#      socket-transport listener refuse every attack within the handshake deadline, no listener
+#      answers success or a verdict, at most the 2 listeners per rank that accept only during a
+#      split or a shrink (bootstrap, agreement) leave it unserved, and the job's exactly checked
+#      all-reduces (cluster_job steady) all succeed
 # Needs root (network namespaces). TD_CLUSTER_NET picks the subnet (default 10.217.49).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -151,7 +160,7 @@ fault() {
   p=$(port)
   : >"$tmp/fault"
   for ((r = 0; r < n; r++)); do
-    RANK=$r WORLD_SIZE=$n TPU_DIST_TIMEOUT_MS=5000 TPU_DIST_COMM_ID="$($C addr "$N"0):$p" \
+    RANK=$r WORLD_SIZE=$n TPU_DIST_TIMEOUT_MS=5000 TPU_DIST_SOCKET_NSTREAMS=4 TPU_DIST_COMM_ID="$($C addr "$N"0):$p" \
       timeout 60 $C exec "$N$((r / 2))" "$B/tests/cluster/cluster_job" loop $mode \
       > >(sed -u "s/^/[rank $r] /" >>"$tmp/fault") 2>&1 &
     pids+=($!)
@@ -187,6 +196,61 @@ echo "== a whole host killed: 3 hosts x 2 ranks, ${N}2's ranks killed"
 fault kill 3
 echo "== a host's link down: 2 hosts x 2 ranks, ${N}1's link down"
 fault link 2
+
+# ---- 6. an intruder on a third host ------------------------------------------------------------
+# listeners HOST: every TCP listener in HOST's namespace as ADDR:PORT (0.0.0.0 as HOST's address)
+listeners() {
+  local a ip port
+  a=$($C addr "$1")
+  $C exec "$1" cat /proc/net/tcp | awk '$4 == "0A" {print $2}' | while IFS=: read -r ip port; do
+    ip=$(printf '%d.%d.%d.%d' "0x${ip:6:2}" "0x${ip:4:2}" "0x${ip:2:2}" "0x${ip:0:2}")
+    [ "$ip" = 0.0.0.0 ] && ip=$a
+    [ "$ip" = 127.0.0.1 ] || printf '%s:%d\n' "$ip" "0x$port"
+  done
+}
+echo "== an intruder on ${N}2 at every listener of a 2 hosts x 2 ranks job"
+p=$(port)
+pids=()
+rm -f "$tmp/stop"
+for r in 0 1 2 3; do
+  RANK=$r WORLD_SIZE=4 TPU_DIST_COMM_ID="$($C addr "$N"0):$p" TPU_DIST_TIMEOUT_MS=30000 \
+    TPU_DIST_SOCKET_NSTREAMS=4 TPU_DIST_HANDSHAKE_MS=2000 TPU_DIST_DEBUG=INFO TPU_DIST_DEBUG_SUBSYS=SOCK TD_CLUSTER_MAX_S=100 \
+    TD_CLUSTER_STOP="$tmp/stop" timeout 150 $C exec "$N$((r / 2))" "$B/tests/cluster/cluster_job" \
+    steady >"$tmp/intr.$r" 2>&1 &
+  pids+=($!)
+done
+for ((t = 0; t < 600; t++)); do
+  [ "$(cat "$tmp"/intr.? 2>/dev/null | grep -c ': ready')" -ge 4 ] && break
+  sleep 0.1
+done
+targets=$( (listeners "$N"0; listeners "$N"1) | sort -u)
+echo "listeners of the job: $(wc -w <<<"$targets") ($(tr '\n' ' ' <<<"$targets"))"
+[ "$(wc -w <<<"$targets")" -ge 13 ] || fail "fewer than 13 listeners (1 + 3 per rank)"
+t0=$(date +%s%N)
+$C exec "$N"2 "$B/tests/fault/hostile_peer" intrude 8000 $targets >"$tmp/intruder" 2>&1
+st=$?
+echo "intruder: $(grep -c '^hostile_peer: refused' "$tmp/intruder") attacks refused," \
+  "$(grep -c 'NOT REFUSED' "$tmp/intruder") not, $(grep -c '^hostile_peer: unserved' "$tmp/intruder")" \
+  "unserved, in $((($(date +%s%N) - t0) / 1000000)) ms"
+grep 'NOT REFUSED' "$tmp/intruder" | head -5
+[ $st -eq 0 ] || fail "intruder: an attack was answered (status $st)"
+# the rendezvous and every rank's socket-transport listener (its INFO line) refuse all 3 attacks
+must="$($C addr "$N"0):$p"
+for r in 0 1 2 3; do must+=" $(sed -n 's/.* listens on \([0-9.:]*\),.*/\1/p' "$tmp/intr.$r" | head -1)"; done
+for a in $must; do
+  grep -qx "$a" <<<"$targets" || fail "listener $a not found in /proc/net/tcp"
+  [ "$(grep -c "^hostile_peer: refused: .* to $a " "$tmp/intruder")" -eq 3 ] ||
+    fail "listener $a did not refuse all 3 attacks: $(grep " to $a " "$tmp/intruder" | head -3)"
+done
+unserved=$(sed -n 's/^hostile_peer: unserved: .* to \([0-9.:]*\) .*/\1/p' "$tmp/intruder" | sort -u)
+[ "$(wc -w <<<"$unserved")" -le 8 ] || fail "more than 2 unserved listeners per rank: $unserved"
+touch "$tmp/stop"
+for r in 0 1 2 3; do
+  wait "${pids[$r]}" || { fail "the job's rank $r failed beside the intruder"; grep FAIL "$tmp/intr.$r" | head -3; }
+done
+grep -h 'results exact' "$tmp"/intr.? | head -4
+cat "$tmp"/intr.? | grep -q 'accepted rank [0-9] (stream 3 of 4)' || fail "intruder: the job's pairs do not use 4 streams"
+[ "$(cat "$tmp"/intr.? | grep -c 'results exact')" -eq 4 ] || fail "intruder: not 4 ranks exact"
 
 [ $rc -eq 0 ] && echo "cluster: ok"
 exit $rc

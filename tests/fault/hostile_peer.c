@@ -15,6 +15,13 @@
  *       replays the recorded hello and proof to the listener they were sent to, reflects its
  *       challenge, sends a wrong proof and an oversized header there, then a slow sender, a
  *       never-finished handshake and IDLE idle connections over every listener PORT (127.0.0.1).
+ *   hostile_peer intrude HOLD_MS HOST:PORT...
+ *       an intruder on another host (tests/cluster/run.sh): at every listener of a running job at
+ *       once (bootstrap, agreement, socket transport, status: whatever listens), garbage, a
+ *       bootstrap hello and a socket-transport hello (a guessed communicator) each followed by a
+ *       made-up proof; refused when the listener closes within HOLD_MS, never having answered
+ *       success or a verdict; "unserved" (not a failure here: the caller judges) when the
+ *       connection stays open without one byte answered (a listener that accepts nothing now).
  * Prints one line per attack ("refused: ..." or "NOT REFUSED: ...") and exits 0 only if every
  * attack was refused.
  */
@@ -54,12 +61,14 @@ static int dial(const tdNetAddr *a) {
   return fd;
 }
 
-/* Reads until the peer closes or deadline; returns bytes read before the close, -1 on timeout. */
-static long readUntilClosed(int fd, int64_t deadline, void *first, size_t first_len) {
+/* Reads until the peer closes or deadline; returns bytes read before the close, -1 on timeout
+ * (*got, if not NULL: the bytes read either way). */
+static long readAnswer(int fd, int64_t deadline, void *first, size_t first_len, long *got) {
   char buf[4096];
   long total = 0;
   for (;;) {
     int64_t left = deadline - netNowMs();
+    if (got) *got = total;
     if (left <= 0) return -1;
     struct pollfd p = {fd, POLLIN, 0};
     if (poll(&p, 1, (int)TD_MIN(left, 100)) <= 0) continue;
@@ -70,6 +79,10 @@ static long readUntilClosed(int fd, int64_t deadline, void *first, size_t first_
       memcpy((char *)first + total, buf, TD_MIN((size_t)n, first_len - (size_t)total));
     total += n;
   }
+}
+
+static long readUntilClosed(int fd, int64_t deadline, void *first, size_t first_len) {
+  return readAnswer(fd, deadline, first, first_len, NULL);
 }
 
 static void sendAll(int fd, const void *b, size_t n) {
@@ -380,6 +393,118 @@ static int modeSockets(const char *recfile, int idle, int hold_ms, int nports, c
   return gFailed ? 1 : 0;
 }
 
+/* ---- an intruder on another host: every listener of a running job --------------------------- */
+
+/* An attack's outcome: refused (closed within the hold, never a success or a verdict),
+ * unserved (open, not one byte answered: a listener that accepts nothing at present), or not. */
+enum { TD_NOT_REFUSED, TD_REFUSED, TD_UNSERVED };
+
+typedef struct {
+  tdNetAddr a;
+  char name[64];
+  int hold_ms;
+  int outcome[3];
+  char how[3][96];
+} tdTarget;
+
+/* Sends first (flen bytes); if chal_len, reads that many bytes of challenge and sends proof; then
+ * reads until the target closes. Returns the bytes answered after the last send (the first
+ * answered bytes into reply), -1 if still open after hold_ms; *challenged: a challenge came. */
+static long probe(const tdTarget *t, const void *first, size_t flen, size_t chal_len,
+                  const void *proof, size_t plen, void *reply, size_t rlen, int *challenged,
+                  long *got) {
+  char err[TD_ERRLEN], chal[64];
+  int64_t deadline = netNowMs() + t->hold_ms;
+  int fd = dial(&t->a);
+  *challenged = 0;
+  *got = 0;
+  if (fd < 0) return 0; /* nobody listens any more: nothing was accepted */
+  sendAll(fd, first, flen);
+  if (chal_len && netRecvAll(fd, chal, chal_len, deadline, NULL, "target", err) == tpudistSuccess) {
+    *challenged = 1;
+    sendAll(fd, proof, plen);
+  }
+  long n = readAnswer(fd, deadline, reply, rlen, got);
+  close(fd);
+  return n;
+}
+
+/* refused if closed (and ok), unserved if open with nothing answered, else not refused. */
+static int outcome(long n, int ok, int challenged, long got) {
+  if (n >= 0) return ok ? TD_REFUSED : TD_NOT_REFUSED;
+  return !challenged && got == 0 ? TD_UNSERVED : TD_NOT_REFUSED;
+}
+
+static void *intrudeOne(void *arg) {
+  tdTarget *t = arg;
+  unsigned char junk[256], made_up[TD_MAC_BYTES];
+  unsigned seed = (unsigned)getpid() ^ (unsigned)(uintptr_t)t;
+  for (size_t i = 0; i < sizeof(junk); i++) junk[i] = (unsigned char)rand_r(&seed);
+  memcpy(made_up, junk + 64, sizeof(made_up));
+  int ch;
+  long got;
+  /* 1. garbage: closed (whatever it answered) within the hold */
+  long n = probe(t, junk, sizeof(junk), 0, NULL, 0, NULL, 0, &ch, &got);
+  t->outcome[0] = outcome(n, 1, 0, got);
+  snprintf(t->how[0], sizeof(t->how[0]), "%s", n >= 0 ? "closed" : "open, nothing answered");
+  /* 2. a bootstrap hello, then a made-up proof: closed, never a successful reply */
+  tdHello bh = bootHello();
+  tdReply rep;
+  memset(&rep, 0, sizeof(rep));
+  n = probe(t, &bh, sizeof(bh), sizeof(tdChallenge), made_up, sizeof(made_up), &rep, sizeof(rep),
+            &ch, &got);
+  int ok_reply = n >= (long)sizeof(rep) && rep.status == tpudistSuccess;
+  t->outcome[1] = outcome(n, !ok_reply, ch, got);
+  snprintf(t->how[1], sizeof(t->how[1]), "%s%s", n < 0 ? "open" : "closed",
+           !ch ? " at the hello" : ok_reply ? " after a SUCCESS reply" : " after the proof");
+  /* 3. a socket-transport hello (a guessed communicator), then a made-up proof: closed, no verdict */
+  tdSockHello sh;
+  memset(&sh, 0, sizeof(sh));
+  sh.magic = TD_SOCK_MAGIC;
+  memcpy(&sh.hash, junk, sizeof(sh.hash));
+  sh.from = 0;
+  sh.to = 1;
+  sh.nstreams = 1;
+  memcpy(sh.nonce, junk + 8, sizeof(sh.nonce));
+  n = probe(t, &sh, sizeof(sh), TD_NONCE_BYTES, made_up, sizeof(made_up), NULL, 0, &ch, &got);
+  t->outcome[2] = outcome(n, n == 0 || !ch, ch, got);
+  snprintf(t->how[2], sizeof(t->how[2]), "%s%s", n < 0 ? "open" : "closed",
+           !ch ? " at the hello" : n > 0 ? " after a VERDICT" : " after the proof, no verdict");
+  return NULL;
+}
+
+/* Every target at once (one thread each), each attacked in turn. */
+static int modeIntrude(int hold_ms, int ntargets, char **targets) {
+  static const char *what[3] = {"garbage", "a bootstrap hello without the secret",
+                                "a socket-transport hello without the secret"};
+  tdTarget *t = calloc((size_t)ntargets, sizeof(*t));
+  pthread_t *th = calloc((size_t)ntargets, sizeof(*th));
+  char err[TD_ERRLEN];
+  for (int i = 0; i < ntargets; i++) {
+    if (netParseHostPort(targets[i], &t[i].a, err) != tpudistSuccess) {
+      fprintf(stderr, "hostile_peer: %s: %s\n", targets[i], err);
+      return 2;
+    }
+    snprintf(t[i].name, sizeof(t[i].name), "%s", targets[i]);
+    t[i].hold_ms = hold_ms;
+    pthread_create(&th[i], NULL, intrudeOne, &t[i]);
+  }
+  for (int i = 0; i < ntargets; i++) {
+    pthread_join(th[i], NULL);
+    for (int k = 0; k < 3; k++) {
+      char w[160];
+      snprintf(w, sizeof(w), "%s to %s", what[k], t[i].name);
+      if (t[i].outcome[k] == TD_UNSERVED)
+        printf("hostile_peer: unserved: %s (%s in %d ms)\n", w, t[i].how[k], hold_ms);
+      else
+        verdict(t[i].outcome[k] == TD_REFUSED, w, t[i].how[k]);
+    }
+  }
+  free(t);
+  free(th);
+  return gFailed ? 1 : 0;
+}
+
 int main(int argc, char **argv) {
   setvbuf(stdout, NULL, _IOLBF, 0);
   if (argc >= 5 && !strcmp(argv[1], "rendezvous"))
@@ -387,8 +512,10 @@ int main(int argc, char **argv) {
   if (argc >= 4 && !strcmp(argv[1], "record")) return modeRecord(argv[2], argv[3]);
   if (argc >= 6 && !strcmp(argv[1], "sockets"))
     return modeSockets(argv[2], atoi(argv[3]), atoi(argv[4]), argc - 5, argv + 5);
+  if (argc >= 4 && !strcmp(argv[1], "intrude"))
+    return modeIntrude(atoi(argv[2]), argc - 3, argv + 3);
   fprintf(stderr,
           "usage: hostile_peer rendezvous HOST:PORT IDLE HOLD_MS | record FILE PORTSFILE | "
-          "sockets FILE IDLE HOLD_MS PORT...\n");
+          "sockets FILE IDLE HOLD_MS PORT... | intrude HOLD_MS HOST:PORT...\n");
   return 2;
 }

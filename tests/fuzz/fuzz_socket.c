@@ -27,7 +27,7 @@
 #include "net.h"
 #include "registry.h"
 #include "rt_config.h"
-#include "socket.h"
+#include "socket_priv.h"
 
 #define FUZZ_HASH 0x0123456789abcdefull
 #define FUZZ_MAX_RX 6
@@ -91,13 +91,19 @@ static int inStream(const uint8_t *s, size_t len, const tdMsgKey *k, const void 
   size_t off = 0;
   while (len - off >= TD_SOCK_HDR_BYTES) {
     tdMsgKey key;
-    uint64_t plen;
+    uint64_t mlen;
+    size_t poff, plen;
+    int part, nparts;
     char err[TD_ERRLEN];
-    if (sockHeaderCheck(s + off, TD_SOCK_HDR_BYTES, &key, &plen, err) != tpudistSuccess) return 0;
+    if (sockHeaderCheck(s + off, TD_SOCK_HDR_BYTES, &key, &mlen, &part, &nparts, err) !=
+        tpudistSuccess)
+      return 0;
     off += TD_SOCK_HDR_BYTES;
+    sockPartRange((size_t)mlen, nparts, part, &poff, &plen); /* a part's payload */
     if (plen > len - off) return 0;
-    if (keyEq(&key, k) && plen == n && memcmp(s + off, b, n) == 0) return 1;
-    off += (size_t)plen;
+    /* one stream carries one part of a message: only a whole frame completes a receive here */
+    if (nparts == 1 && keyEq(&key, k) && plen == n && memcmp(s + off, b, n) == 0) return 1;
+    off += plen;
   }
   return 0;
 }
@@ -143,14 +149,17 @@ static void checkHandshake(const uint8_t *data, size_t size) {
   static const tdKey key = {{1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11, 12, 13, 14, 15, 16,
                              17, 18, 19, 20, 21, 22, 23, 24, 25, 26, 27, 28, 29, 30, 31, 32}};
   static const uint8_t nonce[TD_NONCE_BYTES] = {0x42};
-  int from = -1;
+  int from = -1, stream = -1, nstreams = 0;
   if (size < TD_SOCK_HELLO_BYTES) return;
-  if (!sockHelloCheck(data, TD_SOCK_HELLO_BYTES, FUZZ_HASH, 0, 4, &from)) return;
-  if (from < 1 || from >= 4) abort();
+  if (!sockHelloCheck(data, TD_SOCK_HELLO_BYTES, FUZZ_HASH, 0, 4, &from, &stream, &nstreams))
+    return;
+  if (from < 1 || from >= 4 || nstreams < 1 || nstreams > TD_SOCK_MAX_STREAMS || stream < 0 ||
+      stream >= nstreams)
+    abort();
   if (size < TD_SOCK_HELLO_BYTES + TD_MAC_BYTES) return;
   const uint8_t *proof = data + TD_SOCK_HELLO_BYTES;
   uint8_t want[TD_MAC_BYTES];
-  authProof(&key, "tpu_dist/sock/v1/initiator", data, TD_SOCK_HELLO_BYTES, nonce, 0, want);
+  authProof(&key, TD_SOCK_LABEL_INIT, data, TD_SOCK_HELLO_BYTES, nonce, 0, want);
   if (sockProofCheck(&key, data, nonce, proof) != (memcmp(want, proof, TD_MAC_BYTES) == 0)) abort();
 }
 

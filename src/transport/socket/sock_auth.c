@@ -1,14 +1,16 @@
 /*
  * sock_auth.c - the socket transport's connection handshake (auth.h), both sides, non-blocking:
- *   connector -> listener   hello {magic, comm hash, from, to, nonce_c}               56 bytes
+ *   connector -> listener   hello {magic, comm hash, from, to, stream, nstreams, nonce_c}
+ *                                                                                    64 bytes
  *   listener -> connector   nonce_l                                                   32 bytes
  *   connector -> listener   HMAC(key, "tpu_dist/sock/v1/initiator" | hello | nonce_l) 32 bytes
  *   listener -> connector   verdict byte, HMAC(key, "tpu_dist/sock/v1/responder" | hello |
  *                           nonce_l | verdict)                                       33 bytes
  * The listener answers a hello only with a fresh nonce and reveals its verdict only to a
  * connector that proved the key; the connector uses the connection only after the listener's
- * proof. Verdict 1 adopts the connection; 2 refuses it (simultaneous connects: the lower rank's
- * connection wins, see socket.c).
+ * proof. Verdict 1 adopts the connection as the pair's stream `stream`; 2 refuses it (simultaneous
+ * connects: the lower rank's connection wins, see socket.c). Every stream of a pair is a connection
+ * of its own with its own handshake; a hello whose stream count is not the pair's is dropped.
  *
  * Floods: at most TPU_DIST_MAX_HANDSHAKES accepted connections are in their handshake at once; a
  * new one beyond drops the oldest that has not sent a byte (else the oldest); each has
@@ -31,14 +33,18 @@
 
 _Static_assert(sizeof(tdSockHello) == TD_SOCK_HELLO_BYTES, "hello size");
 
-int sockHelloCheck(const void *msg, size_t len, uint64_t hash, int rank, int nranks, int *from) {
+int sockHelloCheck(const void *msg, size_t len, uint64_t hash, int rank, int nranks, int *from,
+                   int *stream, int *nstreams) {
   tdSockHello h;
   if (len != sizeof(h)) return 0;
   memcpy(&h, msg, sizeof(h));
   if (h.magic != TD_SOCK_MAGIC || h.hash != hash || h.to != rank || h.from < 0 ||
-      h.from >= nranks || h.from == rank)
+      h.from >= nranks || h.from == rank || h.nstreams < 1 || h.nstreams > TD_SOCK_MAX_STREAMS ||
+      h.stream >= h.nstreams)
     return 0;
   *from = h.from;
+  *stream = (int)h.stream;
+  *nstreams = (int)h.nstreams;
   return 1;
 }
 
@@ -66,13 +72,15 @@ static void dropWarn(tdNet *comm, tdSockCtx *c, const char *fmt, ...) {
 
 /* ---- connector --------------------------------------------------------------------------- */
 
-tpudistResult_t sockConnectorBegin(tdNet *comm, tdSockCtx *c, int p, char *err) {
-  tdSockPeer *pe = &c->peers[p];
+tpudistResult_t sockConnectorBegin(tdNet *comm, tdSockCtx *c, int p, int s, char *err) {
+  tdSockConn *pe = &c->peers[p].conn[s];
   memset(&pe->hello, 0, sizeof(pe->hello));
   pe->hello.magic = TD_SOCK_MAGIC;
   pe->hello.hash = comm->comm_hash;
   pe->hello.from = comm->rank;
   pe->hello.to = p;
+  pe->hello.stream = (uint32_t)s;
+  pe->hello.nstreams = (uint32_t)c->peers[p].nconn;
   TD_CHECK(authRandom(pe->hello.nonce, sizeof(pe->hello.nonce), err));
   memcpy(pe->hs_out, &pe->hello, sizeof(pe->hello));
   pe->hs_out_len = sizeof(pe->hello);
@@ -82,7 +90,7 @@ tpudistResult_t sockConnectorBegin(tdNet *comm, tdSockCtx *c, int p, char *err) 
 }
 
 /* Sends what is left of hs_out. 1 when all is sent, 0 when the socket is full, -1 on error. */
-static int hsFlush(tdSockPeer *pe) {
+static int hsFlush(tdSockConn *pe) {
   while (pe->hs_done < pe->hs_out_len) {
     ssize_t n = send(pe->fd, pe->hs_out + pe->hs_done, pe->hs_out_len - pe->hs_done,
                      MSG_NOSIGNAL | MSG_DONTWAIT);
@@ -96,14 +104,15 @@ static int hsFlush(tdSockPeer *pe) {
 }
 
 /* The connection closed before the verdict: connect again while the timeout allows. */
-static tpudistResult_t connectorLost(tdNet *comm, tdSockCtx *c, int p, const char *why) {
-  tdSockPeer *pe = &c->peers[p];
+static tpudistResult_t connectorLost(tdNet *comm, tdSockCtx *c, int p, int s, const char *why) {
+  tdSockConn *pe = &c->peers[p].conn[s];
   if (netNowMs() - pe->hs_since < comm->timeout_ms) {
-    TD_INFO(TD_SUBSYS_SOCK, "%s rank %d: handshake with rank %d lost (%s): connecting again",
-            comm->name, comm->rank, p, why);
+    TD_INFO(TD_SUBSYS_SOCK,
+            "%s rank %d: handshake with rank %d (stream %d) lost (%s): connecting again",
+            comm->name, comm->rank, p, s, why);
     close(pe->fd);
     pe->fd = -1;
-    return sockStartConnect(comm, c, p);
+    return sockStartConnect(comm, c, p, s);
   }
   char msg[160];
   snprintf(msg, sizeof(msg), "handshake refused or connection closed (%s)", why);
@@ -111,8 +120,8 @@ static tpudistResult_t connectorLost(tdNet *comm, tdSockCtx *c, int p, const cha
 }
 
 /* The verdict and the listener's proof are in. */
-static tpudistResult_t connectorVerdict(tdNet *comm, tdSockCtx *c, int p) {
-  tdSockPeer *pe = &c->peers[p];
+static tpudistResult_t connectorVerdict(tdNet *comm, tdSockCtx *c, int p, int s) {
+  tdSockConn *pe = &c->peers[p].conn[s];
   int v = pe->hs_in[0];
   if (!authProofOk(&c->key, TD_SOCK_LABEL_RESP, &pe->hello, sizeof(pe->hello), pe->nonce_r, v,
                    pe->hs_in + 1))
@@ -121,7 +130,8 @@ static tpudistResult_t connectorVerdict(tdNet *comm, tdSockCtx *c, int p) {
                         "address?)");
   if (v == 1) {
     pe->state = SK_READY;
-    TD_INFO(TD_SUBSYS_SOCK, "%s rank %d connected to rank %d", comm->name, comm->rank, p);
+    TD_INFO(TD_SUBSYS_SOCK, "%s rank %d connected to rank %d (stream %d of %d)", comm->name,
+            comm->rank, p, s, c->peers[p].nconn);
     return tpudistSuccess;
   }
   if (v == 2 && comm->rank > p) { /* the lower rank's own connection wins */
@@ -135,8 +145,9 @@ static tpudistResult_t connectorVerdict(tdNet *comm, tdSockCtx *c, int p) {
   return sockPeerFail(comm, c, p, SK_FAILED, "handshake refused by the peer");
 }
 
-tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, short rev, int *moved) {
-  tdSockPeer *pe = &c->peers[p];
+tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, int s, short rev,
+                                  int *moved) {
+  tdSockConn *pe = &c->peers[p].conn[s];
   char why[160];
   if (pe->state == SK_CONNECTING) {
     int soerr = 0;
@@ -151,33 +162,36 @@ tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, short rev, i
     *moved = 1;
   }
   int f = hsFlush(pe);
-  if (f < 0) return connectorLost(comm, c, p, strerror(errno));
+  if (f < 0) return connectorLost(comm, c, p, s, strerror(errno));
   size_t want = pe->state == SK_CHALLENGE ? TD_NONCE_BYTES : TD_SOCK_VERDICT_BYTES;
   ssize_t n = recv(pe->fd, pe->hs_in + pe->hs_got, want - pe->hs_got, MSG_DONTWAIT);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return tpudistSuccess;
   *moved = 1;
-  if (n <= 0) return connectorLost(comm, c, p, n < 0 ? strerror(errno) : "peer closed");
+  if (n <= 0) return connectorLost(comm, c, p, s, n < 0 ? strerror(errno) : "peer closed");
   pe->hs_got += (size_t)n;
   if (pe->hs_got < want) return tpudistSuccess;
   pe->hs_got = 0;
-  if (pe->state == SK_VERDICT) return connectorVerdict(comm, c, p);
+  if (pe->state == SK_VERDICT) return connectorVerdict(comm, c, p, s);
   memcpy(pe->nonce_r, pe->hs_in, TD_NONCE_BYTES);
   authProof(&c->key, TD_SOCK_LABEL_INIT, &pe->hello, sizeof(pe->hello), pe->nonce_r, 0, pe->hs_out);
   pe->hs_out_len = TD_MAC_BYTES;
   pe->hs_done = 0;
   pe->state = SK_VERDICT;
-  if (hsFlush(pe) < 0) return connectorLost(comm, c, p, strerror(errno));
+  if (hsFlush(pe) < 0) return connectorLost(comm, c, p, s, strerror(errno));
   return tpudistSuccess;
 }
 
 /* ---- listener ---------------------------------------------------------------------------- */
 
-/* The connector proved the key: adopt the connection or refuse it, and say so with a proof. */
-static void acceptProved(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int p) {
+/* The connector proved the key: adopt the connection as stream s of p or refuse it, and say so
+ * with a proof. */
+static void acceptProved(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int p, int s) {
   uint8_t out[TD_SOCK_VERDICT_BYTES];
-  tdSockPeer *pe = &c->peers[p];
+  tdSockPeer *peer = &c->peers[p];
   int verdict = 1;
-  if (pe->state == SK_READY || pe->state == SK_CLOSED || pe->state == SK_FAILED ||
+  if (peer->state == SK_NONE && sockPeerConns(comm, c, p) != tpudistSuccess) verdict = 2;
+  tdSockConn *pe = verdict == 1 ? &peer->conn[s] : NULL;
+  if (peer->state == SK_CLOSED || peer->state == SK_FAILED || !pe || pe->state == SK_READY ||
       ((pe->state == SK_CONNECTING || pe->state == SK_CHALLENGE || pe->state == SK_VERDICT) &&
        comm->rank < p))
     verdict = 2;
@@ -185,7 +199,6 @@ static void acceptProved(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int p) {
   authProof(&c->key, TD_SOCK_LABEL_RESP, &a->hello, sizeof(a->hello), a->nonce_r, verdict, out + 1);
   int sent = send(a->fd, out, sizeof(out), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(out);
   if (verdict == 1 && sent) {
-    sockMarkActive(c, p);
     if (pe->fd >= 0) { /* our own attempt (we are the higher rank) loses */
       TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
                comm->name, comm->rank, p);
@@ -193,7 +206,8 @@ static void acceptProved(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int p) {
     }
     pe->fd = a->fd;
     pe->state = SK_READY;
-    TD_INFO(TD_SUBSYS_SOCK, "%s rank %d accepted rank %d", comm->name, comm->rank, p);
+    TD_INFO(TD_SUBSYS_SOCK, "%s rank %d accepted rank %d (stream %d of %d)", comm->name,
+            comm->rank, p, s, peer->nconn);
     return;
   }
   close(a->fd);
@@ -214,11 +228,17 @@ static int acceptStep(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int64_t now) {
   }
   if (a->got < want) return 0;
   a->got = 0;
-  int p = -1;
+  int p = -1, s = 0, k = 0;
   if (a->stage == 0) {
     if (!sockHelloCheck(&a->hello, sizeof(a->hello), comm->comm_hash, comm->rank, comm->nranks,
-                        &p)) {
+                        &p, &s, &k)) {
       dropWarn(comm, c, "dropped a connection with a wrong hello");
+      close(a->fd);
+      return 1;
+    }
+    int want = TD_MAX(1, TD_MIN(c->nstreams, comm->peers ? comm->peers[p].sock_streams : 1));
+    if (k != want) {
+      dropWarn(comm, c, "dropped a hello from rank %d for %d streams: the pair has %d", p, k, want);
       close(a->fd);
       return 1;
     }
@@ -237,7 +257,7 @@ static int acceptStep(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int64_t now) {
     close(a->fd);
     return 1;
   }
-  acceptProved(comm, c, a, p);
+  acceptProved(comm, c, a, p, (int)a->hello.stream);
   return 1;
 }
 

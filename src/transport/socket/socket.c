@@ -1,57 +1,34 @@
 /*
- * socket.c - the TCP transport: one non-blocking connection per peer pair, opened lazily.
+ * socket.c - the TCP transport: TPU_DIST_SOCKET_NSTREAMS non-blocking connections (streams) per
+ * peer pair, opened lazily; messages split across them (sock_send.c, sock_recv.c).
  *
  * Each rank listens (commInit) on the interface TPU_DIST_SOCKET_IFNAME picks (prefix, "^name" for
- * exact; default: the first up non-loopback interface, else loopback) and publishes the address in
- * tdPeerInfo.sock_addr. The first post that involves a peer (either side) starts a connect; the
- * two sides authenticate each other by challenge-response over the job's key (sock_auth.c) before
- * a byte of data flows. If both sides connect at once, the connection opened by the lower rank
- * wins: the lower rank refuses the higher rank's connection while its own is pending, and the
- * higher rank drops its own attempt when the lower rank's is adopted.
+ * exact; default: the first up non-loopback interface, else loopback) and publishes the address and
+ * its stream count in tdPeerInfo; a pair uses the smaller count. The first post that involves a
+ * peer (either side) starts a connect of every stream; each connection authenticates both sides by
+ * challenge-response over the job's key (sock_auth.c) before a byte of data flows. If both sides
+ * connect a stream at once, the connection opened by the lower rank wins: the lower rank refuses
+ * the higher rank's connection while its own is pending, and the higher rank drops its own attempt
+ * when the lower rank's is adopted.
  *
- * Framing: a 32-byte header {seq, stream, ordinal, piece, len} then len payload bytes, written with
- * sendmsg(MSG_NOSIGNAL) (never SIGPIPE). A send completes once all its bytes are in the kernel.
- * The receiver matches each header against posted receives (peer-specific, then any-source); an
- * unmatched message is read into a heap buffer (grown as its bytes arrive, so a header announcing
- * gigabytes costs only what is really sent) and matched later. Reducing receives read into a
- * staging buffer allocated at commInit and reduce from there. A closed or failed connection fails
- * every transfer pending with that peer with tpudistRemoteError naming the peer; a peer closing
- * with nothing pending (normal shutdown) only fails later posts to it.
+ * Framing: a 32-byte header {seq, stream, ordinal, piece, part, len} then the part's payload bytes,
+ * written with sendmsg(MSG_NOSIGNAL) (never SIGPIPE). A send completes once all its bytes are in
+ * the kernel. A closed or failed connection fails the whole pair: every transfer pending with that
+ * peer fails with tpudistRemoteError naming the peer; a peer closing with nothing pending (normal
+ * shutdown) only fails later posts to it.
  */
 #include <errno.h>
 #include <poll.h>
 #include <stdlib.h>
 #include <string.h>
 #include <sys/socket.h>
-#include <sys/uio.h>
 #include <unistd.h>
 
 #include "bootstrap.h"
-#include "kernels.h"
 #include "net.h"
 #include "rt_config.h"
 #include "rt_log.h"
 #include "socket_priv.h"
-
-#define TD_SOCK_STAGE (256 * 1024)
-#define TD_SOCK_MAX_PER_PEER (8u << 20) /* bytes read per peer per progress call */
-#define TD_SOCK_UNEXP_FIRST (4u << 20)  /* first allocation of an unexpected message at most */
-
-_Static_assert(sizeof(tdWireHdr) == TD_SOCK_HDR_BYTES, "header size");
-
-tpudistResult_t sockHeaderCheck(const void *msg, size_t len, tdMsgKey *key, uint64_t *plen,
-                                char *err) {
-  tdWireHdr h;
-  if (len != sizeof(h)) return tdErr(err, tpudistRemoteError, "a frame header of %zu bytes", len);
-  memcpy(&h, msg, sizeof(h));
-  if (h.pad != 0) return tdErr(err, tpudistRemoteError, "a corrupt frame header");
-  if (h.len > TD_SOCK_MAX_MSG)
-    return tdErr(err, tpudistRemoteError, "a frame announcing %llu bytes",
-                 (unsigned long long)h.len);
-  *key = (tdMsgKey){h.seq, h.stream, h.ordinal, h.piece};
-  *plen = h.len;
-  return tpudistSuccess;
-}
 
 static tdSockCtx *sockCtx(tdNet *comm) {
   int i = netTransportIndex(comm, &tdTransportSocket);
@@ -78,23 +55,35 @@ static tpudistResult_t sockCommInit(tdNet *comm, tdPeerInfo *info) {
   c->peers = calloc((size_t)comm->nranks, sizeof(tdSockPeer));
   c->handshake_ms = cfg->handshake_ms > 0 ? cfg->handshake_ms : 1;
   c->max_handshakes = cfg->max_handshakes > 0 ? cfg->max_handshakes : 1;
-  /* poll set: the listener, the peers, the connections in their handshake */
-  c->pfd = calloc((size_t)(comm->nranks + 1 + c->max_handshakes), sizeof(struct pollfd));
-  c->pfd_peer = calloc((size_t)comm->nranks + 1, sizeof(int));
+  c->nstreams = TD_MAX(1, TD_MIN(cfg->socket_nstreams, TD_SOCK_MAX_STREAMS));
+  /* poll set: the listener, the peers' connections, the connections in their handshake */
+  size_t npfd = (size_t)comm->nranks * (size_t)c->nstreams + 1;
+  c->pfd = calloc(npfd + (size_t)c->max_handshakes, sizeof(struct pollfd));
+  c->pfd_peer = calloc(npfd, sizeof(int));
+  c->pfd_conn = calloc(npfd, sizeof(int));
   c->active = calloc((size_t)comm->nranks, sizeof(int));
   c->stage = malloc(TD_SOCK_STAGE);
-  if (!c->peers || !c->pfd || !c->pfd_peer || !c->active || !c->stage)
+  if (!c->peers || !c->pfd || !c->pfd_peer || !c->pfd_conn || !c->active || !c->stage)
     return transportError(comm, tpudistNoMemory, "socket transport: out of memory");
   memset(c->stage, 0, TD_SOCK_STAGE); /* touched at setup, never faulted on the hot path */
-  for (int p = 0; p < comm->nranks; p++) c->peers[p].fd = -1;
   if (comm->bootstrap) c->key = *bootstrapKey(comm->bootstrap);
   if (netLocalAddr(cfg->socket_ifname, &local, err) != tpudistSuccess ||
       netListen(&local, &c->lfd, &bound, err) != tpudistSuccess)
     return transportError(comm, tpudistSystemError, "socket transport: %s", err);
   memcpy(info->sock_addr, &bound, sizeof(bound));
-  TD_INFO(TD_SUBSYS_SOCK, "%s rank %d listens on %s", comm->name, comm->rank,
-          netAddrStr(&bound, err, sizeof(err)));
+  info->sock_streams = c->nstreams;
+  TD_INFO(TD_SUBSYS_SOCK, "%s rank %d listens on %s, %d streams per peer", comm->name, comm->rank,
+          netAddrStr(&bound, err, sizeof(err)), c->nstreams);
   return tpudistSuccess;
+}
+
+static void msgListFree(tdSockMsg *m) {
+  while (m) {
+    tdSockMsg *next = m->next;
+    for (int i = 0; i < m->nparts; i++) free(m->buf[i].data);
+    free(m);
+    m = next;
+  }
 }
 
 static void sockCommFini(tdNet *comm) {
@@ -102,69 +91,54 @@ static void sockCommFini(tdNet *comm) {
   tdSockCtx *c = comm->tp_ctx[i];
   if (!c) return;
   if (c->lfd >= 0) close(c->lfd);
-  for (int i = 0; c->peers && i < c->nactive; i++)
-    if (c->peers[c->active[i]].fd >= 0) close(c->peers[c->active[i]].fd);
+  for (int p = 0; c->peers && p < comm->nranks; p++) {
+    tdSockPeer *pe = &c->peers[p];
+    for (int s = 0; s < pe->nconn; s++)
+      if (pe->conn[s].fd >= 0) close(pe->conn[s].fd);
+    for (tdSockMsg *m = pe->open, *next; m; m = next) {
+      next = m->onext;
+      if (m->queued) continue; /* freed with the unexpected queue */
+      m->next = NULL;
+      msgListFree(m);
+    }
+    free(pe->conn);
+  }
   while (c->accepting) {
     tdSockAccept *a = c->accepting;
     c->accepting = a->next;
     close(a->fd);
     free(a);
   }
-  while (c->unexp_head) {
-    tdSockMsg *m = c->unexp_head;
-    c->unexp_head = m->next;
-    free(m->data);
-    free(m);
-  }
+  msgListFree(c->unexp_head);
+  msgListFree(c->spare);
   free(c->peers);
   free(c->pfd);
   free(c->pfd_peer);
+  free(c->pfd_conn);
   free(c->active);
   free(c->stage);
   free(c);
   comm->tp_ctx[i] = NULL;
 }
 
-/* Fails everything pending with peer p; returns tpudistRemoteError if anything was pending. */
-/* Takes m out of the unexpected queue. */
-static void unexpUnlink(tdSockCtx *c, tdSockMsg *m) {
-  tdSockMsg *prev = NULL;
-  for (tdSockMsg *q = c->unexp_head; q != m; q = q->next) prev = q;
-  if (prev)
-    prev->next = m->next;
-  else
-    c->unexp_head = m->next;
-  if (c->unexp_tail == m) c->unexp_tail = prev;
-}
-
 tpudistResult_t sockPeerFail(tdNet *comm, tdSockCtx *c, int p, int state, const char *why) {
   tdSockPeer *pe = &c->peers[p];
   int pending = 0;
-  if (pe->fd >= 0) close(pe->fd);
-  pe->fd = -1;
+  for (int s = 0; s < pe->nconn; s++) {
+    tdSockConn *cn = &pe->conn[s];
+    if (cn->fd >= 0) close(cn->fd);
+    cn->fd = -1;
+    cn->state = state;
+    cn->cur = NULL;
+    cn->sent = cn->qbytes = 0;
+  }
   pe->state = state;
   snprintf(pe->why, sizeof(pe->why), "%s", why);
   for (tdXfer *x; (x = xqPop(&pe->sendq));) {
     transportComplete(x, tpudistRemoteError, p);
     pending = 1;
   }
-  if (pe->rx == RX_XFER && pe->rcur) {
-    transportComplete(pe->rcur, tpudistRemoteError, p);
-    pending = 1;
-  }
-  if (pe->rx == RX_UNEXP && pe->rmsg) { /* cut short: it can never complete a receive */
-    tdSockMsg *m = pe->rmsg;
-    if (m->waiter) {
-      transportComplete(m->waiter, tpudistRemoteError, p);
-      pending = 1;
-    }
-    unexpUnlink(c, m);
-    free(m->data);
-    free(m);
-  }
-  pe->rmsg = NULL;
-  pe->rcur = NULL;
-  pe->rx = RX_HDR;
+  pending |= sockRecvDrop(c, p);
   tdXfer *prev = NULL, *x = c->posted.head;
   while (x) {
     tdXfer *next = x->next;
@@ -181,36 +155,39 @@ tpudistResult_t sockPeerFail(tdNet *comm, tdSockCtx *c, int p, int state, const 
   return transportError(comm, tpudistRemoteError, "socket: connection with rank %d: %s", p, why);
 }
 
-void sockMarkActive(tdSockCtx *c, int p) {
-  if (c->peers[p].state == SK_NONE) c->active[c->nactive++] = p;
+tpudistResult_t sockPeerConns(tdNet *comm, tdSockCtx *c, int p) {
+  tdSockPeer *pe = &c->peers[p];
+  if (pe->state != SK_NONE) return tpudistSuccess;
+  int theirs = comm->peers ? comm->peers[p].sock_streams : 1;
+  int k = TD_MAX(1, TD_MIN(c->nstreams, theirs));
+  pe->conn = calloc((size_t)k, sizeof(tdSockConn));
+  if (!pe->conn) return sockPeerFail(comm, c, p, SK_FAILED, "out of memory for its connections");
+  pe->nconn = k;
+  for (int s = 0; s < k; s++) pe->conn[s].fd = -1;
+  c->active[c->nactive++] = p;
+  pe->state = SK_READY;
+  return tpudistSuccess;
 }
 
-tpudistResult_t sockStartConnect(tdNet *comm, tdSockCtx *c, int p) {
-  tdSockPeer *pe = &c->peers[p];
-  if (pe->state == SK_NONE) pe->hs_since = netNowMs();
-  sockMarkActive(c, p);
+tpudistResult_t sockStartConnect(tdNet *comm, tdSockCtx *c, int p, int s) {
+  tdSockConn *cn = &c->peers[p].conn[s];
+  if (cn->state == SK_NONE) cn->hs_since = netNowMs();
   tdNetAddr a;
   char err[TD_ERRLEN];
   memcpy(&a, comm->peers[p].sock_addr, sizeof(a));
-  if (netConnectStart(&a, &pe->fd, err) != tpudistSuccess ||
-      sockConnectorBegin(comm, c, p, err) != tpudistSuccess)
+  if (netConnectStart(&a, &cn->fd, err) != tpudistSuccess ||
+      sockConnectorBegin(comm, c, p, s, err) != tpudistSuccess)
     return sockPeerFail(comm, c, p, SK_FAILED, err);
   return tpudistSuccess;
 }
 
-/* Makes sure a connection to p exists or is being opened. */
+/* Makes sure the connections to p exist or are being opened. */
 static tpudistResult_t peerEnsure(tdNet *comm, tdSockCtx *c, int p) {
-  if (c->peers[p].state == SK_NONE) return sockStartConnect(comm, c, p);
+  if (c->peers[p].state != SK_NONE) return tpudistSuccess;
+  TD_CHECK(sockPeerConns(comm, c, p));
+  for (int s = 0; s < c->peers[p].nconn && c->peers[p].state == SK_READY; s++)
+    if (c->peers[p].conn[s].state == SK_NONE) TD_CHECK(sockStartConnect(comm, c, p, s));
   return tpudistSuccess;
-}
-
-static void queueUnexp(tdSockCtx *c, tdSockMsg *m) {
-  m->next = NULL;
-  if (c->unexp_tail)
-    c->unexp_tail->next = m;
-  else
-    c->unexp_head = m;
-  c->unexp_tail = m;
 }
 
 static tpudistResult_t sockPostSend(tdNet *comm, tdXfer *x) {
@@ -221,43 +198,16 @@ static tpudistResult_t sockPostSend(tdNet *comm, tdXfer *x) {
     return transportError(comm, tpudistRemoteError, "socket: send to rank %d: %s", x->peer,
                           pe->why);
   }
-  x->tp_priv[0] = NULL;
-  xqPush(&pe->sendq, x);
-  return peerEnsure(comm, c, x->peer);
-}
-
-/* Delivers a fully received unexpected message to r and frees it. */
-static void unexpDeliver(tdNet *comm, tdSockMsg *m, tdXfer *r) {
-  if (m->len != r->len)
-    transportLenMismatch(comm, r, m->peer, m->len);
-  else {
-    transportDeliver(r, 0, m->data, m->len);
-    transportComplete(r, tpudistSuccess, m->peer);
-  }
-  free(m->data);
-  free(m);
+  TD_CHECK(peerEnsure(comm, c, x->peer));
+  sockSendQueue(c, x->peer, x);
+  return tpudistSuccess;
 }
 
 static tpudistResult_t sockPostRecv(tdNet *comm, tdXfer *x) {
   tdSockCtx *c = sockCtx(comm);
   int probe = x->tp_priv[3] == TD_ANY_PROBE;
   TD_CHECK(transportCheckRecv(comm, x));
-  tdSockMsg *prev = NULL;
-  for (tdSockMsg *m = c->unexp_head; m; prev = m, m = m->next) {
-    if ((!probe && m->peer != x->peer) || m->waiter || !keyEq(&m->key, &x->key)) continue;
-    if (probe) x->tp_priv[3] = (void *)&tdTransportSocket;
-    if (m->got < m->len) { /* still arriving: it completes x when done */
-      m->waiter = x;
-      return tpudistSuccess;
-    }
-    if (prev)
-      prev->next = m->next;
-    else
-      c->unexp_head = m->next;
-    if (c->unexp_tail == m) c->unexp_tail = prev;
-    unexpDeliver(comm, m, x);
-    return tpudistSuccess;
-  }
+  if (sockRecvUnexpected(comm, c, x, probe)) return tpudistSuccess;
   if (probe) { /* an any-source receive: open every connection this transport serves */
     for (int p = 0; p < comm->nranks; p++)
       if (transportForPeer(comm, p) == &tdTransportSocket) TD_CHECK(peerEnsure(comm, c, p));
@@ -273,169 +223,20 @@ static tpudistResult_t sockPostRecv(tdNet *comm, tdXfer *x) {
   return peerEnsure(comm, c, x->peer);
 }
 
-/* Sends what the socket takes from the send queue of p. */
-static tpudistResult_t progressSend(tdNet *comm, tdSockCtx *c, int p, int *moved) {
-  tdSockPeer *pe = &c->peers[p];
-  while (pe->sendq.head) {
-    tdXfer *x = pe->sendq.head;
-    if (pe->sent == 0) {
-      pe->shdr = (tdWireHdr){x->key.seq, x->key.stream, x->key.ordinal, x->key.piece, 0, x->len};
-    }
-    struct iovec iov[2];
-    int niov = 0;
-    size_t hs = sizeof(tdWireHdr);
-    if (pe->sent < hs) iov[niov++] = (struct iovec){(char *)&pe->shdr + pe->sent, hs - pe->sent};
-    size_t poff = pe->sent > hs ? pe->sent - hs : 0;
-    if (x->len > poff) iov[niov++] = (struct iovec){(char *)x->buf + poff, x->len - poff};
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-    ssize_t n = niov ? sendmsg(pe->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
-    if (n < 0) {
-      if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return tpudistSuccess;
-      char why[160];
-      snprintf(why, sizeof(why), "send failed: %s", strerror(errno));
-      return sockPeerFail(comm, c, p, SK_FAILED, why);
-    }
-    pe->sent += (size_t)n;
-    *moved = 1;
-    if (pe->sent < hs + x->len) return tpudistSuccess;
-    xqPop(&pe->sendq);
-    pe->sent = 0;
-    transportComplete(x, tpudistSuccess, comm->rank);
-  }
-  return tpudistSuccess;
-}
-
-/* A header is complete: choose where the payload goes. */
-static tpudistResult_t rxStart(tdNet *comm, tdSockCtx *c, int p) {
-  tdSockPeer *pe = &c->peers[p];
-  tdMsgKey k;
-  uint64_t wlen;
-  char why[TD_ERRLEN];
-  if (sockHeaderCheck(&pe->rhdr, sizeof(pe->rhdr), &k, &wlen, why) != tpudistSuccess)
-    return sockPeerFail(comm, c, p, SK_FAILED, why);
-  size_t len = (size_t)wlen;
-  pe->rgot = 0;
-  pe->rlen = len;
-  pe->stage_fill = 0;
-  tdXfer *x = transportMatchRecv(comm, &c->posted, p, &k, &tdTransportSocket);
-  if (x && x->len != len) {
-    transportLenMismatch(comm, x, p, len);
-    pe->rx = RX_DISCARD;
-  } else if (x) {
-    pe->rcur = x;
-    pe->rx = RX_XFER;
-  } else {
-    /* memory follows the bytes that arrive, not what the header announces */
-    tdSockMsg *m = malloc(sizeof(*m));
-    size_t cap = TD_MIN(len, (size_t)TD_SOCK_UNEXP_FIRST);
-    char *data = cap ? malloc(cap) : NULL;
-    if (!m || (cap && !data)) {
-      free(m);
-      free(data);
-      return sockPeerFail(comm, c, p, SK_FAILED, "out of memory for an unexpected message");
-    }
-    m->data = data;
-    m->cap = cap;
-    m->peer = p;
-    m->key = k;
-    m->len = len;
-    m->got = 0;
-    m->waiter = NULL;
-    queueUnexp(c, m);
-    pe->rmsg = m;
-    pe->rx = RX_UNEXP;
-  }
-  return tpudistSuccess;
-}
-
-/* Payload of the current message is complete. */
-static void rxFinish(tdNet *comm, tdSockCtx *c, int p) {
-  tdSockPeer *pe = &c->peers[p];
-  if (pe->rx == RX_XFER) {
-    transportComplete(pe->rcur, tpudistSuccess, p);
-  } else if (pe->rx == RX_UNEXP && pe->rmsg->waiter) {
-    tdSockMsg *m = pe->rmsg;
-    unexpUnlink(c, m);
-    unexpDeliver(comm, m, m->waiter);
-  }
-  pe->rcur = NULL;
-  pe->rmsg = NULL;
-  pe->rx = RX_HDR;
-  pe->rgot = 0;
-}
-
-/* Where the next bytes of the payload go, and how many at most. */
-static char *rxTarget(tdSockCtx *c, tdSockPeer *pe, size_t *room) {
-  size_t left = pe->rlen - pe->rgot;
-  if (pe->rx == RX_UNEXP) {
-    tdSockMsg *m = pe->rmsg;
-    if (m->cap == pe->rgot) { /* grow: double, up to the message length */
-      size_t cap = TD_MIN(m->len, TD_MAX(m->cap * 2, (size_t)TD_SOCK_UNEXP_FIRST));
-      char *d = realloc(m->data, cap);
-      if (!d) return NULL;
-      m->data = d;
-      m->cap = cap;
-    }
-    *room = TD_MIN(left, m->cap - pe->rgot);
-    return m->data + pe->rgot;
-  }
-  if (pe->rx == RX_DISCARD) {
-    *room = TD_MIN(left, sizeof(c->discard));
-    return c->discard;
-  }
-  if (!pe->rcur->reduce_src) {
-    *room = left;
-    return (char *)pe->rcur->buf + pe->rgot;
-  }
-  /* The stage is shared by all peers: this peer's partial element goes in front first. */
-  memcpy(c->stage, pe->part, pe->stage_fill);
-  *room = TD_MIN(left, TD_SOCK_STAGE - pe->stage_fill);
-  return c->stage + pe->stage_fill;
-}
-
-static tpudistResult_t progressRecv(tdNet *comm, tdSockCtx *c, int p, int *moved) {
-  tdSockPeer *pe = &c->peers[p];
-  size_t budget = TD_SOCK_MAX_PER_PEER;
-  while (budget > 0 && pe->state == SK_READY) {
-    char *dst;
-    size_t room;
-    if (pe->rx == RX_HDR) {
-      dst = (char *)&pe->rhdr + pe->rgot;
-      room = sizeof(tdWireHdr) - pe->rgot;
-    } else if (!(dst = rxTarget(c, pe, &room))) {
-      return sockPeerFail(comm, c, p, SK_FAILED, "out of memory for an unexpected message");
-    }
-    ssize_t n = room ? recv(pe->fd, dst, room, MSG_DONTWAIT) : 0;
-    if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return tpudistSuccess;
-    if (n <= 0 && room) {
-      char why[160];
-      snprintf(why, sizeof(why), "%s", n == 0 ? "rank closed the connection" : strerror(errno));
-      int mid = pe->rx != RX_HDR || pe->rgot > 0;
-      return sockPeerFail(comm, c, p, mid ? SK_FAILED : SK_CLOSED, why);
-    }
-    *moved = 1;
-    budget -= TD_MIN(budget, (size_t)n);
-    if (pe->rx == RX_HDR) {
-      pe->rgot += (size_t)n;
-      if (pe->rgot < sizeof(tdWireHdr)) continue;
-      TD_CHECK(rxStart(comm, c, p));
-      if (pe->rlen == 0) rxFinish(comm, c, p);
-      continue;
-    }
-    pe->rgot += (size_t)n;
-    if (pe->rx == RX_UNEXP) pe->rmsg->got = pe->rgot;
-    if (pe->rx == RX_XFER && pe->rcur->reduce_src) {
-      size_t es = kernelDtypeSize((tpudistDataType_t)pe->rcur->dtype);
-      pe->stage_fill += (size_t)n;
-      size_t whole = pe->stage_fill - pe->stage_fill % es;
-      size_t off = pe->rgot - pe->stage_fill;
-      transportDeliver(pe->rcur, off, c->stage, whole);
-      memcpy(pe->part, c->stage + whole, pe->stage_fill - whole);
-      pe->stage_fill -= whole;
-    }
-    if (pe->rgot == pe->rlen) rxFinish(comm, c, p);
-  }
-  return tpudistSuccess;
+/* Moves connection s of p on after poll said rev. */
+static tpudistResult_t connProgress(tdNet *comm, tdSockCtx *c, int p, int s, short rev,
+                                    int *moved) {
+  tdSockConn *cn = &c->peers[p].conn[s];
+  tpudistResult_t res = tpudistSuccess;
+  if (cn->state == SK_CONNECTING || cn->state == SK_CHALLENGE || cn->state == SK_VERDICT)
+    res = sockConnectorStep(comm, c, p, s, rev, moved);
+  if (res == tpudistSuccess && cn->state == SK_READY && (rev & POLLOUT))
+    res = sockProgressSend(comm, c, p, s, moved);
+  if (res == tpudistSuccess && cn->state == SK_READY && (rev & (POLLIN | POLLHUP | POLLERR)))
+    res = sockProgressRecv(comm, c, p, s, moved);
+  if (res == tpudistSuccess && cn->state == SK_READY && cn->cur && !(rev & POLLOUT))
+    res = sockProgressSend(comm, c, p, s, moved); /* just became ready */
+  return res;
 }
 
 static tpudistResult_t sockProgress(tdNet *comm, int *progressed) {
@@ -453,31 +254,26 @@ static tpudistResult_t sockProgress(tdNet *comm, int *progressed) {
   for (int i = 0; i < c->nactive; i++) {
     int p = c->active[i];
     tdSockPeer *pe = &c->peers[p];
-    if (pe->fd < 0) continue;
-    short ev = POLLIN;
-    if (pe->state == SK_CONNECTING || (pe->state == SK_READY && pe->sendq.head) ||
-        (pe->hs_done < pe->hs_out_len && pe->state != SK_READY))
-      ev |= POLLOUT;
-    c->pfd[n] = (struct pollfd){pe->fd, ev, 0};
-    c->pfd_peer[n++] = p;
+    for (int s = 0; s < pe->nconn; s++) {
+      tdSockConn *cn = &pe->conn[s];
+      if (cn->fd < 0) continue;
+      short ev = POLLIN;
+      if (cn->state == SK_CONNECTING || (cn->state == SK_READY && cn->cur) ||
+          (cn->hs_done < cn->hs_out_len && cn->state != SK_READY))
+        ev |= POLLOUT;
+      c->pfd[n] = (struct pollfd){cn->fd, ev, 0};
+      c->pfd_conn[n] = s;
+      c->pfd_peer[n++] = p;
+    }
   }
-  int npeers = n, nacc = sockAcceptPollFill(c, c->pfd + n);
+  int nconns = n, nacc = sockAcceptPollFill(c, c->pfd + n);
   if (poll(c->pfd, (nfds_t)(n + nacc), 0) < 0) return tpudistSuccess;
-  if (c->pfd[0].revents || nacc) sockAcceptProgress(comm, c, c->pfd + npeers, nacc, &moved);
-  for (int i = 1; i < npeers; i++) {
-    int p = c->pfd_peer[i];
+  if (c->pfd[0].revents || nacc) sockAcceptProgress(comm, c, c->pfd + nconns, nacc, &moved);
+  for (int i = 1; i < nconns; i++) {
+    int p = c->pfd_peer[i], s = c->pfd_conn[i];
     short rev = c->pfd[i].revents;
-    tdSockPeer *pe = &c->peers[p];
-    tpudistResult_t res = tpudistSuccess;
-    if (!rev || pe->fd != c->pfd[i].fd) continue;
-    if (pe->state == SK_CONNECTING || pe->state == SK_CHALLENGE || pe->state == SK_VERDICT)
-      res = sockConnectorStep(comm, c, p, rev, &moved);
-    if (res == tpudistSuccess && pe->state == SK_READY && (rev & POLLOUT))
-      res = progressSend(comm, c, p, &moved);
-    if (res == tpudistSuccess && pe->state == SK_READY && (rev & (POLLIN | POLLHUP | POLLERR)))
-      res = progressRecv(comm, c, p, &moved);
-    if (res == tpudistSuccess && pe->state == SK_READY && pe->sendq.head && !(rev & POLLOUT))
-      res = progressSend(comm, c, p, &moved); /* just became ready */
+    if (!rev || c->peers[p].conn[s].fd != c->pfd[i].fd) continue;
+    tpudistResult_t res = connProgress(comm, c, p, s, rev, &moved);
     if (res != tpudistSuccess && first == tpudistSuccess) first = res;
   }
   *progressed = moved;
@@ -487,7 +283,8 @@ static tpudistResult_t sockProgress(tdNet *comm, int *progressed) {
 void sockTestAdopt(tdNet *comm, int p, int fd) {
   tdSockCtx *c = sockCtx(comm);
   tdSockPeer *pe = &c->peers[p];
-  if (pe->fd >= 0) close(pe->fd);
+  for (int s = 0; s < pe->nconn; s++)
+    if (pe->conn[s].fd >= 0) close(pe->conn[s].fd);
   for (tdSockMsg **pp = &c->unexp_head; *pp;) {
     tdSockMsg *m = *pp;
     if (m->waiter) {
@@ -495,18 +292,19 @@ void sockTestAdopt(tdNet *comm, int p, int fd) {
       continue;
     }
     *pp = m->next;
-    free(m->data);
-    free(m);
+    m->queued = 0;
+    sockMsgFree(c, m);
   }
   c->unexp_tail = NULL;
   for (tdSockMsg *m = c->unexp_head; m; m = m->next) c->unexp_tail = m;
-  sockMarkActive(c, p);
-  pe->fd = fd;
+  if (pe->state == SK_NONE && sockPeerConns(comm, c, p) != tpudistSuccess) return;
+  pe->nconn = 1;
   pe->state = SK_READY;
-  pe->rx = RX_HDR;
-  pe->rgot = pe->rlen = pe->stage_fill = 0;
-  pe->rcur = NULL;
-  pe->rmsg = NULL;
+  tdSockConn *cn = &pe->conn[0];
+  memset(cn, 0, sizeof(*cn));
+  cn->fd = fd;
+  cn->state = SK_READY;
+  cn->rx = RX_HDR;
 }
 
 int sockTestPeerOpen(tdNet *comm, int p) {

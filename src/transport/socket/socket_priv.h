@@ -1,6 +1,12 @@
 /*
- * socket_priv.h - the socket transport's state, shared by socket.c (connections, framing, send and
- * receive) and sock_auth.c (the authentication handshake of every new connection).
+ * socket_priv.h - the socket transport's state, shared by socket.c (peers, posts, progress),
+ * sock_send.c (splitting messages over a pair's streams), sock_recv.c (frames in: matching, parts,
+ * unexpected messages) and sock_auth.c (the authentication handshake of every new connection).
+ *
+ * A peer pair talks over nstreams TCP connections ("streams", TPU_DIST_SOCKET_NSTREAMS, the smaller
+ * of the two ranks' values). A message of at least 2 x TD_SOCK_MIN_PART bytes is split into up to
+ * nstreams parts (sockPartRange), part i carried by stream (first + i) mod nstreams; each part is a
+ * frame of its own whose header names the part (index, count) and the whole message's length.
  */
 #ifndef TD_SOCKET_PRIV_H_
 #define TD_SOCKET_PRIV_H_
@@ -11,13 +17,16 @@
 #include "registry.h"
 #include "socket.h"
 
-#define TD_SOCK_MAGIC 0x6b636f73647470ull /* "ptdsock" */
-#define TD_SOCK_LABEL_INIT "tpu_dist/sock/v1/initiator"
-#define TD_SOCK_LABEL_RESP "tpu_dist/sock/v1/responder"
+#define TD_SOCK_MAGIC 0x3276636f73647470ull /* "ptdsocv2" */
+#define TD_SOCK_LABEL_INIT "tpu_dist/sock/v2/initiator"
+#define TD_SOCK_LABEL_RESP "tpu_dist/sock/v2/responder"
 #define TD_SOCK_VERDICT_BYTES (1 + TD_MAC_BYTES)
+#define TD_SOCK_MIN_PART (64u * 1024) /* smallest part of a split message */
+#define TD_SOCK_STAGE (256 * 1024)      /* staging buffer of reducing receives */
 
-/* SK_CHALLENGE: hello sent, waiting for the nonce; SK_VERDICT: proof sent, waiting for the
- * verdict and the responder's proof. */
+/* Connection states. SK_CHALLENGE: hello sent, waiting for the nonce; SK_VERDICT: proof sent,
+ * waiting for the verdict and the responder's proof. A peer's state is SK_NONE (never used),
+ * SK_READY (in use: its connections are in these states), SK_CLOSED or SK_FAILED. */
 enum {
   SK_NONE,
   SK_CONNECTING,
@@ -32,26 +41,41 @@ enum { RX_HDR, RX_XFER, RX_UNEXP, RX_DISCARD };
 
 typedef struct {
   uint64_t seq;
-  uint32_t stream, ordinal, piece, pad;
-  uint64_t len;
+  uint32_t stream, ordinal, piece;
+  uint32_t part; /* 0: the whole message; else index << 16 | count (2..TD_SOCK_MAX_STREAMS) */
+  uint64_t len;  /* bytes of the whole message */
 } tdWireHdr;
 
 typedef struct {
   uint64_t magic, hash;
   int32_t from, to;
+  uint32_t stream, nstreams; /* which of the pair's connections this is, and the pair's count */
   uint8_t nonce[TD_NONCE_BYTES];
 } tdSockHello;
 
+/* A message being received in parts (split), or received before its receive was posted
+ * (unexpected, whole or split). Bound (dst set): its parts go straight into dst. Buffered: each
+ * part into its own buffer, grown as its bytes arrive. */
 typedef struct tdSockMsg {
   int peer;
   tdMsgKey key;
-  size_t len, got;
-  size_t cap;     /* bytes allocated at data: grows as bytes arrive, up to len */
-  tdXfer *waiter; /* a receive matched while the bytes were still arriving */
-  struct tdSockMsg *next;
-  char *data;
+  size_t len;
+  int nparts, left;  /* parts in all, parts not yet complete */
+  uint32_t claimed;  /* parts whose frame has begun */
+  uint32_t streams;  /* streams that carried a part */
+  int queued;        /* part 0 has begun: matched (dst) or in the unexpected queue */
+  int discard;       /* its receive failed with a length mismatch: the bytes are dropped */
+  tdXfer *dst;       /* bound: the receive the bytes go into */
+  tdXfer *waiter;    /* buffered: a receive matched while bytes were still arriving */
+  struct {
+    char *data;
+    size_t cap, got;
+  } buf[TD_SOCK_MAX_STREAMS];
+  struct tdSockMsg *next;  /* the unexpected queue (queued, buffered) */
+  struct tdSockMsg *onext; /* the peer's messages with parts still arriving */
 } tdSockMsg;
 
+/* One TCP connection of a pair: its handshake, the frame it sends, the frame it receives. */
 typedef struct {
   int state, fd;
   tdSockHello hello;                   /* connector: the hello this rank sent */
@@ -61,18 +85,31 @@ typedef struct {
   uint8_t hs_in[TD_SOCK_VERDICT_BYTES]; /* handshake bytes received */
   size_t hs_got;
   int64_t hs_since; /* first connect: retries after a dropped handshake end at the timeout */
-  tdXferQueue sendq;
+  /* sending: part spart of cur (NULL: nothing for this stream) */
+  tdXfer *cur;
+  int spart;
   tdWireHdr shdr;
-  size_t sent; /* bytes of header + payload of sendq.head sent */
-  int rx;
+  size_t sent;   /* bytes of header + payload of the current frame sent */
+  size_t qbytes; /* payload bytes given to this stream and not yet sent */
+  /* receiving: part rpart of a message (rcur: the receive of a whole message; rmsg: a record) */
+  int rx, rpart;
   tdWireHdr rhdr;
   size_t rgot; /* header bytes (RX_HDR) or payload bytes received */
-  size_t rlen;
+  size_t rlen, roff;
   tdXfer *rcur;
   tdSockMsg *rmsg;
   size_t stage_fill; /* bytes of a partial element kept in part (reducing receives) */
   char part[16];
-  char why[160]; /* reason of SK_CLOSED / SK_FAILED */
+} tdSockConn;
+
+typedef struct {
+  int state;
+  int nconn; /* streams with this peer (0 until first use) */
+  tdSockConn *conn;
+  tdXferQueue sendq;       /* sends not yet wholly in the kernel, in post order */
+  tdSockMsg *open;         /* split messages with parts still arriving, oldest first */
+  uint32_t next_first;     /* round robin of the stream that carries part 0 */
+  char why[160];           /* reason of SK_CLOSED / SK_FAILED */
 } tdSockPeer;
 
 typedef struct tdSockAccept {
@@ -89,7 +126,7 @@ typedef struct tdSockAccept {
 typedef struct {
   int lfd;
   tdKey key;
-  int handshake_ms, max_handshakes;
+  int handshake_ms, max_handshakes, nstreams;
   long dropped; /* hostile or broken connections refused (logged sparingly) */
   tdSockPeer *peers;
   int *active; /* peers with a connection (or an attempt), in first-use order */
@@ -99,24 +136,45 @@ typedef struct {
   int naccepting;
   tdXferQueue posted;
   tdSockMsg *unexp_head, *unexp_tail;
+  tdSockMsg *spare; /* freed split-message records, reused (no allocation per message) */
   char *stage;
   char discard[4096];
   struct pollfd *pfd;
-  int *pfd_peer;
+  int *pfd_peer, *pfd_conn;
 } tdSockCtx;
+
+/* Byte range of part i of n of a message of len bytes: equal parts on 64-byte boundaries, the
+ * last one takes the rest. */
+static inline void sockPartRange(size_t len, int n, int i, size_t *off, size_t *plen) {
+  size_t base = (len / (size_t)n) & ~(size_t)63;
+  *off = base * (size_t)i;
+  *plen = i == n - 1 ? len - *off : base;
+}
 
 /* socket.c */
 tpudistResult_t sockPeerFail(tdNet *comm, tdSockCtx *c, int p, int state, const char *why);
-void sockMarkActive(tdSockCtx *c, int p);
-tpudistResult_t sockStartConnect(tdNet *comm, tdSockCtx *c, int p);
-/* sock_auth.c: the connector's handshake on events rev. */
-tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, short rev, int *moved);
+/* The pair's connections (allocated at first use: TPU_DIST_SOCKET_NSTREAMS of both ranks). */
+tpudistResult_t sockPeerConns(tdNet *comm, tdSockCtx *c, int p);
+tpudistResult_t sockStartConnect(tdNet *comm, tdSockCtx *c, int p, int s);
+/* sock_send.c: queues send x on the pair's streams; sends what stream s of p can take. */
+void sockSendQueue(tdSockCtx *c, int p, tdXfer *x);
+tpudistResult_t sockProgressSend(tdNet *comm, tdSockCtx *c, int p, int s, int *moved);
+/* sock_recv.c */
+tpudistResult_t sockProgressRecv(tdNet *comm, tdSockCtx *c, int p, int s, int *moved);
+/* Matches receive x against the unexpected messages (1: taken, or waiting for its bytes). */
+int sockRecvUnexpected(tdNet *comm, tdSockCtx *c, tdXfer *x, int probe);
+/* Frees what is received of peer p's messages (they can no longer complete), failing their
+ * receives; 1 if a receive was failed. */
+int sockRecvDrop(tdSockCtx *c, int p);
+void sockMsgFree(tdSockCtx *c, tdSockMsg *m);
+/* sock_auth.c: the connector's handshake on events rev, on stream s of p. */
+tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, int s, short rev, int *moved);
 /* The listener's connections in their handshake: sockAcceptPollFill writes one pollfd per
  * connection (list order) and returns how many; after poll, sockAcceptProgress moves on those
  * with events or past their deadline, then accepts what the listener holds. */
 int sockAcceptPollFill(tdSockCtx *c, struct pollfd *pfd);
 void sockAcceptProgress(tdNet *comm, tdSockCtx *c, const struct pollfd *pfd, int n, int *moved);
 /* Starts the connector's handshake on a new connection (the hello goes out when writable). */
-tpudistResult_t sockConnectorBegin(tdNet *comm, tdSockCtx *c, int p, char *err);
+tpudistResult_t sockConnectorBegin(tdNet *comm, tdSockCtx *c, int p, int s, char *err);
 
 #endif /* TD_SOCKET_PRIV_H_ */
