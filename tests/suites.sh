@@ -11,6 +11,7 @@ suite unit-sched-io 60 tests/unit/test_sched_io
 suite unit-gen-allreduce 300 tests/unit/test_gen_allreduce
 suite unit-torus-algos 400 tests/unit/test_torus_algos
 suite unit-cost 120 tests/unit/test_cost
+suite unit-cost-dcn 120 tests/unit/test_cost_dcn
 suite unit-select 120 tests/unit/test_select
 suite unit-fuse 60 tests/unit/test_fuse
 suite unit-step-table 120 tests/unit/test_step_table
