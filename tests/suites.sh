@@ -36,6 +36,8 @@ suite mpi-np4 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/mpi/test_mpi
 suite mpi-np8 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
 suite mpi-socket 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
 suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
+# 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
+suite mpi-slices 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
 suite commid 120 tests/mpi/commid.sh
 suite soak 180 tests/mpi/soak.sh
 suite shm-clean 120 tests/mpi/shm_clean.sh

@@ -4,6 +4,7 @@
 # down on every exit.
 #   1. mpirun with a hostfile and the cluster's rsh agent: tests/mpi/test_mpi exact across
 #      2 hosts x 2 ranks and 4 hosts x 2 ranks; inside a host ranks use shm, across hosts TCP;
+#      selection picks hier for all-reduces from 1 MiB (the cost model's DCN), another below;
 #      the hierarchical all-reduce (hier) forced on 4 hosts, exact
 #   2. TPU_DIST_COMM_ID across 4 hosts (tools/main_job, results checked), on the second network
 #      through TPU_DIST_SOCKET_IFNAME=eth1: the INFO log shows the listener on that network; then
@@ -43,9 +44,12 @@ mpi() { # HOSTS RANKS_PER_HOST CMD...
 }
 for h in 2 4; do
   echo "== mpirun: test_mpi on $h hosts x 2 ranks"
-  out=$(TPU_DIST_DEBUG=INFO mpi "$h" 2 "$B/tests/mpi/test_mpi" 2>&1)
+  # the world communicator (flat(2h):hosts=2) selects hier from 1 MiB (the cost model's DCN),
+  # another algorithm below
+  out=$(TPU_DIST_DEBUG=INFO mpi "$h" 2 "$B/tests/mpi/test_mpi" --expect-algo allreduce=hier \
+    --expect-other-below 2>&1)
   st=$?
-  grep -E '^test_mpi|FAIL' <<<"$out" | head -20
+  grep -E '^test_mpi|FAIL|expected another| used ' <<<"$out" | head -20
   [ $st -eq 0 ] || fail "test_mpi on $h hosts: status $st"
   grep -q "test_mpi np $((2 * h)): [0-9]* checks, 0 failures" <<<"$out" || fail "test_mpi on $h hosts: no clean summary"
   # rank 0 (host 0) reaches rank 1 (host 0) with shm and rank 2 (host 1) with socket

@@ -9,9 +9,11 @@
  * random float inputs bit-identical on every rank, and argument errors. TD_FULL=1: the full cross
  * on every communicator. Buffers are allocated and touched once, then reused.
  *
- *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus [--expect-from BYTES]]
+ *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus [--expect-from BYTES]
+ *                                   [--expect-other-below]]
  *   (--expect-algo: collectives of that kind on the world communicator from BYTES, default 1 MiB,
- *   must report that algorithm through tpudistLastAlgorithm)
+ *   must report that algorithm through tpudistLastAlgorithm; --expect-other-below: and smaller
+ *   ones of that kind must report another one)
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -37,6 +39,7 @@ static int gWorldRank, gFull;
 static uint64_t gSeed = 12345;
 static const char *gExpectColl, *gExpectAlgo;
 static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here (world only) */
+static int gExpectOtherBelow;             /* --expect-other-below: smaller sizes use another */
 
 static const char *dtName(int dt) {
   static const char *n[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
@@ -87,10 +90,18 @@ static void raw(void *buf, size_t i, size_t esize, uint64_t seed, int r, size_t 
 }
 
 static void checkAlgo(const Ctx *c, const char *coll, size_t bytes) {
-  if (!gExpectColl || strcmp(gExpectColl, coll) || bytes < gExpectMinBytes ||
-      strcmp(c->name, "world"))
-    return;
+  if (!gExpectColl || strcmp(gExpectColl, coll) || strcmp(c->name, "world")) return;
   const char *a = tpudistLastAlgorithm(c->comm);
+  if (bytes < gExpectMinBytes) {
+    if (!gExpectOtherBelow) return;
+    gChecks++;
+    if (!strcmp(a, gExpectAlgo)) {
+      gFail++;
+      fprintf(stderr, "[%d] %s %s of %zu bytes used %s, expected another below %zu bytes\n",
+              gWorldRank, c->name, coll, bytes, a, gExpectMinBytes);
+    }
+    return;
+  }
   gChecks++;
   if (strcmp(a, gExpectAlgo)) {
     gFail++;
@@ -718,8 +729,12 @@ static void large(const Ctx *c, int full) {
 static void parseArgs(int argc, char **argv) {
   const char *full = getenv("TD_FULL");
   gFull = full && atoi(full) > 0;
-  for (int i = 1; i + 1 < argc; i++)
-    if (!strcmp(argv[i], "--expect-algo")) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--expect-other-below")) {
+      gExpectOtherBelow = 1;
+    } else if (i + 1 == argc) {
+      break;
+    } else if (!strcmp(argv[i], "--expect-algo")) {
       static char buf[64];
       snprintf(buf, sizeof(buf), "%s", argv[i + 1]);
       char *eq = strchr(buf, '=');
