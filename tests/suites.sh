@@ -20,6 +20,7 @@ suite unit-bootstrap 60 tests/unit/test_bootstrap
 suite unit-transport 180 tests/unit/test_transport
 suite unit-exec 180 tests/unit/test_exec
 suite sim 600 tests/sim/test_sim
+suite sim-dcn 180 tests/sim/test_sim_dcn
 suite sim-scale 900 tests/sim/scale.sh
 suite pod-scale 300 tests/sim/podscale.sh
 suite sched 600 tests/sched/test_sched
