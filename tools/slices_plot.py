@@ -28,6 +28,7 @@ def main(argv):
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=algo)
     ax.set_xscale("log", base=2)
+    ax.set_yscale("log")
     ax.set_xlabel("slices (joined by DCN)")
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.set_title(argv[3] if len(argv) > 3 else "tpudist-sim")
