@@ -108,9 +108,10 @@ static double reserve(tdCostPlan *p, const uint32_t *res, const double *bw, int 
 }
 
 /* A message across DCN: the sender's port (flat) or issue port (torus), its host's NIC out, the
- * receiver's host's NIC in, and on a flat topology the receiver's port. */
-static double dcnTime(tdCostPlan *p, int src, int dst, uint64_t bytes, double t0, double floor,
-                      double *first) {
+ * receiver's host's NIC in, and on a flat topology the receiver's port. Not inlined: linkTime,
+ * the hot path of every evaluation, stays small. */
+__attribute__((noinline)) static double dcnTime(tdCostPlan *p, int src, int dst, uint64_t bytes,
+                                                double t0, double floor, double *first) {
   const tdCostModel *m = p->m;
   int flat = p->topo->ndims <= 0, rs = p->mirror ? 0 : src, rd = p->mirror ? 0 : dst;
   double nic = m->dcn_bw / p->nic_share, bw[4] = {m->copy_bw, nic, nic, m->copy_bw};

@@ -459,7 +459,7 @@ static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m
 
 /* Fixed order for candidates that were not costed. */
 static int fallbackRank(const char *name, int small) {
-  static const char *const lat[] = {"recdbl", "tree",     "bruck", "rabenseifner", "chain", "direct",
+  static const char *const lat[] = {"recdbl",   "tree",  "bruck", "rabenseifner", "chain", "direct",
                                     "pairwise", "torus", "hier",  "ring2",        "ring"};
   static const char *const bw[] = {"torus",  "hier",  "ring2", "ring",   "rabenseifner", "pairwise",
                                    "direct", "chain", "tree",  "recdbl", "bruck"};

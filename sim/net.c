@@ -4,10 +4,11 @@
  *
  * Rates are max-min fair (rate.c). A flow between DCN domains (slices; hosts of a flat topology,
  * topoDcnDomain) takes no ICI link: it crosses its source host's NIC out and its destination
- * host's NIC in (one resource each, dcn_bw, shared by the host's ranks) and pays dcn_latency. Routes are the torus model's dimension-ordered shortest routes;
- * when one crosses a failed link the flow takes a shortest path over healthy links (breadth-first
- * search). In the translation quotient (sym.c) every link and injection/ejection resource is its
- * representative's, so a flow crossing k links of one class counts k times in its share.
+ * host's NIC in (one resource each, dcn_bw, shared by the host's ranks) and pays dcn_latency.
+ * Routes are the torus model's dimension-ordered shortest routes; when one crosses a failed link
+ * the flow takes a shortest path over healthy links (breadth-first search). In the translation
+ * quotient (sym.c) every link and injection/ejection resource is its representative's, so a flow
+ * crossing k links of one class counts k times in its share.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -287,9 +287,10 @@ static int runOne(const simConfig *cfg, tdColl coll, const char *algo, uint64_t 
          (unsigned long long)res->max_flows, (unsigned long long)res->max_steps,
          (unsigned long long)res->generations, wallNow() - w0, maxRssMiB());
   if (res->dcn_bytes > 0)
-    printf("  dcn: %.3g B through host NICs, span %.3f us (first DCN byte to last delivery), "
-           "busiest NIC %.1f%%\n",
-           res->dcn_bytes, res->dcn_span * 1e6, 100 * res->dcn_util_max);
+    printf(
+        "  dcn: %.3g B through host NICs, span %.3f us (first DCN byte to last delivery), "
+        "busiest NIC %.1f%%\n",
+        res->dcn_bytes, res->dcn_span * 1e6, 100 * res->dcn_util_max);
   if (res->symmetric)
     printf("  symmetric: %d ranks stood for all %d (their translates; %d plans checked)\n",
            res->sym_ranks, a.nranks, res->sym_samples);

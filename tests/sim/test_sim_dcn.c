@@ -74,8 +74,7 @@ static void testDcnFlows(void) {
 }
 
 /* hier all-reduce of bytes on v5p slices of shape (M chips, 4 per host) x S; its result. */
-static void hierRun(const char *shape, int slices, const char *algo, uint64_t bytes,
-                    simResult *r) {
+static void hierRun(const char *shape, int slices, const char *algo, uint64_t bytes, simResult *r) {
   char err[TD_ERRLEN];
   const simPreset *p = simPresetFind("v5p");
   tdTopo one, t;
@@ -105,10 +104,11 @@ static void testBookDcn(void) {
     simResult r;
     hierRun("4x4x4", S[k], "hier", (uint64_t)V, &r);
     double exact = 2.0 * (S[k] - 1) / S[k] * V / (M * W);
-    printf("v5p 4x4x4 x %d slices, V = 4DF = %.3g B: DCN phase %.1f us; 2(S-1)/S V/(MW) %.1f us "
-           "(%+.1f%%); book 8DF/(MW) %.1f us (%+.1f%%); whole all-reduce %.1f us\n",
-           S[k], V, r.dcn_span * 1e6, exact * 1e6, 100 * (r.dcn_span / exact - 1), book * 1e6,
-           100 * (r.dcn_span / book - 1), r.time * 1e6);
+    printf(
+        "v5p 4x4x4 x %d slices, V = 4DF = %.3g B: DCN phase %.1f us; 2(S-1)/S V/(MW) %.1f us "
+        "(%+.1f%%); book 8DF/(MW) %.1f us (%+.1f%%); whole all-reduce %.1f us\n",
+        S[k], V, r.dcn_span * 1e6, exact * 1e6, 100 * (r.dcn_span / exact - 1), book * 1e6,
+        100 * (r.dcn_span / book - 1), r.time * 1e6);
     CU_ASSERT(near(r.dcn_span, exact, 0.05));
     if (S[k] >= 8) CU_ASSERT(near(r.dcn_span, book, 0.15));
     CU_ASSERT(near(r.dcn_bytes, 2.0 * (S[k] - 1) / S[k] * V * S[k], 1e-6)); /* V/M per chip */

@@ -5,9 +5,9 @@
  * NIC (twice as long) against ranks of different hosts (not), a message inside a slice (ICI).
  * Then rankings over generated plans: hier ahead of ring, torus and Rabenseifner for a large
  * all-reduce on 2x2:slices=2 and 4x4x4:slices=2, and ahead of ring on flat communicators across
- * hosts with 2, 3 and 4 ranks per host (4 hosts x 2 ranks at 2 Gbit/s: 1.14x, the bound 1.17x); a latency algorithm first for small sizes; the selection
- * table agreeing, and following the DCN figure (a DCN as fast as shared memory gives the ring
- * back).
+ * hosts with 2, 3 and 4 ranks per host (4 hosts x 2 ranks at 2 Gbit/s: 1.14x, the bound 1.17x); a
+ * latency algorithm first for small sizes; the selection table agreeing, and following the DCN
+ * figure (a DCN as fast as shared memory gives the ring back).
  */
 #include <math.h>
 #include <stdlib.h>
@@ -171,8 +171,8 @@ static const char *best(const tdSelectTable *s, uint64_t bytes) {
 }
 
 static void testSelection(void) {
-  const char *specs[] = {"2x2:slices=2", "2:slices=2", "flat(2):slices=2", "flat(4):hosts=2",
-                         "flat(6):hosts=2", "flat(8):hosts=4"};
+  const char *specs[] = {"2x2:slices=2",    "2:slices=2",      "flat(2):slices=2",
+                         "flat(4):hosts=2", "flat(6):hosts=2", "flat(8):hosts=4"};
   char err[TD_ERRLEN] = "";
   for (size_t k = 0; k < TD_ARRAY_SIZE(specs); k++) {
     tdTopo t;
