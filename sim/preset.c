@@ -14,7 +14,7 @@
 
 #include "sim.h"
 
-/* clang-format off: one row per generation */
+/* clang-format off */
 const simPreset simPresets[] = {
     /* v4: ISCA 6 x 50 GB/s one way; book 4.5e10; HBM 1200 GB/s; 4 chips per host (2,2,1). */
     {"v4", 50e9, 45e9, 1e-6, 0, 300e9, 1200e9, 6, 3, {2, 2, 1}, 4096, SIM_WRAP_CUBE, 6.25e9, 10e-6},
