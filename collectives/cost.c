@@ -20,6 +20,9 @@ void costModelDefault(const tdTopo *t, tdCostModel *m) {
     m->mem_bw = 1e12;
     m->msg_overhead = 1e-7;
     m->piece_bytes = 131072;
+    int per_host = t->nranks / (topoNumHosts(t) > 0 ? topoNumHosts(t) : 1);
+    m->dcn_bw = TD_COST_DCN_CHIP_BW * (per_host > 0 ? per_host : 1);
+    m->dcn_latency = TD_COST_DCN_TPU_LATENCY;
   } else {
     m->hop_latency = 1e-6;
     m->link_bw = 10e9;
@@ -27,6 +30,8 @@ void costModelDefault(const tdTopo *t, tdCostModel *m) {
     m->mem_bw = 10e9;
     m->msg_overhead = 5e-7;
     m->piece_bytes = 131072;
+    m->dcn_bw = TD_COST_DCN_HOST_BW;
+    m->dcn_latency = TD_COST_DCN_TCP_LATENCY;
   }
 }
 
@@ -262,6 +267,22 @@ static tpudistResult_t planIndex(tdCostPlan *p) {
   return tpudistSuccess;
 }
 
+/* DCN domains and NICs of the peer ranks (cost.h); nothing without a DCN level. */
+static tpudistResult_t planDcn(tdCostPlan *p) {
+  const tdTopo *t = p->topo;
+  if (!t || !topoHasDcn(t) || t->nranks != p->npeers) return tpudistSuccess;
+  p->dcn_dom = malloc(sizeof(int) * (size_t)p->npeers * 2);
+  if (!p->dcn_dom) return tpudistNoMemory;
+  p->dcn_nic = p->dcn_dom + p->npeers;
+  for (int r = 0; r < p->npeers; r++) {
+    p->dcn_dom[r] = topoDcnDomain(t, r);
+    p->dcn_nic[r] = p->mirror ? 0 : topoHostOf(t, r);
+  }
+  p->nnics = p->mirror ? 1 : (uint32_t)topoNumHosts(t);
+  p->nic_share = p->mirror ? (double)p->npeers / topoNumHosts(t) : 1;
+  return tpudistSuccess;
+}
+
 static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   TD_CHECK(planIndex(p));
   size_t cap = 0;
@@ -273,10 +294,15 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   if (r != tpudistSuccess) return tdErr(err, r, "cost: cannot prepare the schedules");
   for (size_t i = 0; i < p->npreds; i++) p->steps[p->preds[i]].needed = 1;
   /* links: torus (rank, axis, direction), then one issue port per rank; flat: out, in ports;
-     symmetric: (axis, direction) classes and rank 0's issue port; flat: one out, one in */
+     symmetric: (axis, direction) classes and rank 0's issue port; flat: one out, one in; then
+     the NICs, out and in, when there is DCN */
   size_t nl = p->topo && p->topo->ndims > 0
                   ? (size_t)p->nranks * (size_t)p->topo->ndims * 2 + (size_t)p->nranks
                   : (size_t)p->nranks * 2;
+  p->inj_base = nl - (size_t)p->nranks;
+  p->nic_base = nl;
+  TD_CHECK(planDcn(p));
+  nl += 2 * (size_t)p->nnics;
   p->nlinks = nl;
   p->done = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1));
   p->busy = malloc(sizeof(double) * (nl ? nl : 1));
@@ -349,6 +375,7 @@ tpudistResult_t costPlanCreateSym(const tdTopo *topo, int npeers, tdSched *sched
 void costPlanFree(tdCostPlan *p) {
   if (!p) return;
   free(p->mirror);
+  free(p->dcn_dom);
   for (int r = 0; r < p->nranks && p->scheds; r++) schedFree(&p->scheds[r]);
   free(p->scheds);
   free(p->steps);

@@ -15,6 +15,14 @@
  * after its receive. costPlanGenerate applies the fusion pass, as the runtime does (to plans of
  * up to 2048 steps per rank: the pass is quadratic in the worst case).
  *
+ * DCN (the level above the torus, docs/topology.md): a message between ranks of different DCN
+ * domains (topoDcnDomain: slices; on a flat topology hosts when they are known, else slices) does
+ * not take the torus; it leaves through the NIC of the sending rank's host and enters through
+ * the NIC of the receiving rank's host (topoHostOf: without host bounds every rank is its own
+ * host), each NIC direction one resource of dcn_bw shared by every rank of that host, and pays
+ * dcn_latency instead of the hop latency. On a flat topology the ranks' own ports are busy as
+ * for any message.
+ *
  * Execution follows the IR's issue rules: steps of a stream issue in order; a step waits for the
  * earlier steps of its stream it conflicts with (by chunk, read/write sets of tdStepSemTable) and
  * for its cross-stream deps; a transfer starts when both its send and its receive are issued.
@@ -33,12 +41,26 @@ typedef struct {
                           software); flat: also at its receiver */
   double piece_bytes;  /* executor pipeline piece (TPU_DIST_CHUNK_BYTES): a fused receive-forward
                           step forwards once the first piece has arrived; 0 = store and forward */
+  double dcn_bw;       /* DCN: bytes/s of one host's NIC, each direction, shared by its ranks */
+  double dcn_latency;  /* DCN: seconds per message */
 } tdCostModel;
+
+/* DCN defaults (docs/performance.md, "The cost model's DCN"): a torus is TPU slices, whose hosts
+ * reach DCN at TD_COST_DCN_CHIP_BW per chip (v5p's 50 Gbit/s per chip, 6.25e9 B/s: the scaling
+ * book's DCN egress per TPU; 200 Gbit/s for a 4-chip host); a flat topology is real hosts over
+ * TCP, TD_COST_DCN_HOST_BW per host (10 Gbit/s: a 10GbE port, or what one TCP stream commonly
+ * reaches on a faster one). Latency: 10 us on TPU DCN, 20 us over
+ * TCP (assumed one-way figures inside one data centre; no published source). */
+#define TD_COST_DCN_CHIP_BW 6.25e9
+#define TD_COST_DCN_HOST_BW 1.25e9
+#define TD_COST_DCN_TPU_LATENCY 10e-6
+#define TD_COST_DCN_TCP_LATENCY 20e-6
 
 /* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us
  * issue cost per message; flat (shared memory) 1 us per message, 10 GB/s per rank copy,
- * 10 GB/s local, 0.5 us issue cost per message. */
+ * 10 GB/s local, 0.5 us issue cost per message; DCN as above. */
 void costModelDefault(const tdTopo *t, tdCostModel *m);
+
 
 /* All ranks' schedules of one collective, prepared for evaluation (count-independent). */
 typedef struct tdCostPlan tdCostPlan;

@@ -87,6 +87,45 @@ static int routeLinks(tdCostPlan *p, uint32_t gs, int src, int dst, const uint32
   return nh;
 }
 
+/* Reserves the resources of a message from src to dst for bytes starting at t0: each resource k
+ * of res[0..n) is busy bytes / bw[k] from when it is free; the message has arrived when the last
+ * is done (no earlier than floor plus one piece through the slowest) plus lat. *first: when its
+ * first piece has arrived. */
+static double reserve(tdCostPlan *p, const uint32_t *res, const double *bw, int n, uint64_t bytes,
+                      double t0, double extra, double floor, double lat, double *first) {
+  const tdCostModel *m = p->m;
+  double piece = m->piece_bytes > 0 ? TD_MIN((double)bytes, m->piece_bytes) : (double)bytes;
+  double fin = t0, start = t0, slow = 0;
+  for (int h = 0; h < n; h++) {
+    double b = TD_MAX(t0, p->busy[res[h]]), dt = extra + (double)bytes / bw[h];
+    p->busy[res[h]] = b + dt;
+    fin = TD_MAX(fin, b + dt);
+    start = TD_MAX(start, b);
+    slow = TD_MAX(slow, piece / bw[h]);
+  }
+  *first = start + extra + slow + lat;
+  return TD_MAX(fin, floor + slow) + lat;
+}
+
+/* A message across DCN: the sender's port (flat) or issue port (torus), its host's NIC out, the
+ * receiver's host's NIC in, and on a flat topology the receiver's port. Not inlined: linkTime,
+ * the hot path of every evaluation, stays small. */
+__attribute__((noinline)) static double dcnTime(tdCostPlan *p, int src, int dst, uint64_t bytes,
+                                                double t0, double floor, double *first) {
+  const tdCostModel *m = p->m;
+  int flat = p->topo->ndims <= 0, rs = p->mirror ? 0 : src, rd = p->mirror ? 0 : dst;
+  double nic = m->dcn_bw / p->nic_share, bw[4] = {m->copy_bw, nic, nic, m->copy_bw};
+  uint32_t res[4] = {(uint32_t)rs * 2, (uint32_t)(p->nic_base + (size_t)p->dcn_nic[src]),
+                     (uint32_t)(p->nic_base + p->nnics + (size_t)p->dcn_nic[dst]),
+                     (uint32_t)rd * 2 + 1};
+  p->link_bytes += (double)bytes;
+  if (flat) return reserve(p, res, bw, 4, bytes, t0, m->msg_overhead, floor, m->dcn_latency, first);
+  size_t inj = p->inj_base + (size_t)src;
+  t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
+  p->busy[inj] = t0;
+  return reserve(p, res + 1, bw + 1, 2, bytes, t0, 0, floor, m->dcn_latency, first);
+}
+
 /* Reserves the links from src to dst for bytes starting at t0. Returns the arrival time (no
  * earlier than floor + one piece) and in *first when the first piece has arrived. */
 static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t bytes, double t0,
@@ -97,6 +136,8 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
     *first = t0 + piece / m->mem_bw;
     return TD_MAX(t0 + (double)bytes / m->mem_bw, floor + piece / m->mem_bw);
   }
+  if (p->dcn_dom && p->dcn_dom[src] != p->dcn_dom[dst])
+    return dcnTime(p, src, dst, bytes, t0, floor, first);
   int flat = !p->topo || p->topo->ndims <= 0, nh = 1;
   const uint32_t *links;
   uint32_t ports[2];
@@ -105,7 +146,7 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
     ports[0] = (uint32_t)src * 2, ports[1] = (uint32_t)(p->mirror ? 0 : dst) * 2 + 1;
     links = ports, nh = 2, dt += m->msg_overhead;
   } else { /* the sender's issue port, then the route */
-    size_t inj = p->nlinks - (size_t)p->nranks + (size_t)src;
+    size_t inj = p->inj_base + (size_t)src;
     t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
     p->busy[inj] = t0;
     nh = routeLinks(p, gs, src, dst, &links);

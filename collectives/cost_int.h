@@ -49,7 +49,15 @@ struct tdCostPlan {
   /* evaluation state */
   double *done;
   double *busy;
-  size_t nlinks;
+  size_t nlinks;   /* resources in busy[]: links (torus) or ports (flat), issue ports, NICs */
+  size_t inj_base; /* torus: the issue port of rank r is busy[inj_base + r] */
+  /* DCN (cost.h): per peer rank its domain and NIC (host); NIC out n is busy[nic_base + n], in
+     busy[nic_base + nnics + n]; a symmetric plan has one NIC of each direction standing for all,
+     whose rank-0 share is 1 / nic_share of it. NULL / 0 without a DCN level. */
+  int *dcn_dom, *dcn_nic;
+  size_t nic_base;
+  uint32_t nnics;
+  double nic_share;
   uint32_t *next, *cursor;
   cpEvent *heap;
   size_t nheap, capheap;

@@ -459,14 +459,24 @@ static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m
 
 /* Fixed order for candidates that were not costed. */
 static int fallbackRank(const char *name, int small) {
-  static const char *const lat[] = {"recdbl", "tree",     "bruck", "rabenseifner", "chain",
-                                    "direct", "pairwise", "torus", "ring2",        "ring"};
-  static const char *const bw[] = {"torus",  "ring2", "ring", "rabenseifner", "pairwise",
-                                   "direct", "chain", "tree", "recdbl",       "bruck"};
+  static const char *const lat[] = {"recdbl",   "tree",  "bruck", "rabenseifner", "chain", "direct",
+                                    "pairwise", "torus", "hier",  "ring2",        "ring"};
+  static const char *const bw[] = {"torus",  "hier",  "ring2", "ring",   "rabenseifner", "pairwise",
+                                   "direct", "chain", "tree",  "recdbl", "bruck"};
   const char *const *l = small ? lat : bw;
-  for (int i = 0; i < 10; i++)
+  for (int i = 0; i < (int)TD_ARRAY_SIZE(lat); i++)
     if (strcmp(l[i], name) == 0) return i;
-  return 10;
+  return (int)TD_ARRAY_SIZE(lat);
+}
+
+/* Costed candidates y and p (y after p in the order so far): does y go first? By cost; a tie
+ * (equal to 1e-9) goes, on a topology with DCN, to the plan built for its levels (hier: on two
+ * levels of powers of two Rabenseifner's halving, nearest partners first, is the same plan and
+ * costs the same), else stays in table order. */
+static int cheaper(const tdSelectTable *t, tdColl c, int y, int p, int b) {
+  double cy = t->cost[c][y][b], cp = t->cost[c][p][b];
+  if (TD_MAX(cy, cp) - TD_MIN(cy, cp) > 1e-9 * TD_MAX(cy, cp)) return cy < cp;
+  return topoHasDcn(&t->topo) && strcmp(t->cand[c][y], "hier") == 0;
 }
 
 /* Where candidate i goes in bucket b: 0 at pod scale not costed but heading the fixed order
@@ -489,7 +499,7 @@ static void orderBucket(tdSelectTable *t, tdColl c, int b) {
       if (ky != kp)
         swap = ky < kp;
       else if (cy >= 0 && cp >= 0)
-        swap = cy < cp;
+        swap = cheaper(t, c, o[y], o[y - 1], b);
       else
         swap = fallbackRank(t->cand[c][o[y]], small) < fallbackRank(t->cand[c][o[y - 1]], small);
       if (!swap) break;
@@ -500,10 +510,18 @@ static void orderBucket(tdSelectTable *t, tdColl c, int b) {
   t->norder[c][b] = n;
 }
 
-static void listCandidates(tdSelectTable *t) {
-  for (const tdAlgo *a = tdAlgoTable; a->name; a++)
-    if (a->gen && (unsigned)a->coll < TD_NUM_COLLS && t->ncand[a->coll] < TD_SELECT_MAX_CANDIDATES)
-      t->cand[a->coll][t->ncand[a->coll]++] = a->name;
+/* Every registered generator of each collective is a candidate (more than
+ * TD_SELECT_MAX_CANDIDATES of one collective is an error, never a silent cut). */
+static tpudistResult_t listCandidates(tdSelectTable *t, char *err) {
+  for (const tdAlgo *a = tdAlgoTable; a->name; a++) {
+    if (!a->gen || (unsigned)a->coll >= TD_NUM_COLLS) continue;
+    if (t->ncand[a->coll] == TD_SELECT_MAX_CANDIDATES)
+      return tdErr(err, tpudistInternalError,
+                   "select: %s has more than %d algorithms (raise TD_SELECT_MAX_CANDIDATES)",
+                   schedCollName(a->coll), TD_SELECT_MAX_CANDIDATES);
+    t->cand[a->coll][t->ncand[a->coll]++] = a->name;
+  }
+  return tpudistSuccess;
 }
 
 /* "allreduce=torus,alltoall=pairwise": each name must exist, be built and accept the shape. */
@@ -542,7 +560,7 @@ static tpudistResult_t parseOverride(tdSelectTable *t, const char *spec, char *e
 }
 
 tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override,
-                            tdSelectTable **out, char *err) {
+                            const tdCostModel *model, tdSelectTable **out, char *err) {
   if (!topo || nranks < 1 || (topo->ndims > 0 && topo->nranks != nranks))
     return tdErr(err, tpudistInvalidArgument, "select: topology of %d chips for %d ranks",
                  topo ? topo->nranks : 0, nranks);
@@ -551,10 +569,13 @@ tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override
   if (!t) return tpudistNoMemory;
   t->topo = *topo;
   t->nranks = nranks;
-  listCandidates(t);
-  tpudistResult_t r = parseOverride(t, override, err);
+  tpudistResult_t r = listCandidates(t, err);
+  if (r == tpudistSuccess) r = parseOverride(t, override, err);
   tdCostModel m;
-  costModelDefault(topo, &m);
+  if (model)
+    m = *model;
+  else
+    costModelDefault(topo, &m);
   for (int c = 0; c < TD_NUM_COLLS && r == tpudistSuccess; c++) {
     if (t->override[c]) continue;
     r = costColl(t, (tdColl)c, &m);
@@ -730,7 +751,7 @@ tpudistResult_t selectPrintTopology(const char *spec, int nranks, const char *ov
   tdTopo t;
   TD_CHECK(topoParse(spec, nranks > 0 ? nranks : 0, &t, err));
   tdSelectTable *s;
-  TD_CHECK(selectBuild(&t, nranks > 0 ? nranks : t.nranks, override, &s, err));
+  TD_CHECK(selectBuild(&t, nranks > 0 ? nranks : t.nranks, override, NULL, &s, err));
   selectPrint(s, f);
   selectFree(s);
   return tpudistSuccess;

@@ -6,17 +6,20 @@
 #ifndef TD_SELECT_H_
 #define TD_SELECT_H_
 
+#include "cost.h"
 #include "sched_ir.h"
 
-#define TD_SELECT_MAX_CANDIDATES 8
+#define TD_SELECT_MAX_CANDIDATES 10
 
 typedef struct tdSelectTable tdSelectTable;
 
 /* Builds the table for nranks ranks on topo. override: "allreduce=torus,alltoall=pairwise" or
  * NULL; an unknown collective or algorithm name, or an algorithm that refuses this shape, is an
- * error with a message. elem_size is the typical element size used for costing (4). */
+ * error with a message. model: the cost model's figures (NULL: costModelDefault(topo); the
+ * runtime passes TPU_DIST_DCN_* through configCostModel). elem_size is the typical element size
+ * used for costing (4). */
 tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override,
-                            tdSelectTable **out, char *err);
+                            const tdCostModel *model, tdSelectTable **out, char *err);
 /* Candidates for (coll, bytes) best first (the override alone if one is set); returns count.
  * bytes: the larger buffer of one rank as NCCL's tests count it (all-reduce, broadcast, reduce,
  * send/recv: count x elem; all-gather: the gathered output; reduce-scatter: the input;

@@ -416,6 +416,9 @@ void simConfigDefault(simConfig *c, const simPreset *p, const tdTopo *topo) {
   c->piece_bytes = 131072;
   c->dtype = tpudistFloat32;
   c->op = tpudistSum;
+  int hosts = topo && topo->nranks > 0 ? topoNumHosts(topo) : 1;
+  c->dcn_bw = p->dcn_chip_bw * (topo && hosts > 0 ? topo->nranks / hosts : 1);
+  c->dcn_latency = p->dcn_latency;
 }
 
 static void engineFree(simEngine *e) {
@@ -465,6 +468,13 @@ static void engineResult(simEngine *e, simResult *res) {
     res->util_max = TD_MAX(res->util_max, u);
   }
   res->util_mean = n->nlinks ? sum / n->nlinks : 0;
+  res->dcn_span = n->dcn_t0 >= 0 ? n->dcn_t1 - n->dcn_t0 : 0;
+  for (uint32_t h = 0; n->dcn_dom && h < 2 * n->nnics; h++) {
+    const simRes *x = &n->res[n->nic_base + h];
+    if (h < n->nnics) res->dcn_bytes += x->bytes * k;
+    if (res->dcn_span > 0)
+      res->dcn_util_max = TD_MAX(res->dcn_util_max, x->bytes / (res->dcn_span * x->cap));
+  }
   res->max_flows = n->max_active * orbit;
   res->symmetric = e->sym;
   res->sym_ranks = e->nsim;

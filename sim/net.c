@@ -2,10 +2,13 @@
  * net.c - the simulator's network: directed ICI links plus a per-chip injection and ejection
  * resource, flows routed over them, per-link fair shares, and the event heap.
  *
- * Rates are max-min fair (rate.c). Routes are the torus model's dimension-ordered shortest routes;
- * when one crosses a failed link the flow takes a shortest path over healthy links (breadth-first
- * search). In the translation quotient (sym.c) every link and injection/ejection resource is its
- * representative's, so a flow crossing k links of one class counts k times in its share.
+ * Rates are max-min fair (rate.c). A flow between DCN domains (slices; hosts of a flat topology,
+ * topoDcnDomain) takes no ICI link: it crosses its source host's NIC out and its destination
+ * host's NIC in (one resource each, dcn_bw, shared by the host's ranks) and pays dcn_latency.
+ * Routes are the torus model's dimension-ordered shortest routes; when one crosses a failed link
+ * the flow takes a shortest path over healthy links (breadth-first search). In the translation
+ * quotient (sym.c) every link and injection/ejection resource is its representative's, so a flow
+ * crossing k links of one class counts k times in its share.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -35,6 +38,27 @@ static void failLink(simNet *n, int rank, int axis, int dir) {
     if (topoNeighbor(n->topo, nb, axis, d) == rank) n->res[linkId(n, nb, axis, d)].failed = 1;
 }
 
+/* DCN (sim.h): every rank's domain and NIC, and the NICs' resources after the others. */
+static tpudistResult_t netDcn(simNet *n, const simConfig *cfg, size_t *nres, char *err) {
+  const tdTopo *t = cfg->topo;
+  n->dcn_t0 = n->dcn_t1 = -1;
+  if (!topoHasDcn(t)) return tpudistSuccess;
+  if (!(cfg->dcn_bw > 0))
+    return tdErr(err, tpudistInvalidArgument, "sim: a DCN level needs a DCN bandwidth > 0");
+  n->dcn_dom = malloc(sizeof(int) * 2 * (size_t)t->nranks);
+  if (!n->dcn_dom) return tdErr(err, tpudistNoMemory, "sim: no memory for DCN");
+  n->dcn_nic = n->dcn_dom + t->nranks;
+  for (int r = 0; r < t->nranks; r++) {
+    n->dcn_dom[r] = topoDcnDomain(t, r);
+    n->dcn_nic[r] = topoHostOf(t, r);
+  }
+  n->nic_base = (uint32_t)*nres;
+  n->nnics = (uint32_t)topoNumHosts(t);
+  n->dcn_latency = cfg->dcn_latency;
+  *nres += 2 * (size_t)n->nnics;
+  return tpudistSuccess;
+}
+
 tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
   memset(n, 0, sizeof(*n));
   n->topo = cfg->topo;
@@ -42,6 +66,8 @@ tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
   int nr = cfg->topo->nranks;
   n->nlinks = (uint32_t)(nr * n->nd * 2);
   size_t nres = n->nlinks + 2 * (size_t)nr;
+  TD_CHECK(netDcn(n, cfg, &nres, err));
+  n->nres = nres;
   n->res = calloc(nres, sizeof(simRes));
   n->maxhops = 64;
   n->hops = malloc(sizeof(tdHop) * (size_t)n->maxhops);
@@ -50,7 +76,8 @@ tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
   if (!n->level) return tdErr(err, tpudistNoMemory, "sim: no memory for %zu links", nres);
   for (uint32_t i = 0; i < n->nlinks; i++) n->res[i].cap = n->level[i] = cfg->p.link_bw;
   double inj = cfg->p.inj_bw > 0 ? cfg->p.inj_bw : cfg->p.link_bw * (n->nd ? 2 * n->nd : 1);
-  for (size_t i = n->nlinks; i < nres; i++) n->res[i].cap = n->level[i] = inj;
+  for (size_t i = n->nlinks; i < nres; i++)
+    n->res[i].cap = n->level[i] = i >= n->nic_base && n->dcn_dom ? cfg->dcn_bw : inj;
   /* a chip's flows leave (and arrive) over its own links: an injection limit at or above their
    * sum never binds, and is left out of the routes */
   n->use_inj = n->nd == 0 || inj < cfg->p.link_bw * 2 * n->nd * (1 - 1e-12);
@@ -68,8 +95,8 @@ tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
 }
 
 void netFree(simNet *n) {
-  size_t nres = n->nlinks + 2 * (size_t)(n->topo ? n->topo->nranks : 0);
-  for (size_t i = 0; n->res && i < nres; i++) free(n->res[i].flows);
+  for (size_t i = 0; n->res && i < n->nres; i++) free(n->res[i].flows);
+  free(n->dcn_dom);
   for (uint32_t i = 0; i < n->nflows; i++) free(n->flows[i].heap);
   free(n->res);
   free(n->level);
@@ -217,9 +244,16 @@ static tpudistResult_t netRoute(simNet *n, simFlow *f, int src, int dst, int *nh
   return tpudistSuccess;
 }
 
+/* 1 if a flow from src to dst crosses DCN. */
+static int netCrossesDcn(const simNet *n, int src, int dst) {
+  return n->dcn_dom && n->dcn_dom[src] != n->dcn_dom[dst];
+}
+
 uint32_t netPort(simNet *n, int src, int dst) {
   tdHop h;
-  if (n->nd == 0 || src == dst || topoRoute(n->topo, src, dst, &h, 1) < 1) return injId(n, src);
+  if (n->nd == 0 || src == dst || netCrossesDcn(n, src, dst) ||
+      topoRoute(n->topo, src, dst, &h, 1) < 1)
+    return injId(n, src);
   return linkId(n, h.from, h.axis, h.dir);
 }
 
@@ -268,12 +302,23 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
   f->remaining = f->bytes = bytes;
   f->t_last = now;
   f->active = 1;
+  int dcn = netCrossesDcn(n, src, dst);
   if (src != dst) {
     if (n->use_inj) TD_CHECK(addRes(f, injId(n, src)));
-    if (n->nd > 0) TD_CHECK(netRoute(n, f, src, dst, &hops));
+    if (dcn) { /* the hosts' NICs instead of ICI */
+      TD_CHECK(addRes(f, n->nic_base + (uint32_t)n->dcn_nic[src]));
+      TD_CHECK(addRes(f, n->nic_base + n->nnics + (uint32_t)n->dcn_nic[dst]));
+    } else if (n->nd > 0) {
+      TD_CHECK(netRoute(n, f, src, dst, &hops));
+    }
     if (n->use_inj) TD_CHECK(addRes(f, ejId(n, dst)));
   }
   f->lat = src == dst ? 0 : n->msg_overhead + n->hop_latency * (n->nd ? hops : 1);
+  f->dcn = dcn;
+  if (dcn) {
+    f->lat = n->msg_overhead + n->dcn_latency;
+    if (n->dcn_t0 < 0) n->dcn_t0 = now;
+  }
   if (++n->active > n->max_active) n->max_active = n->active;
   if (bytes <= 0 || !f->nres) {
     f->rate = 1e300;
@@ -286,6 +331,7 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
 tpudistResult_t netDrained(simNet *n, uint32_t id, double now) {
   simFlow *f = &n->flows[id];
   f->active = 0;
+  if (f->dcn) n->dcn_t1 = TD_MAX(n->dcn_t1, now + f->lat);
   n->active--;
   for (uint32_t i = 0; i < f->nres; i++) {
     simRes *r = &n->res[SIM_FLOW_RES(f)[i]];

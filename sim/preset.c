@@ -6,25 +6,29 @@
  * link_bw is the official per-chip ICI figure divided by ports and by two directions (this is the
  * figure the published pod aggregates are built from); book_link_bw is the scaling book's one-way
  * per-link figure, which its worked examples use. The injection limit defaults to all ports busy.
+ * DCN egress per chip is the book's (v5e 3.125e9, v5p 6.25e9, v6e and 7x 12.5e9 B/s; v4, which
+ * it does not give, as v5p); the DCN latency, 10 us, is an assumption (no published figure).
  */
 #include <stdio.h>
 #include <string.h>
 
 #include "sim.h"
 
+/* clang-format off */
 const simPreset simPresets[] = {
     /* v4: ISCA 6 x 50 GB/s one way; book 4.5e10; HBM 1200 GB/s; 4 chips per host (2,2,1). */
-    {"v4", 50e9, 45e9, 1e-6, 0, 300e9, 1200e9, 6, 3, {2, 2, 1}, 4096, SIM_WRAP_CUBE},
+    {"v4", 50e9, 45e9, 1e-6, 0, 300e9, 1200e9, 6, 3, {2, 2, 1}, 4096, SIM_WRAP_CUBE, 6.25e9, 10e-6},
     /* v5e: 400 GB/s per chip bidirectional over 4 ports; book 4.5e10; HBM 819 GB/s; 8 per host. */
-    {"v5e", 50e9, 45e9, 1e-6, 0, 200e9, 819e9, 4, 2, {2, 4, 1}, 256, SIM_WRAP_16},
+    {"v5e", 50e9, 45e9, 1e-6, 0, 200e9, 819e9, 4, 2, {2, 4, 1}, 256, SIM_WRAP_16, 3.125e9, 10e-6},
     /* v5p: 1200 GB/s per chip bidirectional over 6 ports; book 9e10; HBM 2765 GB/s; 4 per host. */
-    {"v5p", 100e9, 90e9, 1e-6, 0, 600e9, 2765e9, 6, 3, {2, 2, 1}, 6144, SIM_WRAP_CUBE},
+    {"v5p", 100e9, 90e9, 1e-6, 0, 600e9, 2765e9, 6, 3, {2, 2, 1}, 6144, SIM_WRAP_CUBE, 6.25e9, 10e-6},
     /* v6e: 800 GB/s per chip bidirectional over 4 ports; book 9e10; HBM 1638 GB/s; 8 per host. */
-    {"v6e", 100e9, 90e9, 1e-6, 0, 400e9, 1638e9, 4, 2, {2, 4, 1}, 256, SIM_WRAP_16},
+    {"v6e", 100e9, 90e9, 1e-6, 0, 400e9, 1638e9, 4, 2, {2, 4, 1}, 256, SIM_WRAP_16, 12.5e9, 10e-6},
     /* 7x (Ironwood): ~1.2 TB/s per chip (unconfirmed) over 6 ports; book 9e10; HBM ~7.4e12. */
-    {"v7", 100e9, 90e9, 1e-6, 0, 600e9, 7.4e12, 6, 3, {2, 2, 1}, 9216, SIM_WRAP_CUBE},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0}, 0, SIM_WRAP_CUBE},
+    {"v7", 100e9, 90e9, 1e-6, 0, 600e9, 7.4e12, 6, 3, {2, 2, 1}, 9216, SIM_WRAP_CUBE, 12.5e9, 10e-6},
+    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0}, 0, SIM_WRAP_CUBE, 0, 0},
 };
+/* clang-format on */
 
 const simPreset *simPresetFind(const char *name) {
   if (!name) return NULL;

@@ -8,6 +8,10 @@
  * while it drains each flow gets the smallest fair share (capacity / active flows) over the links
  * of its route. It is delivered hop_latency per hop (plus a per-message overhead) after its last
  * byte leaves. Local copies and reductions run at the chip's memory bandwidth. No packets.
+ * DCN: slices (topoSetSlices; hosts of a flat topology) are joined by their hosts' NICs: a flow
+ * between DCN domains (topoDcnDomain) leaves through its source host's NIC and enters through its
+ * destination host's NIC, each direction one resource of dcn_bw shared by the host's chips, and is
+ * delivered dcn_latency (plus the message overhead) after its last byte leaves.
  *
  * Schedules come from the per-rank generators on demand: each rank holds only a window of its
  * steps (regenerated when the window is used up), so memory follows what is in flight.
@@ -41,6 +45,8 @@ typedef struct {
   int host_bounds[3];  /* chips per host along x, y, z */
   int max_chips;       /* largest slice sold */
   simWrapRule wrap_rule;
+  double dcn_chip_bw; /* DCN egress per chip, bytes/s (a host's NIC: this x its chips) */
+  double dcn_latency; /* seconds per message across DCN */
 } simPreset;
 
 /* The preset for name ("v4", "v5e", "v5p", "v6e", "v7"), or NULL. */
@@ -75,6 +81,9 @@ typedef struct {
   int symmetric;           /* simulate rank 0 alone when every rank's plan is its translate
                               (default 1; sym.c); 0: every rank */
   double piece_bytes;      /* the executor's pipeline piece (TPU_DIST_CHUNK_BYTES, 128 KiB) */
+  double dcn_bw;           /* bytes/s of one host's NIC, each direction (default: the preset's
+                              per-chip egress x chips per host of topo) */
+  double dcn_latency;      /* seconds per message across DCN (default: the preset's) */
   int functional;          /* move real data and check it */
   tpudistDataType_t dtype; /* functional mode */
   tpudistRedOp_t op;
@@ -88,7 +97,8 @@ typedef struct {
  * set (sums then depend on the order of reduction; the runtime differential test uses them). */
 double simInputValue(int rank, uint64_t i, int fractional);
 
-/* Defaults: window 256, no depth or DMA limit, timing only, float32 sum, symmetric quotient. */
+/* Defaults: window 256, no depth or DMA limit, timing only, float32 sum, symmetric quotient, the
+ * preset's DCN. */
 void simConfigDefault(simConfig *c, const simPreset *p, const tdTopo *topo);
 
 typedef struct {
@@ -106,6 +116,9 @@ typedef struct {
   int sym_ranks;        /* ranks simulated (representatives) when symmetric */
   int sym_samples;      /* ranks whose plans were checked to be rank 0's translates */
   int functional_ok;    /* functional mode: 1 if every output matched */
+  double dcn_bytes;     /* bytes that crossed DCN (through NICs out) */
+  double dcn_span;      /* from the first DCN flow's start to the last one's delivery (0: none) */
+  double dcn_util_max;  /* busiest NIC direction: bytes / (dcn_span x dcn_bw) */
   char check_msg[TD_ERRLEN];
 } simResult;
 

@@ -34,6 +34,7 @@ typedef struct {
   int src, dst;
   uint32_t port; /* the port (first link) it leaves by */
   int active;
+  int dcn; /* crosses DCN (the hosts' NICs) */
 } simFlow;
 
 typedef struct {
@@ -63,6 +64,13 @@ typedef struct {
   double *dem; /* scratch: demands on one resource */
   size_t capdem;
   double hop_latency, msg_overhead;
+  size_t nres; /* links, injection, ejection, then the NICs (out, in) when there is DCN */
+  /* DCN (sim.h): per rank its domain and NIC (host); NIC out h is res[nic_base + h], in
+     res[nic_base + nnics + h]; NULL without a DCN level */
+  int *dcn_dom, *dcn_nic;
+  uint32_t nic_base, nnics;
+  double dcn_latency;
+  double dcn_t0, dcn_t1; /* first DCN flow's start, last one's delivery (-1: none yet) */
   tdHop *hops;
   int maxhops;
   int *bfs_prev, *bfs_queue; /* detours, allocated on first use */

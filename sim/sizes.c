@@ -49,7 +49,7 @@ tpudistResult_t simSelectAlgo(const tdTopo *topo, tdColl coll, uint64_t bytes, c
   const char *names[TD_SELECT_MAX_CANDIDATES];
   int n = 0;
   char e2[TD_ERRLEN];
-  if (selectBuild(topo, topo->nranks, NULL, &t, e2) == tpudistSuccess)
+  if (selectBuild(topo, topo->nranks, NULL, NULL, &t, e2) == tpudistSuccess)
     n = selectCandidates(t, coll, bytes, names, TD_SELECT_MAX_CANDIDATES);
   if (n > 0) {
     snprintf(out, len, "%s", names[0]);

@@ -11,6 +11,7 @@ suite unit-sched-io 60 tests/unit/test_sched_io
 suite unit-gen-allreduce 300 tests/unit/test_gen_allreduce
 suite unit-torus-algos 400 tests/unit/test_torus_algos
 suite unit-cost 120 tests/unit/test_cost
+suite unit-cost-dcn 120 tests/unit/test_cost_dcn
 suite unit-select 120 tests/unit/test_select
 suite unit-fuse 60 tests/unit/test_fuse
 suite unit-step-table 120 tests/unit/test_step_table
@@ -21,6 +22,7 @@ suite unit-transport 180 tests/unit/test_transport
 suite unit-sock-streams 180 tests/unit/test_sock_streams
 suite unit-exec 180 tests/unit/test_exec
 suite sim 600 tests/sim/test_sim
+suite sim-dcn 180 tests/sim/test_sim_dcn
 suite sim-scale 900 tests/sim/scale.sh
 suite pod-scale 300 tests/sim/podscale.sh
 suite sched 600 tests/sched/test_sched
@@ -38,6 +40,8 @@ suite mpi-np8 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
 suite mpi-socket 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
 suite mpi-socket-streams 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
 suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
+# 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
+suite mpi-slices 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
 suite commid 120 tests/mpi/commid.sh
 suite soak 180 tests/mpi/soak.sh
 suite shm-clean 120 tests/mpi/shm_clean.sh

@@ -4,6 +4,7 @@ parallelism"): time per layer (dispatch + combine) and the fraction of the torus
 against the slice size, one line per placement, skew and algorithm.
 
 CSV rows (no header): chips,placement,skew,algo,dispatch_s,combine_s,bound_s,bisection_s,selected
+then, from rows written with slices (tpudist-sim --slices), slices,dcn_bound_s (not plotted)
 """
 import csv
 import sys

@@ -17,7 +17,9 @@
  * back (M transposed). Bounds (one way, per direction W = the preset's link figure): bisection,
  * the bytes crossing the halves of the longest axis (either direction) over its 2 x (chips in a
  * cross-section) links (wrapped; 1 x without wrap); injection/ejection, the busiest chip's bytes
- * over 2 x ndims links. The fraction printed is the larger bound over the simulated time.
+ * over 2 x ndims links; with slices (tpudist-sim --slices) the DCN bound, the busiest host NIC
+ * direction's bytes across slices over its bandwidth. The fraction printed is the largest bound
+ * over the simulated time.
  */
 #include "sim_moe.h"
 
@@ -87,11 +89,30 @@ static void transpose(uint64_t *m, int n) {
     }
 }
 
-/* The larger of the bisection and the injection/ejection bounds (seconds); *bis the first. */
-static double moeBound(const simConfig *cfg, const uint64_t *m, double *bis) {
+/* DCN (slices joined by the hosts' NICs): the busiest NIC direction's bytes over dcn_bw. */
+static double dcnBound(const simConfig *cfg, const uint64_t *m) {
   const tdTopo *t = cfg->topo;
-  int n = t->nranks, ax = 0;
-  for (int a = 1; a < t->ndims; a++)
+  int n = t->nranks, nh = topoNumHosts(t);
+  if (!topoHasDcn(t)) return 0;
+  double *out = calloc((size_t)nh * 2, sizeof(double)), worst = 0;
+  for (int s = 0; s < n && out; s++)
+    for (int d = 0; d < n; d++) {
+      double b = (double)m[(size_t)s * (size_t)n + (size_t)d] * MOE_ELEM;
+      if (b == 0 || topoDcnDomain(t, s) == topoDcnDomain(t, d)) continue;
+      out[topoHostOf(t, s)] += b, out[nh + topoHostOf(t, d)] += b;
+    }
+  for (int h = 0; h < 2 * nh && out; h++) worst = TD_MAX(worst, out[h]);
+  free(out);
+  return worst / cfg->dcn_bw;
+}
+
+/* The larger of the bisection, injection/ejection and DCN bounds (seconds); *bis the first, *dcn
+ * the last. With slices the bisection is that of the slices' longest ICI axis (the slice axis,
+ * the last, is DCN). */
+static double moeBound(const simConfig *cfg, const uint64_t *m, double *bis, double *dcn) {
+  const tdTopo *t = cfg->topo;
+  int n = t->nranks, ax = 0, ici = t->ndims - (topoNumSlices(t) > 1 && t->ndims > 0 ? 1 : 0);
+  for (int a = 1; a < ici; a++)
     if (t->dims[a] > t->dims[ax]) ax = a;
   double w = cfg->p.link_bw, cross[2] = {0, 0}, worst = 0;
   int c[TD_MAX_DIMS], cs[TD_MAX_DIMS], half = t->dims[ax] / 2;
@@ -112,7 +133,8 @@ static double moeBound(const simConfig *cfg, const uint64_t *m, double *bis) {
   int section = n / t->dims[ax];
   double links = (double)section * (t->wrap[ax] ? 2 : 1);
   *bis = TD_MAX(cross[0], cross[1]) / (links * w);
-  return TD_MAX(*bis, worst / (2.0 * t->ndims * w));
+  *dcn = dcnBound(cfg, m);
+  return TD_MAX(TD_MAX(*bis, *dcn), worst / (2.0 * ici * w));
 }
 
 /* One all-to-all-v of matrix m with algo; seconds, or < 0 if the algorithm refuses. */
@@ -148,10 +170,10 @@ int simMoe(const simConfig *cfg_in, const char *algos, uint64_t tokens, const ch
     snprintf(pick, sizeof(pick), "-");
   FILE *csv = csv_path ? fopen(csv_path, "a") : NULL;
   printf(
-      "moe: %d chips, %d experts (groups of %d), top-%d, hidden %d bf16, %llu tokens per chip "
-      "(%.1f MiB dispatched per chip); selection picks %s\n",
-      n, MOE_EXPERTS, MOE_EXPERTS, MOE_TOPK, MOE_HIDDEN, (unsigned long long)tokens,
-      (double)bytes / 1048576.0, pick);
+      "moe: %d chips in %d slices, %d experts (groups of %d), top-%d, hidden %d bf16, %llu tokens "
+      "per chip (%.1f MiB dispatched per chip); selection picks %s\n",
+      n, topoNumSlices(cfg->topo), MOE_EXPERTS, MOE_EXPERTS, MOE_TOPK, MOE_HIDDEN,
+      (unsigned long long)tokens, (double)bytes / 1048576.0, pick);
   printf("%-7s %-8s %-9s %12s %12s %12s %9s %9s\n", "place", "skew", "algo", "dispatch_us",
          "combine_us", "layer_us", "bound_us", "of_bound");
   int rc = 0;
@@ -159,7 +181,7 @@ int simMoe(const simConfig *cfg_in, const char *algos, uint64_t tokens, const ch
     for (int zipf = 0; zipf < 2; zipf++) {
       uint64_t *m = dispatchMatrix(n, spread, zipf, tokens);
       if (!m) return fprintf(stderr, "tpudist-sim: moe: out of memory\n"), -1;
-      double bis, bound = moeBound(cfg, m, &bis);
+      double bis, dcn, bound = moeBound(cfg, m, &bis, &dcn);
       char buf[256];
       snprintf(buf, sizeof(buf), "%s", list);
       for (char *save = NULL, *al = strtok_r(buf, ",", &save); al;
@@ -179,8 +201,9 @@ int simMoe(const simConfig *cfg_in, const char *algos, uint64_t tokens, const ch
                zipf ? "zipf" : "uniform", al, td * 1e6, tc * 1e6, (td + tc) * 1e6, bound * 1e6,
                100 * frac);
         if (csv)
-          fprintf(csv, "%d,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s\n", n, spread ? "spread" : "local",
-                  zipf ? "zipf" : "uniform", al, td, tc, bound, bis, pick);
+          fprintf(csv, "%d,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g\n", n,
+                  spread ? "spread" : "local", zipf ? "zipf" : "uniform", al, td, tc, bound, bis,
+                  pick, topoNumSlices(cfg->topo), dcn);
         if (csv) fflush(csv);
         fflush(stdout);
       }

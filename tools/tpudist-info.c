@@ -132,7 +132,9 @@ static int selection(const tdInfoArgs *a) {
   char err[TD_ERRLEN] = "";
   tdSelectTable *tab = NULL;
   if (makeTopo(a, &t)) return 1;
-  if (selectBuild(&t, t.nranks, a->override, &tab, err) != tpudistSuccess) {
+  tdCostModel m;
+  configCostModel(configGet(), &t, &m);
+  if (selectBuild(&t, t.nranks, a->override, &m, &tab, err) != tpudistSuccess) {
     fprintf(stderr, "tpudist-info: selection: %s\n", err);
     return 1;
   }
@@ -211,7 +213,9 @@ static int dumpOne(const tdInfoArgs *a) {
   int nc = a->algo ? 1 : 0;
   tdSelectTable *tab = NULL;
   if (!a->algo) {
-    if (selectBuild(&t, t.nranks, a->override, &tab, err) != tpudistSuccess) {
+    tdCostModel m;
+    configCostModel(configGet(), &t, &m);
+    if (selectBuild(&t, t.nranks, a->override, &m, &tab, err) != tpudistSuccess) {
       fprintf(stderr, "tpudist-info: selection: %s\n", err);
       return 1;
     }

@@ -6,6 +6,7 @@
  *   tpudist-sim ... --compare-algos
  *   tpudist-sim ... --functional --bytes 4K [--dtype int32 --op max]
  *   tpudist-sim --preset v7 --topology 16x16x32 --moe [--moe-tokens 2048 --algos a,b --csv F]
+ *   tpudist-sim --preset v5p --topology 4x4x4 --slices 4 [--dcn-bw B/s --dcn-latency S] ...
  *
  * Prints time, algbw, busbw (NCCL conventions) and link utilisation. A shape that is not a slice
  * the preset's generation sells is simulated with a warning.
@@ -27,6 +28,8 @@ typedef struct {
   uint64_t bytes, min, max;
   int twist, sweep, compare, functional, root, window, depth, dma, quiet, step, fractional, moe;
   int every_rank; /* --every-rank: no translation quotient */
+  int slices;     /* --slices S: S slices of --topology joined by DCN */
+  double dcn_bw, dcn_latency;
   uint64_t moe_tokens;
   double link_bw, latency, inj_bw, overhead, piece;
   tpudistDataType_t dtype;
@@ -45,6 +48,7 @@ static void usage(FILE *f) {
           "         [--functional [--dtype float32|int32|float64|int64]\n"
           "         [--op sum|max|min] [--fractional] [--dump-outputs FILE]]\n"
           "         [--fail-links R:AXIS:DIR,...]\n"
+          "         [--slices S [--dcn-bw B/s per host NIC] [--dcn-latency S]]\n"
           "         [--link-bw B/s] [--latency S] [--overhead S] [--inj-bw B/s] [--piece BYTES]\n"
           "         [--window STEPS] [--depth STEPS] [--dma N] [--every-rank] [--quiet]\n");
 }
@@ -88,7 +92,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
   o->max = 1u << 30;
   o->dtype = tpudistFloat32;
   o->op = tpudistSum;
-  o->link_bw = o->latency = o->inj_bw = o->overhead = -1;
+  o->link_bw = o->latency = o->inj_bw = o->overhead = o->dcn_bw = o->dcn_latency = -1;
+  o->slices = 1;
   for (int i = 1; i < argc; i++) {
     const char *a = argv[i], *v = i + 1 < argc ? argv[i + 1] : NULL;
     int need = 1;
@@ -140,7 +145,16 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->step = atoi(v);
     else if (!strcmp(a, "--dma"))
       o->dma = atoi(v);
-    else if (!strcmp(a, "--link-bw"))
+    else if (!strcmp(a, "--slices")) {
+      if ((o->slices = atoi(v)) < 1 || o->slices > 4096)
+        return fprintf(stderr, "tpudist-sim: --slices %s: 1 to 4096\n", v), -1;
+    } else if (!strcmp(a, "--dcn-bw")) {
+      if (!((o->dcn_bw = atof(v)) > 0))
+        return fprintf(stderr, "tpudist-sim: --dcn-bw %s: bytes/s > 0\n", v), -1;
+    } else if (!strcmp(a, "--dcn-latency")) {
+      if (!((o->dcn_latency = atof(v)) >= 0))
+        return fprintf(stderr, "tpudist-sim: --dcn-latency %s: seconds >= 0\n", v), -1;
+    } else if (!strcmp(a, "--link-bw"))
       o->link_bw = atof(v);
     else if (!strcmp(a, "--latency"))
       o->latency = atof(v);
@@ -170,9 +184,20 @@ static int parseArgs(int argc, char **argv, Opts *o) {
   return 0;
 }
 
-/* --topology: a plain AxBxC takes the preset's wrap rule and host bounds; a spec with ':' is the
- * torus model's own syntax (explicit wraps, twist, hosts). */
+static int buildSlice(const Opts *o, const simPreset *p, tdTopo *t);
+
+/* --topology, then --slices: S such slices joined by DCN. */
 static int buildTopo(const Opts *o, const simPreset *p, tdTopo *t) {
+  char err[TD_ERRLEN];
+  if (buildSlice(o, p, t)) return -1;
+  if (o->slices > 1 && topoSetSlices(t, o->slices, err) != tpudistSuccess)
+    return fprintf(stderr, "tpudist-sim: --slices %d: %s\n", o->slices, err), -1;
+  return 0;
+}
+
+/* --topology: a plain AxBxC takes the preset's wrap rule and host bounds; a spec with ':' is the
+ * torus model's own syntax (explicit wraps, twist, hosts, slices). */
+static int buildSlice(const Opts *o, const simPreset *p, tdTopo *t) {
   char err[TD_ERRLEN];
   int dims[TD_MAX_DIMS], nd = 0;
   tdTopo parsed;
@@ -261,6 +286,11 @@ static int runOne(const simConfig *cfg, tdColl coll, const char *algo, uint64_t 
   printf("  flows max %llu  steps held max %llu  generations %llu  wall %.2f s  rss %ld MiB\n",
          (unsigned long long)res->max_flows, (unsigned long long)res->max_steps,
          (unsigned long long)res->generations, wallNow() - w0, maxRssMiB());
+  if (res->dcn_bytes > 0)
+    printf(
+        "  dcn: %.3g B through host NICs, span %.3f us (first DCN byte to last delivery), "
+        "busiest NIC %.1f%%\n",
+        res->dcn_bytes, res->dcn_span * 1e6, 100 * res->dcn_util_max);
   if (res->symmetric)
     printf("  symmetric: %d ranks stood for all %d (their translates; %d plans checked)\n",
            res->sym_ranks, a.nranks, res->sym_samples);
@@ -372,6 +402,8 @@ int main(int argc, char **argv) {
   if (o.depth > 0) cfg.max_inflight = o.depth;
   if (o.dma > 0) cfg.max_dma = o.dma;
   if (o.piece > 0) cfg.piece_bytes = o.piece;
+  if (o.dcn_bw > 0) cfg.dcn_bw = o.dcn_bw;
+  if (o.dcn_latency >= 0) cfg.dcn_latency = o.dcn_latency;
   cfg.symmetric = !o.every_rank;
   cfg.functional = o.functional || o.dump;
   cfg.fractional = o.fractional;
@@ -389,6 +421,9 @@ int main(int argc, char **argv) {
   if (!o.quiet)
     printf("preset %s (link %.3g B/s per direction, %.3g s per hop)  topology %s  %d chips\n",
            p->name, cfg.p.link_bw, cfg.p.hop_latency, topo, t.nranks);
+  if (!o.quiet && topoHasDcn(&t))
+    printf("dcn: %d hosts, NIC %.3g B/s per direction, %.3g s per message\n", topoNumHosts(&t),
+           cfg.dcn_bw, cfg.dcn_latency);
   int rc;
   if (o.moe) {
     rc = simMoe(&cfg, o.algos, o.moe_tokens ? o.moe_tokens : 2048, o.csv);

@@ -1,7 +1,7 @@
 /*
  * topo_slices.c - the levels above one slice's torus (torus.h): slices joined by DCN (the outer
  * level; on a torus an extra last axis that does not wrap, so ranks are slice-major and every
- * plan over the torus stays valid) and, on a flat topology, ranks per host.
+ * plan over the torus stays valid) and, on a flat topology, ranks per host; which ranks DCN joins.
  */
 #include "topo_priv.h"
 
@@ -37,6 +37,16 @@ int topoNumSlices(const tdTopo *t) {
 int topoSliceOf(const tdTopo *t, int rank) {
   if (rank < 0 || rank >= t->nranks) return -1;
   return rank / (t->nranks / topoNumSlices(t));
+}
+
+int topoHasDcn(const tdTopo *t) {
+  return topoNumSlices(t) > 1 || (t->ndims == 0 && t->host_bounds[0] > 0 && topoNumHosts(t) > 1);
+}
+
+int topoDcnDomain(const tdTopo *t, int rank) {
+  if (rank < 0 || rank >= t->nranks) return -1;
+  if (t->ndims == 0 && t->host_bounds[0] > 0) return topoHostOf(t, rank);
+  return topoSliceOf(t, rank);
 }
 
 tpudistResult_t topoSetFlatHosts(tdTopo *t, int per_host, char *err) {

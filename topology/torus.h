@@ -83,6 +83,13 @@ tpudistResult_t topoSetSlices(tdTopo *t, int slices, char *err);
 int topoNumSlices(const tdTopo *t);
 /* Slice of a rank (0 when not sliced, -1 out of range). */
 int topoSliceOf(const tdTopo *t, int rank);
+/* The DCN level: ranks of different domains talk over DCN through their hosts' NICs, ranks of one
+ * domain over ICI (a torus) or inside a host (flat). On a torus the domains are the slices; on a
+ * flat topology the hosts when they are known (hosts never span slices), else the slices. Returns
+ * the domain of rank (0 when there is no DCN level, -1 out of range). */
+int topoDcnDomain(const tdTopo *t, int rank);
+/* 1 when the topology has more than one DCN domain. */
+int topoHasDcn(const tdTopo *t);
 /* Flat topology: ranks per host (host-blocked, dividing nranks); 0 clears it. */
 tpudistResult_t topoSetFlatHosts(tdTopo *t, int per_host, char *err);
 

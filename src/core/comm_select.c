@@ -11,6 +11,7 @@
 #include "bootstrap.h"
 #include "comm.h"
 #include "rt_log.h"
+#include "rt_topo.h"
 
 /* All-to-all-v runs in one phase (no counts exchange) when one algorithm is selected at every
  * size (or forced by TPU_DIST_ALGO) and it needs only this rank's row and column of the matrix:
@@ -24,14 +25,16 @@ static void a2avDecide(tdComm *comm) {
 }
 
 static tpudistResult_t buildTable(tdComm *comm, char *err) {
+  tdCostModel m;
+  configCostModel(comm->net.cfg, &comm->topo, &m);
   tpudistResult_t r =
-      selectBuild(&comm->topo, comm->net.nranks, comm->net.cfg->algo, &comm->select, err);
+      selectBuild(&comm->topo, comm->net.nranks, comm->net.cfg->algo, &m, &comm->select, err);
   if (r == tpudistNotSupported && comm->net.cfg->algo) {
     /* TPU_DIST_ALGO names an algorithm this communicator's shape refuses (torus on a flat split):
      * the override applies where it can; here the selection decides. */
     TD_WARN(TD_SUBSYS_TUNE, "%s: %s; TPU_DIST_ALGO is ignored on this communicator", comm->net.name,
             err);
-    r = selectBuild(&comm->topo, comm->net.nranks, NULL, &comm->select, err);
+    r = selectBuild(&comm->topo, comm->net.nranks, NULL, &m, &comm->select, err);
   }
   return r;
 }

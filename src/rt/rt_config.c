@@ -87,6 +87,14 @@ const tdConfigVar tdConfigTable[] = {
     {"MEGASCALE_SLICE_ID", cfgInt, "-1", TD_OFF(megascale_slice_id), -1, 4095,
      "TPU runtime (multislice): this process's slice; must match its rank's slice (ranks are "
      "slice-major)."},
+    {"TPU_DIST_DCN_GBPS", cfgInt, "0", TD_OFF(dcn_gbps), 0, 1000000,
+     "Bandwidth of one host's DCN NIC in Gbit/s, each direction, shared by the host's ranks, as "
+     "the cost model sees it (selection): messages between slices, or between hosts of a flat "
+     "communicator, take it. 0: the default, 50 Gbit/s per chip of the host on a TPU topology "
+     "(v5p's DCN egress per chip), 10 Gbit/s per host on a flat one (docs/performance.md)."},
+    {"TPU_DIST_DCN_LATENCY_US", cfgInt, "-1", TD_OFF(dcn_latency_us), -1, 10000000,
+     "Latency of one message across DCN in microseconds, as the cost model sees it. -1: the "
+     "default, 10 on a TPU topology, 20 on a flat one (TCP)."},
     {"TPU_DIST_COMM_ID", cfgStr, "", TD_OFF(comm_id), 0, 0,
      "host:port of rank 0 for bootstrap without MPI (as NCCL_COMM_ID)."},
     {"TPU_DIST_HOSTID", cfgStr, "", TD_OFF(hostid), 0, 0,

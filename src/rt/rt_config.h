@@ -35,6 +35,8 @@ typedef struct {
       *tpu_chips_per_host_bounds; /* TPU_* runtime variables */
   int megascale_num_slices;       /* MEGASCALE_NUM_SLICES (0 unset) */
   int megascale_slice_id;         /* MEGASCALE_SLICE_ID (-1 unset) */
+  int dcn_gbps;                   /* TPU_DIST_DCN_GBPS: host NIC, Gbit/s (0: the default) */
+  int dcn_latency_us;             /* TPU_DIST_DCN_LATENCY_US: per message (< 0: the default) */
   /* bootstrap */
   const char *comm_id;          /* TPU_DIST_COMM_ID host:port */
   const char *hostid;           /* TPU_DIST_HOSTID */

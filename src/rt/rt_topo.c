@@ -49,3 +49,9 @@ tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, con
   *out = t;
   return tpudistSuccess;
 }
+
+void configCostModel(const tdConfig *cfg, const tdTopo *t, tdCostModel *m) {
+  costModelDefault(t, m);
+  if (cfg->dcn_gbps > 0) m->dcn_bw = cfg->dcn_gbps * 1e9 / 8;
+  if (cfg->dcn_latency_us >= 0) m->dcn_latency = cfg->dcn_latency_us * 1e-6;
+}

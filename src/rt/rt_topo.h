@@ -3,11 +3,13 @@
  * runtime's variables (TPU_ACCELERATOR_TYPE, TPU_TOPOLOGY, ...), else flat; with
  * MEGASCALE_NUM_SLICES=S > 1 that is one slice, and the topology is S of them joined by DCN (unless
  * TPU_DIST_TOPOLOGY names its slices, which must then be S). The one place that order is decided:
- * communicators (src/core) and tools/tpudist-info both ask here.
+ * communicators (src/core) and tools/tpudist-info both ask here. Also the cost model's DCN figures
+ * the configuration sets.
  */
 #ifndef TD_RT_TOPO_H_
 #define TD_RT_TOPO_H_
 
+#include "cost.h"
 #include "rt_config.h"
 #include "torus.h"
 
@@ -16,5 +18,9 @@
  * or "flat"). */
 tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, const char **source,
                                char *err);
+
+/* The cost model selection uses on topology t: costModelDefault, with TPU_DIST_DCN_GBPS and
+ * TPU_DIST_DCN_LATENCY_US applied where they are set. */
+void configCostModel(const tdConfig *cfg, const tdTopo *t, tdCostModel *m);
 
 #endif /* TD_RT_TOPO_H_ */

@@ -4,8 +4,10 @@
 # down on every exit.
 #   1. mpirun with a hostfile and the cluster's rsh agent: tests/mpi/test_mpi exact across
 #      2 hosts x 2 ranks and 4 hosts x 2 ranks; inside a host ranks use shm, across hosts TCP;
-#      every hierarchical algorithm (hier: all-reduce, all-gather, reduce-scatter, broadcast,
-#      reduce, all-to-all, all-to-all-v) forced on 4 hosts, small and large sizes, exact
+#      on 2 hosts selection picks hier for all-reduces from 1 MiB (the cost model's DCN), another
+#      algorithm below; every hierarchical algorithm (hier: all-reduce, all-gather,
+#      reduce-scatter, broadcast, reduce, all-to-all, all-to-all-v) forced on 4 hosts, small and
+#      large sizes, exact
 #   2. TPU_DIST_COMM_ID across 4 hosts (tools/main_job, results checked), on the second network
 #      through TPU_DIST_SOCKET_IFNAME=eth1: the INFO log shows the listener on that network; then
 #      srun's variables (SLURM_PROCID/NTASKS/LOCALID) and 2 slices (MEGASCALE_NUM_SLICES/SLICE_ID)
@@ -53,9 +55,14 @@ mpi() { # HOSTS RANKS_PER_HOST CMD...
 }
 for h in 2 4; do
   echo "== mpirun: test_mpi on $h hosts x 2 ranks"
-  out=$(TPU_DIST_DEBUG=INFO mpi "$h" 2 "$B/tests/mpi/test_mpi" 2>&1)
+  # on 2 hosts the world communicator (flat(4):hosts=2) selects hier from 1 MiB (the cost model's
+  # DCN), another algorithm below; on 4 hosts the model ranks Rabenseifner (the same DCN bytes per
+  # host, 4 DCN latencies to hier's 6) first
+  expect=()
+  [ "$h" = 2 ] && expect=(--expect-algo allreduce=hier --expect-other-below)
+  out=$(TPU_DIST_DEBUG=INFO mpi "$h" 2 "$B/tests/mpi/test_mpi" "${expect[@]}" 2>&1)
   st=$?
-  grep -E '^test_mpi|FAIL' <<<"$out" | head -20
+  grep -E '^test_mpi|FAIL|expected another| used ' <<<"$out" | head -20
   [ $st -eq 0 ] || fail "test_mpi on $h hosts: status $st"
   grep -q "test_mpi np $((2 * h)): [0-9]* checks, 0 failures" <<<"$out" || fail "test_mpi on $h hosts: no clean summary"
   # rank 0 (host 0) reaches rank 1 (host 0) with shm and rank 2 (host 1) with socket

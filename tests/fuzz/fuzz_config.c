@@ -32,7 +32,7 @@ int LLVMFuzzerTestOneInput(const uint8_t *data, size_t size) {
     else if (topoInit(&t, 2, dims, wrap, 0, err) != tpudistSuccess)
       abort();
     tdSelectTable *tab = NULL;
-    tpudistResult_t r = selectBuild(&t, 8, buf, &tab, err);
+    tpudistResult_t r = selectBuild(&t, 8, buf, NULL, &tab, err);
     if (r != tpudistSuccess) {
       if (!err[0]) abort();
       return 0;

@@ -10,9 +10,10 @@
  * on every communicator. Buffers are allocated and touched once, then reused.
  *
  *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus[,alltoall=hier...]
- *                                    [--expect-from BYTES]]
+ *                                    [--expect-from BYTES] [--expect-other-below]]
  *   (--expect-algo: collectives of those kinds on the world communicator from BYTES, default
- *   1 MiB, must report those algorithms through tpudistLastAlgorithm)
+ *   1 MiB, must report those algorithms through tpudistLastAlgorithm; --expect-other-below: and
+ *   smaller ones of those kinds must report another one)
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -38,6 +39,7 @@ static int gWorldRank, gFull;
 static uint64_t gSeed = 12345;
 static char gExpect[256];                 /* --expect-algo: ",coll=algo,coll=algo," */
 static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here (world only) */
+static int gExpectOtherBelow;             /* --expect-other-below: smaller sizes use another */
 
 static const char *dtName(int dt) {
   static const char *n[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
@@ -90,11 +92,22 @@ static void raw(void *buf, size_t i, size_t esize, uint64_t seed, int r, size_t 
 static void checkAlgo(const Ctx *c, const char *coll, size_t bytes) {
   char key[32], *at;
   snprintf(key, sizeof(key), ",%s=", coll);
-  if (!(at = strstr(gExpect, key)) || bytes < gExpectMinBytes || strcmp(c->name, "world")) return;
+  if (!(at = strstr(gExpect, key)) || strcmp(c->name, "world")) return;
   const char *want = at + strlen(key), *a = tpudistLastAlgorithm(c->comm);
   size_t len = strcspn(want, ",");
+  int same = strlen(a) == len && !strncmp(a, want, len);
+  if (bytes < gExpectMinBytes) {
+    if (!gExpectOtherBelow) return;
+    gChecks++;
+    if (same) {
+      gFail++;
+      fprintf(stderr, "[%d] %s %s of %zu bytes used %s, expected another below %zu bytes\n",
+              gWorldRank, c->name, coll, bytes, a, gExpectMinBytes);
+    }
+    return;
+  }
   gChecks++;
-  if (strlen(a) != len || strncmp(a, want, len)) {
+  if (!same) {
     gFail++;
     fprintf(stderr, "[%d] %s %s of %zu bytes used %s, expected %.*s\n", gWorldRank, c->name, coll,
             bytes, a, (int)len, want);
@@ -722,8 +735,12 @@ static void large(const Ctx *c, int full) {
 static void parseArgs(int argc, char **argv) {
   const char *full = getenv("TD_FULL");
   gFull = full && atoi(full) > 0;
-  for (int i = 1; i + 1 < argc; i++)
-    if (!strcmp(argv[i], "--expect-algo")) {
+  for (int i = 1; i < argc; i++)
+    if (!strcmp(argv[i], "--expect-other-below")) {
+      gExpectOtherBelow = 1;
+    } else if (i + 1 == argc) {
+      break;
+    } else if (!strcmp(argv[i], "--expect-algo")) {
       snprintf(gExpect, sizeof(gExpect), ",%s,", argv[i + 1]);
     } else if (!strcmp(argv[i], "--expect-from")) {
       gExpectMinBytes = (size_t)strtoull(argv[i + 1], NULL, 10);

@@ -16,7 +16,7 @@
 #include "algos.h"
 #include "cost.h"
 
-static const tdCostModel kModel = {1e-6, 1e9, 1e9, 1e9, 0, 0}; /* no pipelining */
+static const tdCostModel kModel = {1e-6, 1e9, 1e9, 1e9, 0, 0, 0, 0}; /* no pipelining, no DCN */
 
 static void initScheds(tdSched *s, int n) {
   for (int r = 0; r < n; r++) {

@@ -43,7 +43,7 @@ static void testBuild4x4x4(void) {
   tdSelectTable *s = NULL;
   char err[TD_ERRLEN] = "";
   clock_t c0 = clock();
-  CU_ASSERT_FATAL(selectBuild(&t, 64, NULL, &s, err) == tpudistSuccess);
+  CU_ASSERT_FATAL(selectBuild(&t, 64, NULL, NULL, &s, err) == tpudistSuccess);
   double cpu = (double)(clock() - c0) / CLOCKS_PER_SEC;
   printf("\nselection table for 64 ranks on 4x4x4: %.3f s CPU\n", cpu);
   CU_ASSERT(cpu < 1.0);
@@ -75,7 +75,7 @@ static void testBuild4x4x4(void) {
   CU_ASSERT(bruck && torus);
   /* a second build gives the same table (every rank must agree) */
   tdSelectTable *s2 = NULL;
-  CU_ASSERT_FATAL(selectBuild(&t, 64, NULL, &s2, err) == tpudistSuccess);
+  CU_ASSERT_FATAL(selectBuild(&t, 64, NULL, NULL, &s2, err) == tpudistSuccess);
   char *text2 = printed(s2);
   CU_ASSERT_STRING_EQUAL(strchr(text, '\n'), strchr(text2, '\n')); /* all but the timing line */
   free(text);
@@ -91,7 +91,7 @@ static void testOverrides(void) {
   tdSelectTable *s = NULL;
   char err[TD_ERRLEN] = "";
   const char *names[4];
-  CU_ASSERT_FATAL(selectBuild(&t, 8, "allreduce=ring,alltoall=bruck", &s, err) == tpudistSuccess);
+  CU_ASSERT_FATAL(selectBuild(&t, 8, "allreduce=ring,alltoall=bruck", NULL, &s, err) == tpudistSuccess);
   CU_ASSERT(selectCandidates(s, TD_COLL_ALLREDUCE, 1 << 20, names, 4) == 1);
   CU_ASSERT_STRING_EQUAL(names[0], "ring");
   CU_ASSERT(selectCandidates(s, TD_COLL_ALLTOALL, 8, names, 4) == 1);
@@ -103,15 +103,15 @@ static void testOverrides(void) {
   free(text);
   selectFree(s);
   s = NULL;
-  CU_ASSERT(selectBuild(&t, 8, "allreduse=ring", &s, err) == tpudistInvalidArgument);
+  CU_ASSERT(selectBuild(&t, 8, "allreduse=ring", NULL, &s, err) == tpudistInvalidArgument);
   CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown collective 'allreduse'"));
-  CU_ASSERT(selectBuild(&t, 8, "allreduce=rings", &s, err) == tpudistInvalidArgument);
+  CU_ASSERT(selectBuild(&t, 8, "allreduce=rings", NULL, &s, err) == tpudistInvalidArgument);
   CU_ASSERT_PTR_NOT_NULL(strstr(err, "unknown algorithm 'rings'"));
-  CU_ASSERT(selectBuild(&t, 8, "allreduce", &s, err) == tpudistInvalidArgument);
-  CU_ASSERT(selectBuild(&flat, 8, "allgather=torus", &s, err) == tpudistNotSupported);
+  CU_ASSERT(selectBuild(&t, 8, "allreduce", NULL, &s, err) == tpudistInvalidArgument);
+  CU_ASSERT(selectBuild(&flat, 8, "allgather=torus", NULL, &s, err) == tpudistNotSupported);
   CU_ASSERT_PTR_NOT_NULL(strstr(err, "torus refuses allgather"));
   CU_ASSERT_PTR_NOT_NULL(strstr(err, "flat"));
-  CU_ASSERT(selectBuild(&t, 8, "alltoall=bruck,broadcast=pairwise", &s, err) ==
+  CU_ASSERT(selectBuild(&t, 8, "alltoall=bruck,broadcast=pairwise", NULL, &s, err) ==
             tpudistInvalidArgument);
   CU_ASSERT_PTR_NULL(s);
 }
@@ -121,7 +121,7 @@ static void testFlat(void) {
   topoInitFlat(&t, 8);
   tdSelectTable *s = NULL;
   char err[TD_ERRLEN] = "";
-  CU_ASSERT_FATAL(selectBuild(&t, 8, NULL, &s, err) == tpudistSuccess);
+  CU_ASSERT_FATAL(selectBuild(&t, 8, NULL, NULL, &s, err) == tpudistSuccess);
   const char *names[TD_SELECT_MAX_CANDIDATES];
   for (int c = 0; c < TD_NUM_COLLS; c++)
     for (int b = 0; b <= 30; b++) {
@@ -131,7 +131,7 @@ static void testFlat(void) {
     }
   selectFree(s);
   parse("4x4", &t);
-  CU_ASSERT(selectBuild(&t, 8, NULL, &s, err) == tpudistInvalidArgument); /* 16 chips, 8 ranks */
+  CU_ASSERT(selectBuild(&t, 8, NULL, NULL, &s, err) == tpudistInvalidArgument); /* 16 chips, 8 ranks */
 }
 
 /* What `tpudist-info -s` prints: the rank count defaults to the chip count. */
@@ -161,7 +161,7 @@ static void checkA2avDecision(const char *spec, int nranks, const char *override
   char err[TD_ERRLEN] = "";
   CU_ASSERT_FATAL(topoParse(spec, nranks, &t, err) == tpudistSuccess);
   tdSelectTable *s = NULL;
-  CU_ASSERT_FATAL(selectBuild(&t, nranks, override, &s, err) == tpudistSuccess);
+  CU_ASSERT_FATAL(selectBuild(&t, nranks, override, NULL, &s, err) == tpudistSuccess);
   char *text = printed(s), best[32] = "";
   int same = 1;
   for (int b = 0; b <= 30; b++) {
@@ -225,7 +225,7 @@ static void testPackUnpack(void) {
     tdTopo topo, other;
     tdSelectTable *t = NULL, *u = NULL;
     CU_ASSERT_EQUAL_FATAL(topoParse(specs[k], ranks[k], &topo, err), tpudistSuccess);
-    CU_ASSERT_EQUAL_FATAL(selectBuild(&topo, ranks[k], over[k], &t, err), tpudistSuccess);
+    CU_ASSERT_EQUAL_FATAL(selectBuild(&topo, ranks[k], over[k], NULL, &t, err), tpudistSuccess);
     selectPack(t, buf);
     CU_ASSERT_EQUAL(selectUnpack(buf, len, &topo, ranks[k], &u, err), tpudistSuccess);
     CU_ASSERT(u && sameTables(t, u));
@@ -244,7 +244,7 @@ static void testPackUnpack(void) {
   tdTopo flat;
   tdSelectTable *t = NULL, *u = NULL;
   topoInitFlat(&flat, 8);
-  CU_ASSERT_EQUAL_FATAL(selectBuild(&flat, 8, NULL, &t, err), tpudistSuccess);
+  CU_ASSERT_EQUAL_FATAL(selectBuild(&flat, 8, NULL, NULL, &t, err), tpudistSuccess);
   selectPack(t, buf);
   memset(buf + sizeof(tdTopo) + sizeof(int), 0xff, len - sizeof(tdTopo) - sizeof(int));
   CU_ASSERT_EQUAL(selectUnpack(buf, len, &flat, 8, &u, err), tpudistInvalidUsage);
