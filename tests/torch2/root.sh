@@ -101,9 +101,16 @@ build_root() {
 ensure() {
   mkdir -p "$(dirname "$ROOT")" || die "cannot create $(dirname "$ROOT")"
   exec 9>"$ROOT.lock"
-  flock 9 # one builder at a time; others wait, then reuse
+  # A complete root is checked under the shared lock, so a run never waits for runs in
+  # progress; only a (re)build takes the lock exclusively: one builder at a time, others wait
+  # for it, then reuse its root.
+  flock -s 9
   if [ "$(cat "$ROOT/.tpu_dist-stamp" 2>/dev/null)" != "$STAMP" ]; then
-    build_root
+    flock -u 9
+    flock 9
+    if [ "$(cat "$ROOT/.tpu_dist-stamp" 2>/dev/null)" != "$STAMP" ]; then
+      build_root
+    fi
   fi
   flock -u 9
 }
