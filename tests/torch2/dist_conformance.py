@@ -1,6 +1,7 @@
 """torch's own DistributedTest (torch.testing._internal.distributed.distributed_test) on a
 backend named by BACKEND (gloo, or tpu_dist declared as a plugin backend with the subgroup and
-ddp features), at WORLD_SIZE ranks, as torch's test_distributed_spawn.py runs it.
+ddp features), at WORLD_SIZE ranks, as torch's test_distributed_spawn.py runs it (TD_DIST_START=fork:
+forked ranks instead).
 
     BACKEND=tpu_dist WORLD_SIZE=2 TEMP_DIR=$(mktemp -d) USE_LIBUV=0 \
         python3 -m pytest -q tests/torch2/dist_conformance.py [-k EXPR]
@@ -9,6 +10,8 @@ tests/torch2/test_conformance.py runs it for both backends and compares the outc
 """
 import os
 import sys
+
+import torch
 
 sys.path.insert(0, os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", "..", "python"))
 
@@ -24,7 +27,17 @@ from torch.testing._internal.distributed.distributed_test import (  # noqa: E402
     DistributedTest, TestDistBackend)
 
 
-class TestDistBackendWithSpawn(TestDistBackend, DistributedTest._DistTestBase):
+# How each test's ranks start: "spawn" (fresh interpreters, as torch's test_distributed_spawn.py)
+# or "fork" (copies of this process: no per-rank import of torch, several times faster).
+START = os.environ.get("TD_DIST_START", "spawn")
+if START not in ("spawn", "fork"):
+    raise ValueError("TD_DIST_START must be spawn or fork, not %r" % START)
+
+
+class TestDistributed(TestDistBackend, DistributedTest._DistTestBase):
     def setUp(self):
         super().setUp()
-        self._spawn_processes()
+        if START == "fork":  # torch 2.6 dropped _fork_processes; its _start_processes remains
+            self._start_processes(torch.multiprocessing.get_context("fork").Process)
+        else:
+            self._spawn_processes()

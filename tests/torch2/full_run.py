@@ -24,7 +24,7 @@ import time
 
 HERE = os.path.dirname(os.path.abspath(__file__))
 PATH = os.path.join(HERE, "dist_conformance.py")
-CLASS = "TestDistBackendWithSpawn"
+CLASS = "TestDistributed"
 LINE = re.compile(r"::%s::(test\w*) (PASSED|FAILED|SKIPPED|ERROR|XFAIL|XPASS)" % CLASS)
 
 

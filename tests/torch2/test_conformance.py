@@ -37,7 +37,7 @@ def run_backend(backend, names, timeout):
         xml = os.path.join(d, "out.xml")
         path = os.path.join(HERE, "dist_conformance.py")
         ids = [path] if names is None else [
-            "%s::TestDistBackendWithSpawn::%s" % (path, n) for n in names]
+            "%s::TestDistributed::%s" % (path, n) for n in names]
         cmd = [sys.executable, "-m", "pytest", "-q", "-p", "no:cacheprovider", "--tb=short",
                "--junitxml=" + xml] + ids
         p = subprocess.run(cmd, env=env, capture_output=True, text=True, timeout=timeout)
