@@ -20,7 +20,14 @@ from torch.testing._internal.common_distributed import DistTestCases  # noqa: E4
 if os.environ.get("BACKEND") == "tpu_dist":
     import tpu_dist  # noqa: F401  registers the backend in this process and every spawned rank
 
-    for feature in ("plugin", "subgroup", "ddp"):
+    # The features tpu_dist is declared with (TD_DIST_FEATURES, comma-separated): by default
+    # plugin, subgroup and ddp. Adding "gpu" also runs the tests torch gates on that set although
+    # they use CPU tensors for every backend but nccl (all_gather_object, gather_object, ...).
+    features = os.environ.get("TD_DIST_FEATURES", "plugin,subgroup,ddp").split(",")
+    for feature in features:
+        if feature not in DistTestCases.backend_feature:
+            raise ValueError("TD_DIST_FEATURES: %r is not one of torch's features %s" %
+                             (feature, sorted(DistTestCases.backend_feature)))
         DistTestCases.backend_feature[feature].add("tpu_dist")
 
 from torch.testing._internal.distributed.distributed_test import (  # noqa: E402

@@ -70,7 +70,7 @@ in_ns() {
     mount --rbind /dev/shm "$dir/dev/shm"
     mount --rbind /sys "$dir/sys"
     chroot "$dir" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-      DEBIAN_FRONTEND=noninteractive TD_FULL="${TD_FULL:-0}" /bin/bash -c "$*" &
+      DEBIAN_FRONTEND=noninteractive /bin/bash -c "$*" &
     wait $!
   ' in_ns "$dir" "$@"
 }
