@@ -325,6 +325,26 @@ def case_barrier(rank, world):
     dist.barrier()
 
 
+def case_sparse_rejected(rank, world):
+    """A sparse tensor gets a clear error on every rank (gloo sums sparse COO tensors; tpu_dist
+    moves dense buffers only) and the group goes on working."""
+    sp = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.tensor([1.0, 2.0]), (4,))
+    calls = [("all_reduce", lambda: dist.all_reduce(sp)),
+             ("broadcast", lambda: dist.broadcast(sp, 0)),
+             ("all_gather", lambda: dist.all_gather([sp.clone() for _ in range(world)],
+                                                    torch.zeros(4)))]
+    for name, call in calls:
+        try:
+            call()
+        except RuntimeError as e:
+            assert "only dense tensors are supported, got a Sparse tensor" in str(e), (name, e)
+        else:
+            raise AssertionError("%s of a sparse tensor did not fail" % name)
+    t = torch.full((5,), float(rank + 1))
+    dist.all_reduce(t)
+    expect_equal(t, torch.full((5,), float(world * (world + 1) // 2)), "all_reduce after")
+
+
 def case_timeout(rank, world):
     """An op whose peers never join raises a timeout within the timeout, not a hang."""
     g = dist.new_group(list(range(world)), timeout=datetime.timedelta(seconds=2))
@@ -366,6 +386,7 @@ def cases(world):
     out.append(("send-recv", case_send_recv))
     out.append(("async", case_async))
     out.append(("barrier", case_barrier))
+    out.append(("sparse-rejected", case_sparse_rejected))
     groups = make_groups(world)
     for gi, g in enumerate(groups):
         out.append(("group%d-allreduce" % gi, case_allreduce(torch.float32, R.SUM, 100, g)))
