@@ -60,10 +60,12 @@ def load(out, backend):
 
 def run_backend(backend, names, start):
     """({test: outcome}, {test: reason}) for one backend: the named tests of DistributedTest, or
-    all of them (names None), ranks started by start (fork or spawn)."""
+    all of them (names None), ranks started by start (fork or spawn). A forked test takes 1-4 s
+    here (load 30), so torch's limit is 60 s there, not 300: a rank deadlocked by the fork costs
+    a minute before the spawned rerun."""
     with tempfile.TemporaryDirectory() as d:
         full_run.run(backend, names or full_run.all_tests(backend), d, backend + "-1",
-                     start=start)
+                     limit=60.0 if start == "fork" else 300.0, start=start)
         return load(d, backend)
 
 
