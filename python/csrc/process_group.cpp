@@ -61,13 +61,21 @@ at::Tensor asReal(const at::Tensor &t) {
   return t.is_complex() ? at::view_as_real(t) : t;
 }
 
-void checkCpu(const at::Tensor &t) {
+// Every tensor an operation takes: a dense (strided) CPU tensor. Sparse tensors get a clear error
+// (gloo's all_reduce sums sparse COO tensors; tpu_dist moves dense buffers only).
+void checkCpuDense(const at::Tensor &t) {
   TORCH_CHECK(t.device().is_cpu(), "tpu_dist: only CPU tensors are supported, got ", t.device());
+  TORCH_CHECK(t.layout() == at::kStrided, "tpu_dist: only dense tensors are supported, got a ",
+              t.layout(), " tensor (convert with to_dense())");
+}
+
+void checkCpuDense(const std::vector<at::Tensor> &v) {
+  for (auto &t : v) checkCpuDense(t);
 }
 
 void checkSingle(const std::vector<at::Tensor> &v) {
   TORCH_CHECK(v.size() == 1, "tpu_dist: expects one tensor per call, got ", v.size());
-  checkCpu(v[0]);
+  checkCpuDense(v[0]);
 }
 
 // A contiguous tensor to write results into, and the copy back when t was not contiguous.
@@ -139,7 +147,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce(std::vector<at::Te
 // One all-reduce per tensor, all in one batch (tensors may differ in dtype and shape).
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce_coalesced(
     std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) {
-  for (auto &t : tensors) checkCpu(t);
+  checkCpuDense(tensors);
   std::vector<c10::intrusive_ptr<WorkTpuDist>> ops;
   c10d::ReduceOp op = opts.reduceOp;
   for (auto &tensor : tensors) {
@@ -189,8 +197,8 @@ void ProcessGroupTpuDist::allgatherOne(at::Tensor &o, const at::Tensor &i, const
 }
 
 void ProcessGroupTpuDist::checkGatherSizes(const at::Tensor &output, const at::Tensor &input) {
-  checkCpu(output);
-  checkCpu(input);
+  checkCpuDense(output);
+  checkCpuDense(input);
   TORCH_CHECK(output.numel() == input.numel() * getSize(),
               "tpu_dist: all_gather_into_tensor output must hold world_size x input elements");
   TORCH_CHECK(output.scalar_type() == input.scalar_type(), "tpu_dist: dtype mismatch");
@@ -210,6 +218,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allgather(
   checkSingle(inputs);
   TORCH_CHECK(outputs.size() == 1 && (int)outputs[0].size() == getSize(),
               "tpu_dist: all_gather needs world_size output tensors");
+  checkCpuDense(outputs[0]);
   for (auto &t : outputs[0])
     TORCH_CHECK(t.numel() == inputs[0].numel() && t.scalar_type() == inputs[0].scalar_type(),
                 "tpu_dist: all_gather output tensors must match the input's size and dtype");
@@ -235,6 +244,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allgather_coalesced(
     const c10d::AllgatherOptions &opts) {
   TORCH_CHECK(outputs.size() == (size_t)getSize(),
               "tpu_dist: allgather_coalesced needs one output list per rank");
+  checkCpuDense(inputs);
+  for (auto &l : outputs) checkCpuDense(l);
   std::vector<std::vector<at::Tensor>> outs = outputs;
   std::vector<at::Tensor> ins = inputs;
   std::vector<at::Tensor> all;
@@ -272,6 +283,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::gather(
   if (getRank() == root) {
     TORCH_CHECK(outputs.size() == 1 && (int)outputs[0].size() == getSize(),
                 "tpu_dist: gather needs world_size output tensors on the root");
+    checkCpuDense(outputs[0]);
     outs = outputs[0];
   }
   at::Tensor in = inputs[0];
@@ -310,6 +322,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::scatter(
   if (getRank() == root) {
     TORCH_CHECK(inputs.size() == 1 && (int)inputs[0].size() == getSize(),
                 "tpu_dist: scatter needs world_size input tensors on the root");
+    checkCpuDense(inputs[0]);
     ins = inputs[0];
   }
   at::Tensor o = outputs[0];
@@ -362,8 +375,8 @@ void ProcessGroupTpuDist::reduceScatterOne(at::Tensor &o, const at::Tensor &i, c
 }
 
 void ProcessGroupTpuDist::checkScatterSizes(const at::Tensor &output, const at::Tensor &input) {
-  checkCpu(output);
-  checkCpu(input);
+  checkCpuDense(output);
+  checkCpuDense(input);
   TORCH_CHECK(input.numel() == output.numel() * getSize(),
               "tpu_dist: reduce_scatter_tensor input must hold world_size x output elements");
 }
@@ -422,6 +435,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::reduce_scatter(
   checkSingle(outputs);
   TORCH_CHECK(inputs.size() == 1 && (int)inputs[0].size() == getSize(),
               "tpu_dist: reduce_scatter needs world_size input tensors");
+  checkCpuDense(inputs[0]);
   std::vector<at::Tensor> flat;
   for (auto &t : inputs[0]) flat.push_back(t.reshape({-1}));
   at::Tensor in = at::cat(flat);
@@ -431,8 +445,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::reduce_scatter(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::alltoall_base(
     at::Tensor &output, at::Tensor &input, std::vector<int64_t> &outputSplits,
     std::vector<int64_t> &inputSplits, const c10d::AllToAllOptions &opts) {
-  checkCpu(output);
-  checkCpu(input);
+  checkCpuDense(output);
+  checkCpuDense(input);
   int n = getSize();
   bool even = outputSplits.empty() && inputSplits.empty();
   auto rowBytes = [](const at::Tensor &t) -> size_t {
@@ -480,6 +494,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::alltoall(std::vector<at::Ten
   int n = getSize();
   TORCH_CHECK((int)outputs.size() == n && (int)inputs.size() == n,
               "tpu_dist: all_to_all needs world_size input and output tensors");
+  checkCpuDense(outputs);
+  checkCpuDense(inputs);
   std::vector<at::Tensor> outs = outputs, ins = inputs;
   return enqueue(c10d::OpType::ALLTOALL, "alltoallv", outs, opts.timeout,
                  [this, outs, ins, n](WorkTpuDist &w) mutable {

@@ -24,16 +24,26 @@ import torch.distributed as dist
 from . import _C  # noqa: E402  (needs torch.distributed imported first)
 
 BACKEND_NAME = "tpu_dist"
+# The group options: timeout, group_name, global_ranks_in_group, mode (strict, debug, defer;
+# empty: TPU_DIST_MODE). On torch 2.x, pass one as pg_options to set a new group's mode.
+Options = _C.Options
 TORCH2 = _C.TORCH_VERSION_MAJOR >= 2
 _REGISTERED = False
 
 
 def _create(store, rank, size, timeout):  # torch 1.13: (store, rank, size, timeout)
-    return _C.create_process_group(store, rank, size, _C.Options(timeout))
+    return _C.create_process_group(store, rank, size, Options(timeout))
 
 
 def _create_ext(dist_opts, pg_options):  # torch 2.x, extended_api=True
-    opts = _C.Options(dist_opts.timeout)
+    """pg_options (new_group's, init_process_group's): None or an Options whose mode the group
+    takes; the timeout, name and ranks are always torch's for the group being made."""
+    opts = Options(dist_opts.timeout)
+    if pg_options is not None:
+        if not isinstance(pg_options, Options):
+            raise TypeError("tpu_dist: pg_options must be a tpu_dist.Options, not %s" %
+                            type(pg_options).__name__)
+        opts.mode = pg_options.mode
     opts.group_name = dist_opts.group_id
     opts.global_ranks_in_group = list(dist_opts.global_ranks_in_group)
     backend = _C.create_process_group(dist_opts.store, dist_opts.group_rank,
@@ -114,7 +124,7 @@ def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
     if mine is None:
         parent.perform_nocolor_split()
         return None
-    opts = _C.Options(timeout)
+    opts = Options(timeout)
     global_ranks = [p2g[r] for r in mine]
     opts.group_name = name
     opts.global_ranks_in_group = global_ranks
@@ -190,7 +200,7 @@ def shrink_group(group=None, exclude_ranks=None, abort=True, timeout=None, group
                          "call shrink_group" % group.rank())
     opts = None
     if timeout is not None:
-        opts = _C.Options(timeout)
+        opts = Options(timeout)
     backend, members = old.shrink(exclude, abort, opts)
     g2p = _group_ranks(group)
     p2g = {p: g for g, p in g2p.items()}
@@ -257,4 +267,5 @@ def _install_torch2_hooks():
 
 _register()
 
-__all__ = ["BACKEND_NAME", "abort_process_group", "backend_of", "shrink_group", "split_group"]
+__all__ = ["BACKEND_NAME", "Options", "abort_process_group", "backend_of", "shrink_group",
+           "split_group"]

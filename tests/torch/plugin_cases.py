@@ -325,6 +325,28 @@ def case_barrier(rank, world):
     dist.barrier()
 
 
+def case_sparse_rejected(rank, world):
+    """A sparse tensor gets a clear error on every rank (gloo sums sparse COO tensors; tpu_dist
+    moves dense buffers only) and the group goes on working. all_reduce reaches the backend on
+    every torch; torch 2.x's dispatcher refuses a sparse broadcast or all_gather itself."""
+    ours = "only dense tensors are supported, got a Sparse tensor"
+    sp = torch.sparse_coo_tensor(torch.tensor([[0, 2]]), torch.tensor([1.0, 2.0]), (4,))
+    calls = [("all_reduce", lambda: dist.all_reduce(sp), (ours,)),
+             ("broadcast", lambda: dist.broadcast(sp, 0), (ours, "'SparseCPU' backend")),
+             ("all_gather", lambda: dist.all_gather([sp.clone() for _ in range(world)],
+                                                    torch.zeros(4)), (ours, "'SparseCPU' backend"))]
+    for name, call, allowed in calls:
+        try:
+            call()
+        except (RuntimeError, NotImplementedError) as e:
+            assert any(a in str(e) for a in allowed), (name, str(e)[:300])
+        else:
+            raise AssertionError("%s of a sparse tensor did not fail" % name)
+    t = torch.full((5,), float(rank + 1))
+    dist.all_reduce(t)
+    expect_equal(t, torch.full((5,), float(world * (world + 1) // 2)), "all_reduce after")
+
+
 def case_timeout(rank, world):
     """An op whose peers never join raises a timeout within the timeout, not a hang."""
     g = dist.new_group(list(range(world)), timeout=datetime.timedelta(seconds=2))
@@ -366,6 +388,7 @@ def cases(world):
     out.append(("send-recv", case_send_recv))
     out.append(("async", case_async))
     out.append(("barrier", case_barrier))
+    out.append(("sparse-rejected", case_sparse_rejected))
     groups = make_groups(world)
     for gi, g in enumerate(groups):
         out.append(("group%d-allreduce" % gi, case_allreduce(torch.float32, R.SUM, 100, g)))

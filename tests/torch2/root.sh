@@ -70,7 +70,7 @@ in_ns() {
     mount --rbind /dev/shm "$dir/dev/shm"
     mount --rbind /sys "$dir/sys"
     chroot "$dir" /usr/bin/env -i HOME=/root PATH=/usr/sbin:/usr/bin:/sbin:/bin LANG=C.UTF-8 \
-      DEBIAN_FRONTEND=noninteractive TD_FULL="${TD_FULL:-0}" /bin/bash -c "$*" &
+      DEBIAN_FRONTEND=noninteractive /bin/bash -c "$*" &
     wait $!
   ' in_ns "$dir" "$@"
 }
@@ -98,17 +98,19 @@ build_root() {
   mv "$new" "$ROOT"
 }
 
-current() { [ "$(cat "$ROOT/.tpu_dist-stamp" 2>/dev/null)" = "$STAMP" ]; }
-
 ensure() {
   mkdir -p "$(dirname "$ROOT")" || die "cannot create $(dirname "$ROOT")"
   exec 9>"$ROOT.lock"
-  # A current root needs only the shared lock, so runs in progress do not hold up the check;
-  # a (re)build takes the lock alone: one builder at a time, others wait, then reuse.
+  # A complete root is checked under the shared lock, so a run never waits for runs in
+  # progress; only a (re)build takes the lock exclusively: one builder at a time, others wait
+  # for it, then reuse its root.
   flock -s 9
-  if ! current; then
+  if [ "$(cat "$ROOT/.tpu_dist-stamp" 2>/dev/null)" != "$STAMP" ]; then
+    flock -u 9
     flock 9
-    current || build_root
+    if [ "$(cat "$ROOT/.tpu_dist-stamp" 2>/dev/null)" != "$STAMP" ]; then
+      build_root
+    fi
   fi
   flock -u 9
 }

@@ -2,12 +2,13 @@
 # tests/torch2/run.sh - the torch2 suite: in a Debian 13 root (tests/torch2/root.sh: torch 2.6,
 # gcc 14, Open MPI 5.0), builds this tree's library (-Werror) and torch extension from a copy of
 # the source, then runs tests/torch (the cases the torch 1.13 suite runs) and tests/torch2 (the
-# torch 2.x Backend features, FSDP, torchrun, torch's DistributedTest).
+# torch 2.x Backend features and backend-extension tests, FSDP, torchrun, torch's whole
+# DistributedTest class).
 #
 #   tests/torch2/run.sh [PYTEST ARGS...]
 #
-# The copy lives under the root's /build and is removed on exit. TD_FULL=1 runs the whole
-# DistributedTest class (else a fixed subset). Each phase prints its elapsed time.
+# The copy lives under the root's /build and is removed on exit. Each phase prints its elapsed
+# time.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 root=${TD_TRIXIE_ROOT:-/var/cache/tpu_dist/trixie-root}
@@ -35,7 +36,7 @@ tests/torch2/root.sh run "set -e
   (cd python && PKG_CONFIG_PATH=\$PWD/.. python3 setup.py -q build_ext --inplace >ext.log 2>&1) ||
     { grep -E 'error|Error' python/ext.log | head -n 40; exit 1; }
   echo \"== library (-Werror) and extension built after \$((\$(date +%s) - $t0))s\"
-  export USE_LIBUV=0 TD_FULL=${TD_FULL:-0} OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export USE_LIBUV=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296
   tests/torch/run.sh tests/torch2 $args
   echo \"== tests done after \$((\$(date +%s) - $t0))s\""
