@@ -1,9 +1,10 @@
 #!/usr/bin/env python3
-"""sim_plot.py - plots a tpudist-sim --sweep CSV: bus bandwidth against message size, one line
-per algorithm.
+"""sim_plot.py - plots a tpudist-sim CSV: bus bandwidth against a column, one line per algorithm.
 
-usage: sim_plot.py SWEEP.csv OUT.png [TITLE]
-The CSV has the columns algo,bytes,time_s,algbw_GBps,busbw_GBps (tpudist-sim --csv).
+usage: sim_plot.py [--x COLUMN] CSV OUT.png [TITLE]
+Default: a tpudist-sim --sweep CSV (columns algo,bytes,time_s,algbw_GBps,busbw_GBps; x = bytes).
+--x slices: a tools/sim_slices.sh CSV (columns algo,slices,chips,time_s,busbw_GBps,dcn_span_s,
+dcn_bytes), busbw against the number of slices joined by DCN, both axes logarithmic.
 """
 import csv
 import sys
@@ -13,22 +14,29 @@ import matplotlib
 matplotlib.use("Agg")
 import matplotlib.pyplot as plt  # noqa: E402
 
+XLABEL = {"bytes": "message size (bytes)", "slices": "slices (joined by DCN)"}
+
 
 def main(argv):
-    if len(argv) < 3:
+    x = "bytes"
+    if len(argv) > 2 and argv[1] == "--x":
+        x, argv = argv[2], argv[:1] + argv[3:]
+    if len(argv) < 3 or x not in XLABEL:
         sys.stderr.write(__doc__)
         return 2
     series = {}
     with open(argv[1], newline="") as f:
         for row in csv.DictReader(f):
             series.setdefault(row["algo"], []).append(
-                (float(row["bytes"]), float(row["busbw_GBps"])))
+                (float(row[x]), float(row["busbw_GBps"])))
     fig, ax = plt.subplots(figsize=(7, 4.5))
-    for algo, pts in series.items():
+    for algo, pts in sorted(series.items()):
         pts.sort()
         ax.plot([p[0] for p in pts], [p[1] for p in pts], marker="o", label=algo)
     ax.set_xscale("log", base=2)
-    ax.set_xlabel("message size (bytes)")
+    if x == "slices":
+        ax.set_yscale("log")
+    ax.set_xlabel(XLABEL[x])
     ax.set_ylabel("bus bandwidth (GB/s)")
     ax.set_title(argv[3] if len(argv) > 3 else "tpudist-sim")
     ax.grid(True, which="both", alpha=0.3)

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tools/sim_slices.sh - all-reduce busbw against the number of slices joined by DCN (docs/simulator.md,
 # "DCN: slices joined by host NICs"): tpudist-sim once per (algorithm, slice count), a CSV, and its
-# plot (tools/slices_plot.py).
+# plot (tools/sim_plot.py --x slices).
 #   tools/sim_slices.sh [PRESET SHAPE BYTES "SLICES..." ALGOS CSV PNG]
 # defaults: v5p 4x4x4 1G "1 2 4 8 16" hier,ring,torus docs/sim-v5p-slices.csv docs/sim-v5p-slices.png
 # CSV columns: algo,slices,chips,time_s,busbw_GBps,dcn_span_s,dcn_bytes
@@ -24,5 +24,5 @@ for a in ${algos//,/ }; do
       tee -a "$csv"
   done
 done
-/usr/bin/python3 tools/slices_plot.py "$csv" "$png" "$preset $shape slices, all-reduce $bytes"
+/usr/bin/python3 tools/sim_plot.py --x slices "$csv" "$png" "$preset $shape slices, all-reduce $bytes"
 echo "csv $csv, plot $png"
