@@ -5,6 +5,7 @@
 #ifndef TD_FORK_RANKS_H_
 #define TD_FORK_RANKS_H_
 
+#include <sched.h>
 #include <signal.h>
 #include <stdio.h>
 #include <stdlib.h>
@@ -39,6 +40,46 @@ static inline tdNet *forkNet(int rank, int n, const tpudistUniqueId *id, const t
     return NULL;
   }
   return net;
+}
+
+/* Progresses until every transfer is done; 0 on success. */
+static inline int waitAll(tdNet *comm, tdXfer *xs, int nx, int timeout_ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  for (;;) {
+    int all = 1, prog;
+    transportProgressAll(comm, &prog);
+    for (int i = 0; i < nx; i++)
+      if (!xs[i].done) all = 0;
+    if (all) break;
+    clock_gettime(CLOCK_MONOTONIC, &t);
+    if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms) {
+      for (int i = 0; i < nx; i++)
+        if (!xs[i].done)
+          fprintf(stderr, "rank %d: transfer %d with %d (%zu bytes) not done\n", comm->rank, i,
+                  xs[i].peer, xs[i].len);
+      return -1;
+    }
+    if (!prog) sched_yield();
+  }
+  for (int i = 0; i < nx; i++)
+    if (xs[i].result != tpudistSuccess) {
+      fprintf(stderr, "rank %d: transfer %d with %d failed: %d (%s)\n", comm->rank, i, xs[i].peer,
+              xs[i].result, comm->err.msg);
+      return -1;
+    }
+  return 0;
+}
+
+/* Progress for ms milliseconds without waiting for anything (lets messages arrive unexpected). */
+static inline void progressFor(tdNet *comm, int ms) {
+  struct timespec t0, t;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
+  do {
+    int prog;
+    transportProgressAll(comm, &prog);
+    clock_gettime(CLOCK_MONOTONIC, &t);
+  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
 
 typedef int (*tdRankBody)(int rank, int n, const tpudistUniqueId *id, void *arg);

@@ -29,40 +29,13 @@ static tdNet *childComm(int rank, int n, const tpudistUniqueId *id) {
   return forkNet(rank, n, id, &gCfg);
 }
 
-static const size_t kSizes[] = {(1u << 20) + 5, 10,     300000, 0,         (4u << 20) + 1, 64,
-                                2u << 20,       131072, 131071, 777777,    1,              65536,
-                                (3u << 20) + 7, 200000, 4096,   (1u << 20)};
+static const size_t kSizes[] = {
+    (1u << 20) + 5, 10,     300000, 0,     (4u << 20) + 1, 64,     2u << 20, 131072,
+    131071,         777777, 1,      65536, (3u << 20) + 7, 200000, 4096,     (1u << 20)};
 #define NMSG 16
 
 static unsigned char pattern(int tag, size_t i) {
   return (unsigned char)(i * 131u + (i >> 11) * 7u + (unsigned)tag * 71u + 1u);
-}
-
-static int waitAll(tdNet *comm, tdXfer *xs, int nx) {
-  time_t end = time(NULL) + 60;
-  for (;;) {
-    int all = 1, prog;
-    transportProgressAll(comm, &prog);
-    for (int i = 0; i < nx; i++) all &= xs[i].done != 0;
-    if (all) break;
-    if (time(NULL) > end) return -1;
-  }
-  for (int i = 0; i < nx; i++)
-    if (xs[i].result != tpudistSuccess) {
-      fprintf(stderr, "rank %d: transfer %d failed: %s\n", comm->rank, i, comm->err.msg);
-      return -1;
-    }
-  return 0;
-}
-
-static void progressFor(tdNet *comm, int ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  do {
-    int prog;
-    transportProgressAll(comm, &prog);
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
 }
 
 /* One pass: rank 0 sends NMSG point-to-point messages (one key) to rank 1, which posts `early` of
@@ -91,7 +64,7 @@ static int p2pPass(tdNet *comm, int early) {
     for (int i = early; i < NMSG; i++)
       CHILD_CHECK(transportPostRecv(comm, &xs[i]) == tpudistSuccess);
   }
-  CHILD_CHECK(waitAll(comm, xs, NMSG) == 0);
+  CHILD_CHECK(waitAll(comm, xs, NMSG, 60000) == 0);
   for (int i = 0; i < NMSG && me == 1; i++)
     for (size_t j = 0; j < kSizes[i]; j++)
       if (bufs[i][j] != pattern(i, j)) {
@@ -119,8 +92,13 @@ static int reducePass(tdNet *comm, int late) {
   memset(xs, 0, sizeof(xs));
   xs[0] = (tdXfer){.peer = peer, .key = {9, 2, 0, (uint32_t)late}, .buf = mine, .len = N * 4};
   xs[1] = (tdXfer){.peer = peer, .key = {0, TD_P2P_STREAM, 0, 0}, .buf = p2p_out, .len = 100};
-  xs[2] = (tdXfer){.peer = peer, .key = {9, 2, 0, (uint32_t)late}, .buf = out, .len = N * 4,
-                   .reduce_src = mine, .dtype = tpudistFloat32, .op = tpudistSum};
+  xs[2] = (tdXfer){.peer = peer,
+                   .key = {9, 2, 0, (uint32_t)late},
+                   .buf = out,
+                   .len = N * 4,
+                   .reduce_src = mine,
+                   .dtype = tpudistFloat32,
+                   .op = tpudistSum};
   xs[3] = (tdXfer){.peer = peer, .key = {0, TD_P2P_STREAM, 0, 0}, .buf = p2p_in, .len = 100};
   if (!late)
     for (int i = 2; i < 4; i++) CHILD_CHECK(transportPostRecv(comm, &xs[i]) == tpudistSuccess);
@@ -130,7 +108,7 @@ static int reducePass(tdNet *comm, int late) {
     progressFor(comm, 300);
     for (int i = 2; i < 4; i++) CHILD_CHECK(transportPostRecv(comm, &xs[i]) == tpudistSuccess);
   }
-  CHILD_CHECK(waitAll(comm, xs, 4) == 0);
+  CHILD_CHECK(waitAll(comm, xs, 4, 60000) == 0);
   for (int i = 0; i < N; i++) {
     float want = mine[i] + (float)((i * 7 + peer * 3) % 1000) * 0.25f;
     if (memcmp(&out[i], &want, sizeof(float)) != 0) {
@@ -169,10 +147,18 @@ static void runWith(int s0, int s1) {
   CU_ASSERT_EQUAL(failed, 0);
 }
 
-static void testOneStream(void) { runWith(1, 1); }
-static void testTwoStreams(void) { runWith(2, 2); }
-static void testFourStreams(void) { runWith(4, 4); }
-static void testSixteenStreams(void) { runWith(16, 16); }
+static void testOneStream(void) {
+  runWith(1, 1);
+}
+static void testTwoStreams(void) {
+  runWith(2, 2);
+}
+static void testFourStreams(void) {
+  runWith(4, 4);
+}
+static void testSixteenStreams(void) {
+  runWith(16, 16);
+}
 static void testMixedStreams(void) {
   runWith(1, 8);
   runWith(16, 3);

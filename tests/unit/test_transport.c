@@ -63,46 +63,6 @@ static size_t firstMismatch(const unsigned char *b, size_t len, int src, int dst
   return len;
 }
 
-/* Progresses until every transfer is done; 0 on success. */
-static int waitAll(tdNet *comm, tdXfer *xs, int nx, int timeout_ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  for (;;) {
-    int all = 1, prog;
-    transportProgressAll(comm, &prog);
-    for (int i = 0; i < nx; i++)
-      if (!xs[i].done) all = 0;
-    if (all) break;
-    clock_gettime(CLOCK_MONOTONIC, &t);
-    if ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 > timeout_ms) {
-      for (int i = 0; i < nx; i++)
-        if (!xs[i].done)
-          fprintf(stderr, "rank %d: transfer %d with %d (%zu bytes) not done\n", comm->rank, i,
-                  xs[i].peer, xs[i].len);
-      return -1;
-    }
-    if (!prog) sched_yield();
-  }
-  for (int i = 0; i < nx; i++)
-    if (xs[i].result != tpudistSuccess) {
-      fprintf(stderr, "rank %d: transfer %d with %d failed: %d (%s)\n", comm->rank, i, xs[i].peer,
-              xs[i].result, comm->err.msg);
-      return -1;
-    }
-  return 0;
-}
-
-/* Progress for ms milliseconds without waiting for anything (lets messages arrive unexpected). */
-static void progressFor(tdNet *comm, int ms) {
-  struct timespec t0, t;
-  clock_gettime(CLOCK_MONOTONIC, &t0);
-  do {
-    int prog;
-    transportProgressAll(comm, &prog);
-    clock_gettime(CLOCK_MONOTONIC, &t);
-  } while ((t.tv_sec - t0.tv_sec) * 1000 + (t.tv_nsec - t0.tv_nsec) / 1000000 < ms);
-}
-
 static const size_t kSizes[] = {0, 1, 4096, (1u << 20) + 3, 16u << 20};
 #define NSIZES 5
 #define BIG 4 /* index of 16 MiB: only between ring neighbours (memory) */
