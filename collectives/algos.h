@@ -54,6 +54,12 @@ static inline void algoBinaryTree(int n, int root, int r, int *parent, int kids[
   *parent = v > 0 ? ((v - 1) / 2 + root) % n : -1;
 }
 
+/* The steps of a reduce tree node, chunk by chunk (k chunks): reduce the children's partials into
+ * acc in the order of kids (the first into its own input), then send the result to parent (none
+ * at the root, -1). reduce_tree.c. */
+tpudistResult_t algoTreeReduceSteps(tdSched *s, const int *kids, int nkids, int parent,
+                                    tdBufKind acc, uint32_t k);
+
 /* Generators (one file per algorithm, <coll>_<algo>.c). */
 tpudistResult_t genAllreduceRing(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAllreduceRing2(const tdCollArgs *a, tdSched *s, char *err);

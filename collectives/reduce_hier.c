@@ -37,14 +37,5 @@ tpudistResult_t genReduceHier(const tdCollArgs *a, tdSched *s, char *err) {
     if (kids[i] / h.L == h.g) order[n++] = kids[i];
   for (int i = 0; i < nkids; i++)
     if (kids[i] / h.L != h.g) order[n++] = kids[i];
-  for (uint32_t c = 0; c < k; c++) {
-    tdBufRef part = schedRef(TD_BUF_INPUT, c, 1);
-    for (int i = 0; i < n; i++) {
-      tdBufRef dst = schedRef(acc, c, 1);
-      TD_CHECK(schedPush(s, schedRecvReduce(order[i], part, dst)));
-      part = dst;
-    }
-    if (parent >= 0) TD_CHECK(schedPush(s, schedSend(parent, part)));
-  }
-  return tpudistSuccess;
+  return algoTreeReduceSteps(s, order, n, parent, acc, k);
 }

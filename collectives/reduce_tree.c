@@ -21,16 +21,8 @@
 
 #define TD_REDUCE_TREE_CHUNKS 4u
 
-tpudistResult_t genReduceTree(const tdCollArgs *a, tdSched *s, char *err) {
-  int n = a->nranks, r = a->rank, root = a->root;
-  (void)err;
-  uint32_t k = n >= 4 ? TD_REDUCE_TREE_CHUNKS : 1;
-  int v = (r - root + n) % n, nkids, kids[2], parent;
-  algoBinaryTree(n, root, r, &parent, kids, &nkids);
-  schedSetLayout(s, TD_BUF_INPUT, 1, k);
-  schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
-  schedSetLayout(s, TD_BUF_SCRATCH, v > 0 && nkids > 0 ? 1 : 0, k);
-  tdBufKind acc = v == 0 ? TD_BUF_OUTPUT : TD_BUF_SCRATCH;
+tpudistResult_t algoTreeReduceSteps(tdSched *s, const int *kids, int nkids, int parent,
+                                    tdBufKind acc, uint32_t k) {
   for (uint32_t c = 0; c < k; c++) {
     tdBufRef part = schedRef(TD_BUF_INPUT, c, 1);
     for (int i = 0; i < nkids; i++) {
@@ -41,4 +33,17 @@ tpudistResult_t genReduceTree(const tdCollArgs *a, tdSched *s, char *err) {
     if (parent >= 0) TD_CHECK(schedPush(s, schedSend(parent, part)));
   }
   return tpudistSuccess;
+}
+
+tpudistResult_t genReduceTree(const tdCollArgs *a, tdSched *s, char *err) {
+  int n = a->nranks, r = a->rank, root = a->root;
+  (void)err;
+  uint32_t k = n >= 4 ? TD_REDUCE_TREE_CHUNKS : 1;
+  int v = (r - root + n) % n, nkids, kids[2], parent;
+  algoBinaryTree(n, root, r, &parent, kids, &nkids);
+  schedSetLayout(s, TD_BUF_INPUT, 1, k);
+  schedSetLayout(s, TD_BUF_OUTPUT, 1, k);
+  schedSetLayout(s, TD_BUF_SCRATCH, v > 0 && nkids > 0 ? 1 : 0, k);
+  tdBufKind acc = v == 0 ? TD_BUF_OUTPUT : TD_BUF_SCRATCH;
+  return algoTreeReduceSteps(s, kids, nkids, parent, acc, k);
 }
