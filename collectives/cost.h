@@ -61,7 +61,6 @@ typedef struct {
  * 10 GB/s local, 0.5 us issue cost per message; DCN as above. */
 void costModelDefault(const tdTopo *t, tdCostModel *m);
 
-
 /* All ranks' schedules of one collective, prepared for evaluation (count-independent). */
 typedef struct tdCostPlan tdCostPlan;
 

@@ -194,16 +194,16 @@ TPUDIST_API tpudistResult_t tpudistCommSplit(tpudistComm_t comm, int color, int 
 /* Non-blocking creation (as NCCL's non-blocking communicators): with config.blocking = 0,
  * CommInitRankConfig, CommInitEnv, CommInitStore, CommSplit and CommShrink return
  * tpudistInProgress at once with *comm / *newcomm set to a handle whose creation runs in the
- * background (config NULL in CommSplit and CommShrink inherits the parent's blocking). Poll tpudistCommGetAsyncError(handle, &state) until
- * state is tpudistSuccess (ready) or an error (the creation failed; destroy the handle). Until
- * then every other call on the handle fails with tpudistInvalidUsage (NCCL answers
- * ncclInvalidArgument), except tpudistGetLastError, tpudistCommDestroy (waits for the creation,
- * which is bounded by the timeout, then frees) and tpudistCommAbort (stops the creation within
- * 100 ms and frees everything: thread, sockets, shared memory). While a non-blocking split runs,
- * its parent can be used for operations but not split again or destroyed (tpudistInvalidUsage);
- * aborting the parent aborts the split. A rank passing TPUDIST_SPLIT_NOCOLOR takes part in the
- * exchange of colors at the call and gets *newcomm = NULL and tpudistSuccess. An external store's
- * ctx must stay valid until the creation has finished. */
+ * background (config NULL in CommSplit and CommShrink inherits the parent's blocking). Poll
+ * tpudistCommGetAsyncError(handle, &state) until state is tpudistSuccess (ready) or an error (the
+ * creation failed; destroy the handle). Until then every other call on the handle fails with
+ * tpudistInvalidUsage (NCCL answers ncclInvalidArgument), except tpudistGetLastError,
+ * tpudistCommDestroy (waits for the creation, which is bounded by the timeout, then frees) and
+ * tpudistCommAbort (stops the creation within 100 ms and frees everything: thread, sockets, shared
+ * memory). While a non-blocking split runs, its parent can be used for operations but not split
+ * again or destroyed (tpudistInvalidUsage); aborting the parent aborts the split. A rank passing
+ * TPUDIST_SPLIT_NOCOLOR takes part in the exchange of colors at the call and gets *newcomm = NULL
+ * and tpudistSuccess. An external store's ctx must stay valid until the creation has finished. */
 
 /* Completes outstanding work, then frees everything. */
 TPUDIST_API tpudistResult_t tpudistCommDestroy(tpudistComm_t comm);
@@ -227,9 +227,9 @@ TPUDIST_API tpudistResult_t tpudistCommAbort(tpudistComm_t comm);
  * split communicator shrinks alike. config NULL inherits the parent's (blocking = 0: the shrink,
  * agreement included, runs in the background, see non-blocking creation above). A shrunk
  * communicator may already hold a rank that died while it was being created (a later failure:
- * shrink it again; the survivors that saw the death first meet it there). comm stays valid: destroy it
- * afterwards (it does not wait for the failed ranks). Collective over the survivors; not inside a
- * group. */
+ * shrink it again; the survivors that saw the death first meet it there). comm stays valid: destroy
+ * it afterwards (it does not wait for the failed ranks). Collective over the survivors; not inside
+ * a group. */
 TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *excludeRanks,
                                               int excludeCount, tpudistComm_t *newcomm,
                                               const tpudistConfig_t *config, int shrinkFlags);

@@ -37,8 +37,8 @@ static int symTranslate(const tdTopo *t, int g, int q) {
 
 static int symEligible(const simEngine *e) {
   const tdTopo *t = e->cfg->topo;
-  if (!e->cfg->symmetric || e->cfg->functional || e->cfg->nfailed || t->ndims == 0 || topoHasDcn(t) ||
-      e->args.inplace || e->nranks < 2)
+  if (!e->cfg->symmetric || e->cfg->functional || e->cfg->nfailed || t->ndims == 0 ||
+      topoHasDcn(t) || e->args.inplace || e->nranks < 2)
     return 0;
   for (int a = 0; a < t->ndims; a++)
     if (t->dims[a] > 1 && !t->wrap[a]) return 0;

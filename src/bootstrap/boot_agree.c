@@ -214,8 +214,8 @@ static tpudistResult_t agreeCoordinate(tdAgree *a, char *err) {
   for (int r = 0; r < bs->nranks; r++) {
     if (fds[r] < 0) continue;
     char e[TD_ERRLEN];
-    if (netSendAll(fds[r], buf, len, netNowMs() + a->timeout_ms, a->ab, "a participant",
-                   e) != tpudistSuccess)
+    if (netSendAll(fds[r], buf, len, netNowMs() + a->timeout_ms, a->ab, "a participant", e) !=
+        tpudistSuccess)
       TD_WARN(TD_SUBSYS_BOOT, "shrink agreement: the decision did not reach rank %d: %s", r, e);
     close(fds[r]);
   }
@@ -236,8 +236,8 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
   int fd = -1, res = 3;
   while (fd < 0 && netNowMs() < connect_by && !*a->ab) {
     if ((a->dead && a->dead(a->ctx, coord)) || agreeGone(a, coord)) return 1;
-    if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), a->ab, &fd,
-                        e) != tpudistSuccess)
+    if (netConnectRetry(&a->addrs[coord], TD_MIN(netNowMs() + 100, connect_by), a->ab, &fd, e) !=
+        tpudistSuccess)
       fd = -1;
   }
   if (fd < 0) return *a->ab ? -1 : 1;
@@ -248,8 +248,8 @@ static int agreeExchange(tdAgree *a, int coord, int64_t connect_by, int64_t dead
     while (netNowMs() < deadline && !*a->ab) {
       struct pollfd p = {fd, POLLIN, 0};
       if (poll(&p, 1, 50) > 0) {
-        res = netRecvAll(fd, buf, len, netNowMs() + a->timeout_ms, a->ab, "the coordinator",
-                         e) == tpudistSuccess &&
+        res = netRecvAll(fd, buf, len, netNowMs() + a->timeout_ms, a->ab, "the coordinator", e) ==
+                          tpudistSuccess &&
                       agreeUnpack(a, TD_AGREE_DECIDE, buf) == coord
                   ? 0
                   : 3;
@@ -295,8 +295,8 @@ static tpudistResult_t agreeRun(tdAgree *ap, char *err) {
   void *ctx = a.ctx;
   failed[bs->rank] = 0;
   char set[256];
-  TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d starts knowing failed {%s}", a.seq, bs->rank,
-          agreeSetStr(&a, set, sizeof(set)));
+  TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d starts knowing failed {%s}", a.seq,
+          bs->rank, agreeSetStr(&a, set, sizeof(set)));
   for (;;) {
     agreeProbe(&a, NULL);
     int coord = 0;
@@ -349,8 +349,9 @@ static tpudistResult_t agreeAddrs(const tdBootstrap *bs, const tdPeerInfo *peers
 tpudistResult_t bootstrapAgree(tdBootstrap *bs, const tdPeerInfo *peers, uint8_t *failed,
                                uint32_t seq, int timeout_ms, tdAgreeDeadFn dead, void *ctx,
                                volatile int *abort, char *err) {
-  tdAgree a = {bs,   failed, seq, timeout_ms > 0 ? timeout_ms : 1, dead, ctx, 0, NULL,
-               abort ? abort : &bs->aborted, NULL, NULL, NULL};
+  tdAgree a = {bs,   failed, seq,  timeout_ms > 0 ? timeout_ms : 1, dead,
+               ctx,  0,      NULL, abort ? abort : &bs->aborted,    NULL,
+               NULL, NULL};
   if (bs->agree_fd < 0) return tdErr(err, tpudistInternalError, "shrink agreement: no listener");
   size_t n = (size_t)bs->nranks;
   a.addrs = malloc(sizeof(tdNetAddr) * n);
@@ -400,11 +401,11 @@ tpudistResult_t bootstrapShrinkSplit(tdBootstrap *parent, const tdPeerInfo *peer
   memcpy(&root, peers[members[0]].agree_addr, sizeof(root));
   if (bootstrapAddrCheck(&root, sizeof(root), e) != tpudistSuccess)
     return tdErr(err, tpudistInternalError, "shrink: the new rank 0's address: %s", e);
-  TD_CHECK(bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms,
-                       abort, out, err));
+  TD_CHECK(bootSplitOn(parent, parent->agree_fd, &root, members, n, newrank, tag, timeout_ms, abort,
+                       out, err));
   if (((*out)->agree_fd = dup(parent->agree_fd)) < 0) {
-    tpudistResult_t r = tdErr(err, tpudistSystemError,
-                              "shrink: dup of the agreement listener: %s", strerror(errno));
+    tpudistResult_t r = tdErr(err, tpudistSystemError, "shrink: dup of the agreement listener: %s",
+                              strerror(errno));
     bootstrapFree(*out);
     *out = NULL;
     return r;

@@ -47,7 +47,7 @@ typedef struct {
  * first of its own line and has none. */
 typedef struct tdLineage {
   struct tdBootstrap *bs; /* bootstrapShadow of the first channel */
-  tdPeerInfo *peers; /* its bs->nranks peer infos (agreement addresses, pids) */
+  tdPeerInfo *peers;      /* its bs->nranks peer infos (agreement addresses, pids) */
   tdTopo topo;
   int mode;
   int *map;     /* the communicator's rank -> rank of the first channel */

@@ -360,11 +360,13 @@ static int modeShrink(int rank, int n) {
   int me = -1, failed[4], nf = 4;
   tpudistCommCount(next, &cnt);
   tpudistCommUserRank(next, &me);
-  if (cnt != n - 1 || me != rank) FAIL("shrunk: rank %d of %d, expected %d of %d", me, cnt, rank, n - 1);
+  if (cnt != n - 1 || me != rank)
+    FAIL("shrunk: rank %d of %d, expected %d of %d", me, cnt, rank, n - 1);
   int vals[64];
   for (int q = 0; q < n - 1; q++) vals[q] = 10 + q;
   if (!gFail) exactAllReduces(next, vals, n - 1, me);
-  if (tpudistCommGetFailedRanks(world, failed, &nf) != tpudistSuccess || nf != 1 || failed[0] != n - 1)
+  if (tpudistCommGetFailedRanks(world, failed, &nf) != tpudistSuccess || nf != 1 ||
+      failed[0] != n - 1)
     FAIL("failed ranks: %d (first %d), expected rank %d", nf, failed[0], n - 1);
   tpudistCommDestroy(world);
   if (tpudistCommDestroy(next) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));

@@ -456,8 +456,11 @@ static void *intrudeOne(void *arg) {
   int ok_reply = n >= (long)sizeof(rep) && rep.status == tpudistSuccess;
   t->outcome[1] = outcome(n, !ok_reply, ch, got);
   snprintf(t->how[1], sizeof(t->how[1]), "%s%s", n < 0 ? "open" : "closed",
-           !ch ? " at the hello" : ok_reply ? " after a SUCCESS reply" : " after the proof");
-  /* 3. a socket-transport hello (a guessed communicator), then a made-up proof: closed, no verdict */
+           !ch        ? " at the hello"
+           : ok_reply ? " after a SUCCESS reply"
+                      : " after the proof");
+  /* 3. a socket-transport hello (a guessed communicator), then a made-up proof: closed, no verdict
+   */
   tdSockHello sh;
   memset(&sh, 0, sizeof(sh));
   sh.magic = TD_SOCK_MAGIC;
@@ -469,7 +472,9 @@ static void *intrudeOne(void *arg) {
   n = probe(t, &sh, sizeof(sh), TD_NONCE_BYTES, made_up, sizeof(made_up), NULL, 0, &ch, &got);
   t->outcome[2] = outcome(n, n == 0 || !ch, ch, got);
   snprintf(t->how[2], sizeof(t->how[2]), "%s%s", n < 0 ? "open" : "closed",
-           !ch ? " at the hello" : n > 0 ? " after a VERDICT" : " after the proof, no verdict");
+           !ch     ? " at the hello"
+           : n > 0 ? " after a VERDICT"
+                   : " after the proof, no verdict");
   return NULL;
 }
 

@@ -91,7 +91,8 @@ static void testOverrides(void) {
   tdSelectTable *s = NULL;
   char err[TD_ERRLEN] = "";
   const char *names[4];
-  CU_ASSERT_FATAL(selectBuild(&t, 8, "allreduce=ring,alltoall=bruck", NULL, &s, err) == tpudistSuccess);
+  CU_ASSERT_FATAL(selectBuild(&t, 8, "allreduce=ring,alltoall=bruck", NULL, &s, err) ==
+                  tpudistSuccess);
   CU_ASSERT(selectCandidates(s, TD_COLL_ALLREDUCE, 1 << 20, names, 4) == 1);
   CU_ASSERT_STRING_EQUAL(names[0], "ring");
   CU_ASSERT(selectCandidates(s, TD_COLL_ALLTOALL, 8, names, 4) == 1);
@@ -131,7 +132,8 @@ static void testFlat(void) {
     }
   selectFree(s);
   parse("4x4", &t);
-  CU_ASSERT(selectBuild(&t, 8, NULL, NULL, &s, err) == tpudistInvalidArgument); /* 16 chips, 8 ranks */
+  CU_ASSERT(selectBuild(&t, 8, NULL, NULL, &s, err) ==
+            tpudistInvalidArgument); /* 16 chips, 8 ranks */
 }
 
 /* What `tpudist-info -s` prints: the rank count defaults to the chip count. */

@@ -145,8 +145,7 @@ static tpudistResult_t connectorVerdict(tdNet *comm, tdSockCtx *c, int p, int s)
   return sockPeerFail(comm, c, p, SK_FAILED, "handshake refused by the peer");
 }
 
-tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, int s, short rev,
-                                  int *moved) {
+tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, int s, short rev, int *moved) {
   tdSockConn *pe = &c->peers[p].conn[s];
   char why[160];
   if (pe->state == SK_CONNECTING) {
@@ -206,8 +205,8 @@ static void acceptProved(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int p, int 
     }
     pe->fd = a->fd;
     pe->state = SK_READY;
-    TD_INFO(TD_SUBSYS_SOCK, "%s rank %d accepted rank %d (stream %d of %d)", comm->name,
-            comm->rank, p, s, peer->nconn);
+    TD_INFO(TD_SUBSYS_SOCK, "%s rank %d accepted rank %d (stream %d of %d)", comm->name, comm->rank,
+            p, s, peer->nconn);
     return;
   }
   close(a->fd);
@@ -230,8 +229,8 @@ static int acceptStep(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int64_t now) {
   a->got = 0;
   int p = -1, s = 0, k = 0;
   if (a->stage == 0) {
-    if (!sockHelloCheck(&a->hello, sizeof(a->hello), comm->comm_hash, comm->rank, comm->nranks,
-                        &p, &s, &k)) {
+    if (!sockHelloCheck(&a->hello, sizeof(a->hello), comm->comm_hash, comm->rank, comm->nranks, &p,
+                        &s, &k)) {
       dropWarn(comm, c, "dropped a connection with a wrong hello");
       close(a->fd);
       return 1;

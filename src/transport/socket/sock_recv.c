@@ -173,8 +173,8 @@ static tdSockMsg *partRecord(tdSockCtx *c, int p, int s, const tdMsgKey *k, size
                              int i) {
   tdSockPeer *pe = &c->peers[p];
   for (tdSockMsg *m = pe->open; m; m = m->onext)
-    if (m->nparts == n && m->len == len && !(m->claimed & (1u << i)) &&
-        !(m->streams & (1u << s)) && keyEq(&m->key, k))
+    if (m->nparts == n && m->len == len && !(m->claimed & (1u << i)) && !(m->streams & (1u << s)) &&
+        keyEq(&m->key, k))
       return m;
   tdSockMsg *m = msgNew(c, p, k, len, n);
   if (m) openAppend(pe, m);

@@ -19,8 +19,12 @@
 
 #include "socket_priv.h"
 
-static int partCount(const tdXfer *x) { return (int)((uintptr_t)x->tp_priv[1] & 0xff); }
-static int partFirst(const tdXfer *x) { return (int)((uintptr_t)x->tp_priv[1] >> 8); }
+static int partCount(const tdXfer *x) {
+  return (int)((uintptr_t)x->tp_priv[1] & 0xff);
+}
+static int partFirst(const tdXfer *x) {
+  return (int)((uintptr_t)x->tp_priv[1] >> 8);
+}
 
 /* The part of x that stream s carries, or -1. */
 static int partOnStream(const tdXfer *x, int s, int nconn) {
@@ -84,8 +88,12 @@ tpudistResult_t sockProgressSend(tdNet *comm, tdSockCtx *c, int p, int s, int *m
     size_t off, len, hs = sizeof(tdWireHdr);
     partLen(x, i, &off, &len);
     if (cn->sent == 0)
-      cn->shdr = (tdWireHdr){x->key.seq,   x->key.stream, x->key.ordinal, x->key.piece,
-                             n > 1 ? (uint32_t)i << 16 | (uint32_t)n : 0, x->len};
+      cn->shdr = (tdWireHdr){x->key.seq,
+                             x->key.stream,
+                             x->key.ordinal,
+                             x->key.piece,
+                             n > 1 ? (uint32_t)i << 16 | (uint32_t)n : 0,
+                             x->len};
     struct iovec iov[2];
     int niov = 0;
     if (cn->sent < hs) iov[niov++] = (struct iovec){(char *)&cn->shdr + cn->sent, hs - cn->sent};
@@ -101,7 +109,8 @@ tpudistResult_t sockProgressSend(tdNet *comm, tdSockCtx *c, int p, int s, int *m
     }
     size_t was = cn->sent;
     cn->sent += (size_t)w;
-    cn->qbytes -= TD_MIN(cn->qbytes, (cn->sent > hs ? cn->sent - hs : 0) - (was > hs ? was - hs : 0));
+    cn->qbytes -=
+        TD_MIN(cn->qbytes, (cn->sent > hs ? cn->sent - hs : 0) - (was > hs ? was - hs : 0));
     *moved = 1;
     if (cn->sent < hs + len) return tpudistSuccess;
     partDone(comm, pe, s, x);

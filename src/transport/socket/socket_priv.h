@@ -22,7 +22,7 @@
 #define TD_SOCK_LABEL_RESP "tpu_dist/sock/v2/responder"
 #define TD_SOCK_VERDICT_BYTES (1 + TD_MAC_BYTES)
 #define TD_SOCK_MIN_PART (64u * 1024) /* smallest part of a split message */
-#define TD_SOCK_STAGE (256 * 1024)      /* staging buffer of reducing receives */
+#define TD_SOCK_STAGE (256 * 1024)    /* staging buffer of reducing receives */
 
 /* Connection states. SK_CHALLENGE: hello sent, waiting for the nonce; SK_VERDICT: proof sent,
  * waiting for the verdict and the responder's proof. A peer's state is SK_NONE (never used),
@@ -60,13 +60,13 @@ typedef struct tdSockMsg {
   int peer;
   tdMsgKey key;
   size_t len;
-  int nparts, left;  /* parts in all, parts not yet complete */
-  uint32_t claimed;  /* parts whose frame has begun */
-  uint32_t streams;  /* streams that carried a part */
-  int queued;        /* part 0 has begun: matched (dst) or in the unexpected queue */
-  int discard;       /* its receive failed with a length mismatch: the bytes are dropped */
-  tdXfer *dst;       /* bound: the receive the bytes go into */
-  tdXfer *waiter;    /* buffered: a receive matched while bytes were still arriving */
+  int nparts, left; /* parts in all, parts not yet complete */
+  uint32_t claimed; /* parts whose frame has begun */
+  uint32_t streams; /* streams that carried a part */
+  int queued;       /* part 0 has begun: matched (dst) or in the unexpected queue */
+  int discard;      /* its receive failed with a length mismatch: the bytes are dropped */
+  tdXfer *dst;      /* bound: the receive the bytes go into */
+  tdXfer *waiter;   /* buffered: a receive matched while bytes were still arriving */
   struct {
     char *data;
     size_t cap, got;
@@ -106,10 +106,10 @@ typedef struct {
   int state;
   int nconn; /* streams with this peer (0 until first use) */
   tdSockConn *conn;
-  tdXferQueue sendq;       /* sends not yet wholly in the kernel, in post order */
-  tdSockMsg *open;         /* split messages with parts still arriving, oldest first */
-  uint32_t next_first;     /* round robin of the stream that carries part 0 */
-  char why[160];           /* reason of SK_CLOSED / SK_FAILED */
+  tdXferQueue sendq;   /* sends not yet wholly in the kernel, in post order */
+  tdSockMsg *open;     /* split messages with parts still arriving, oldest first */
+  uint32_t next_first; /* round robin of the stream that carries part 0 */
+  char why[160];       /* reason of SK_CLOSED / SK_FAILED */
 } tdSockPeer;
 
 typedef struct tdSockAccept {
