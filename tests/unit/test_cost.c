@@ -15,19 +15,9 @@
 #include "../cu_main.h"
 #include "algos.h"
 #include "cost.h"
+#include "hand_scheds.h"
 
 static const tdCostModel kModel = {1e-6, 1e9, 1e9, 1e9, 0, 0, 0, 0}; /* no pipelining, no DCN */
-
-static void initScheds(tdSched *s, int n) {
-  for (int r = 0; r < n; r++) {
-    tdCollArgs a;
-    memset(&a, 0, sizeof(a));
-    a.coll = TD_COLL_SENDRECV, a.nranks = n, a.rank = r;
-    schedInit(&s[r], &a, "hand");
-    schedSetLayout(&s[r], TD_BUF_INPUT, 1, 1);
-    schedSetLayout(&s[r], TD_BUF_OUTPUT, (uint32_t)n, 1);
-  }
-}
 
 static void add(tdSched *s, tdStep st) {
   CU_ASSERT_FATAL(schedAppend(s, 0, &st, NULL) == tpudistSuccess);

@@ -15,6 +15,7 @@
 
 #include "../cu_main.h"
 #include "cost.h"
+#include "hand_scheds.h"
 #include "select.h"
 
 static void parse(const char *spec, tdTopo *t) {
@@ -31,14 +32,7 @@ static double messages(const tdTopo *t, const tdCostModel *m, const int *src, co
                        int nmsg, uint64_t count) {
   int n = t->nranks;
   tdSched *s = calloc((size_t)n, sizeof(tdSched));
-  for (int r = 0; r < n; r++) {
-    tdCollArgs a;
-    memset(&a, 0, sizeof(a));
-    a.coll = TD_COLL_SENDRECV, a.nranks = n, a.rank = r;
-    schedInit(&s[r], &a, "hand");
-    schedSetLayout(&s[r], TD_BUF_INPUT, 1, 1);
-    schedSetLayout(&s[r], TD_BUF_OUTPUT, (uint32_t)n, 1);
-  }
+  initScheds(s, n);
   for (int i = 0; i < nmsg; i++) {
     tdStep x = schedSend(dst[i], schedRef(TD_BUF_INPUT, 0, 1));
     tdStep y = schedRecv(src[i], schedRef(TD_BUF_OUTPUT, (uint32_t)src[i], 1));
