@@ -256,7 +256,7 @@ for r in 0 1 2 3; do
   wait "${pids[$r]}" || { fail "the job's rank $r failed beside the intruder"; grep FAIL "$tmp/intr.$r" | head -3; }
 done
 grep -h 'results exact' "$tmp"/intr.? | head -4
-cat "$tmp"/intr.? | grep -q 'accepted rank [0-9] (stream 3 of 4)' || fail "intruder: the job's pairs do not use 4 streams"
+grep -q 'accepted rank [0-9] (stream 3 of 4)' "$tmp"/intr.? || fail "intruder: the job's pairs do not use 4 streams"
 [ "$(cat "$tmp"/intr.? | grep -c 'results exact')" -eq 4 ] || fail "intruder: not 4 ranks exact"
 
 [ $rc -eq 0 ] && echo "cluster: ok"

@@ -14,6 +14,6 @@ done
 # a configuration value that does not parse: the communicator refuses to start, naming it
 out=$(launch 1 env -u OMPI_COMM_WORLD_RANK -u OMPI_COMM_WORLD_SIZE TPU_DIST_CHUNK_BYTES=64k \
   tools/main_job --small 2>&1) && { echo "$out"; echo "commid: TPU_DIST_CHUNK_BYTES=64k accepted"; exit 1; }
-echo "$out" | grep -q 'TPU_DIST_CHUNK_BYTES=64k: not an integer' ||
+grep -q 'TPU_DIST_CHUNK_BYTES=64k: not an integer' <<<"$out" ||
   { echo "$out"; echo "commid: the bad value is not named"; exit 1; }
 echo "commid: ok"
