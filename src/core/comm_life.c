@@ -220,26 +220,25 @@ TPUDIST_API tpudistResult_t tpudistCommGetAsyncError(tpudistComm_t comm,
   return r;
 }
 
-TPUDIST_API tpudistResult_t tpudistCommCount(const tpudistComm_t comm, int *count) {
-  TD_CHECK(commEnter(comm ? &comm->c : NULL, "CommCount"));
+/* *out = the communicator's rank count (count != 0) or this rank, for the call named call. */
+static tpudistResult_t commIntQuery(const tpudistComm_t comm, int *out, int count,
+                                    const char *call, const char *what) {
+  TD_CHECK(commEnter(comm ? &comm->c : NULL, call));
   tpudistResult_t r = tpudistSuccess;
-  if (!count)
-    r = commError(&comm->c, tpudistInvalidArgument, "CommCount: count is NULL");
+  if (!out)
+    r = commError(&comm->c, tpudistInvalidArgument, "%s: %s is NULL", call, what);
   else
-    *count = comm->c.net.nranks;
+    *out = count ? comm->c.net.nranks : comm->c.net.rank;
   commLeave(&comm->c);
   return r;
 }
 
+TPUDIST_API tpudistResult_t tpudistCommCount(const tpudistComm_t comm, int *count) {
+  return commIntQuery(comm, count, 1, "CommCount", "count");
+}
+
 TPUDIST_API tpudistResult_t tpudistCommUserRank(const tpudistComm_t comm, int *rank) {
-  TD_CHECK(commEnter(comm ? &comm->c : NULL, "CommUserRank"));
-  tpudistResult_t r = tpudistSuccess;
-  if (!rank)
-    r = commError(&comm->c, tpudistInvalidArgument, "CommUserRank: rank is NULL");
-  else
-    *rank = comm->c.net.rank;
-  commLeave(&comm->c);
-  return r;
+  return commIntQuery(comm, rank, 0, "CommUserRank", "rank");
 }
 
 TPUDIST_API tpudistResult_t tpudistCommTopology(const tpudistComm_t comm,

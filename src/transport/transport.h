@@ -57,6 +57,18 @@ typedef struct tdTransport {
   tpudistResult_t (*progress)(tdNet *comm, int *progressed);
 } tdTransport;
 
+/* Defines the table var of the transport called label from its functions pfx##CanReach,
+ * pfx##CommInit, pfx##CommFini, pfx##PostSend, pfx##PostRecv and pfx##Progress (every transport
+ * names them so). */
+#define TD_TRANSPORT_DEFINE(var, label, pfx)          \
+  const tdTransport var = {.name = label,             \
+                           .canReach = pfx##CanReach, \
+                           .commInit = pfx##CommInit, \
+                           .commFini = pfx##CommFini, \
+                           .postSend = pfx##PostSend, \
+                           .postRecv = pfx##PostRecv, \
+                           .progress = pfx##Progress}
+
 /* The static ordered registry (registry.c): first that can reach a peer wins;
  * TPU_DIST_TRANSPORTS (comma list) overrides the order and set. */
 extern const tdTransport tdTransportSelf;

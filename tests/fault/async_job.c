@@ -34,6 +34,7 @@
 #include <time.h>
 #include <unistd.h>
 
+#include "../file_store.h"
 #include "job_util.h"
 #include "tpu_dist.h"
 
@@ -417,37 +418,6 @@ static int modeShrinkAbort(int rank, int n) {
 /* ---- external store ---------------------------------------------------------------------- */
 
 /* A store kept in files under TD_STORE_DIR (what torch's FileStore does); get honours timeoutMs. */
-static void storePath(void *ctx, const char *key, char *path, size_t len) {
-  int n = snprintf(path, len, "%s/", (const char *)ctx);
-  for (const char *k = key; *k && n + 1 < (int)len; k++) path[n++] = *k == '/' ? '_' : *k;
-  path[n] = 0;
-}
-
-static int fileSet(void *ctx, const char *key, const void *value, size_t len) {
-  char path[512], tmp[520];
-  storePath(ctx, key, path, sizeof(path));
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return 1;
-  fwrite(value, 1, len, f);
-  fclose(f);
-  return rename(tmp, path);
-}
-
-static int fileGet(void *ctx, const char *key, void **value, size_t *len, int timeoutMs) {
-  char path[512];
-  storePath(ctx, key, path, sizeof(path));
-  for (double t0 = nowMs(); nowMs() - t0 < timeoutMs; sleepMs(5)) {
-    FILE *f = fopen(path, "r");
-    if (!f) continue;
-    *value = malloc(4096);
-    *len = *value ? fread(*value, 1, 4096, f) : 0;
-    fclose(f);
-    return *value ? 0 : 1;
-  }
-  return 1;
-}
-
 static int modeStore(int rank, int n) {
   const char *dir = getenv("TD_STORE_DIR");
   tpudistStore_t store = {(void *)dir, fileSet, fileGet};

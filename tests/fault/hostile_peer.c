@@ -191,6 +191,27 @@ static int idleAllClosed(int *fds, int n, int64_t deadline, int *still_open) {
   return open == 0;
 }
 
+/* A slow sender and a never-finished handshake at once (threads), then whether every idle
+ * connection in fds was closed within hold_ms; frees fds. Returns the program's status. */
+static int slowAndIdle(tdSlow *slow, tdSlow *stall, int *fds, int nidle, int hold_ms) {
+  char how[128];
+  pthread_t t1, t2;
+  pthread_create(&t1, NULL, slowSender, slow);
+  pthread_create(&t2, NULL, slowSender, stall);
+  pthread_join(t1, NULL);
+  pthread_join(t2, NULL);
+  snprintf(how, sizeof(how), "closed after %ld ms", slow->closed_after_ms);
+  verdict(slow->closed_after_ms >= 0, "a slow sender (1 byte / 200 ms)", how);
+  snprintf(how, sizeof(how), "closed after %ld ms", stall->closed_after_ms);
+  verdict(stall->closed_after_ms >= 0, "a never-finished handshake", how);
+  int open = 0;
+  int ok = idleAllClosed(fds, nidle, netNowMs() + hold_ms, &open);
+  snprintf(how, sizeof(how), "%d of %d still open after %d ms", open, nidle, hold_ms);
+  verdict(ok, "idle connections", how);
+  free(fds);
+  return gFailed ? 1 : 0;
+}
+
 static int modeRendezvous(const char *hostport, int idle, int hold_ms) {
   tdNetAddr a;
   char err[TD_ERRLEN], how[128] = "", junk[65536];
@@ -217,21 +238,7 @@ static int modeRendezvous(const char *hostport, int idle, int hold_ms) {
   printf("hostile_peer: %d idle connections to the rendezvous point\n", nidle);
   tdHello h = bootHello();
   tdSlow slow = {a, sizeof(h), &h, -1}, stall = {a, sizeof(h) / 2, &h, -1};
-  pthread_t t1, t2;
-  pthread_create(&t1, NULL, slowSender, &slow);
-  pthread_create(&t2, NULL, slowSender, &stall);
-  pthread_join(t1, NULL);
-  pthread_join(t2, NULL);
-  snprintf(how, sizeof(how), "closed after %ld ms", slow.closed_after_ms);
-  verdict(slow.closed_after_ms >= 0, "a slow sender (1 byte / 200 ms)", how);
-  snprintf(how, sizeof(how), "closed after %ld ms", stall.closed_after_ms);
-  verdict(stall.closed_after_ms >= 0, "a never-finished handshake", how);
-  int open = 0;
-  int ok = idleAllClosed(fds, nidle, netNowMs() + hold_ms, &open);
-  snprintf(how, sizeof(how), "%d of %d still open after %d ms", open, nidle, hold_ms);
-  verdict(ok, "idle connections", how);
-  free(fds);
-  return gFailed ? 1 : 0;
+  return slowAndIdle(&slow, &stall, fds, nidle, hold_ms);
 }
 
 /* ---- socket-transport listeners ---------------------------------------------------------- */
@@ -376,21 +383,7 @@ static int modeSockets(const char *recfile, int idle, int hold_ms, int nports, c
   printf("hostile_peer: %d idle connections over %d listeners\n", nidle, nports);
   tdSlow slow = {a[0], sizeof(rec.hello), &rec.hello, -1};
   tdSlow stall = {a[nports - 1], sizeof(rec.hello) / 2, &rec.hello, -1};
-  pthread_t t1, t2;
-  pthread_create(&t1, NULL, slowSender, &slow);
-  pthread_create(&t2, NULL, slowSender, &stall);
-  pthread_join(t1, NULL);
-  pthread_join(t2, NULL);
-  snprintf(how, sizeof(how), "closed after %ld ms", slow.closed_after_ms);
-  verdict(slow.closed_after_ms >= 0, "a slow sender (1 byte / 200 ms)", how);
-  snprintf(how, sizeof(how), "closed after %ld ms", stall.closed_after_ms);
-  verdict(stall.closed_after_ms >= 0, "a never-finished handshake", how);
-  int open = 0;
-  int ok = idleAllClosed(fds, nidle, netNowMs() + hold_ms, &open);
-  snprintf(how, sizeof(how), "%d of %d still open after %d ms", open, nidle, hold_ms);
-  verdict(ok, "idle connections", how);
-  free(fds);
-  return gFailed ? 1 : 0;
+  return slowAndIdle(&slow, &stall, fds, nidle, hold_ms);
 }
 
 /* ---- an intruder on another host: every listener of a running job --------------------------- */

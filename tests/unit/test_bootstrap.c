@@ -17,6 +17,7 @@
 #include <unistd.h>
 
 #include "../cu_main.h"
+#include "../file_store.h"
 #include "boot_priv.h"
 #include "fork_ranks.h"
 #include "net.h"
@@ -116,36 +117,6 @@ static int bodyDuplicate(int rank, int n, const tpudistUniqueId *id, void *arg) 
 static void testVersionAndDuplicate(void) {
   CU_ASSERT_EQUAL(runRanks(2, bodyVersion, NULL, 30), 0);
   CU_ASSERT_EQUAL(runRanks(3, bodyDuplicate, NULL, 30), 0);
-}
-
-/* A store kept in files under a directory (what torch's FileStore does). */
-static int fileSet(void *ctx, const char *key, const void *value, size_t len) {
-  char path[512], tmp[520];
-  snprintf(path, sizeof(path), "%s/%lx", (const char *)ctx,
-           (unsigned long)strlen(key) * 31 + (unsigned char)key[strlen(key) - 1]);
-  snprintf(tmp, sizeof(tmp), "%s.tmp", path);
-  FILE *f = fopen(tmp, "w");
-  if (!f) return 1;
-  fwrite(value, 1, len, f);
-  fclose(f);
-  return rename(tmp, path);
-}
-
-static int fileGet(void *ctx, const char *key, void **value, size_t *len, int timeoutMs) {
-  char path[512];
-  snprintf(path, sizeof(path), "%s/%lx", (const char *)ctx,
-           (unsigned long)strlen(key) * 31 + (unsigned char)key[strlen(key) - 1]);
-  for (int waited = 0; waited < timeoutMs; waited += 5) {
-    FILE *f = fopen(path, "r");
-    if (f) {
-      *value = malloc(4096);
-      *len = fread(*value, 1, 4096, f);
-      fclose(f);
-      return 0;
-    }
-    usleep(5000);
-  }
-  return 1;
 }
 
 static int bodyStore(int rank, int n, const tpudistUniqueId *id, void *arg) {

@@ -216,12 +216,4 @@ static tpudistResult_t faultProgress(tdNet *comm, int *progressed) {
   return tpudistSuccess;
 }
 
-const tdTransport tdTransportFault = {
-    .name = "fault",
-    .canReach = faultCanReach,
-    .commInit = faultCommInit,
-    .commFini = faultCommFini,
-    .postSend = faultPostSend,
-    .postRecv = faultPostRecv,
-    .progress = faultProgress,
-};
+TD_TRANSPORT_DEFINE(tdTransportFault, "fault", fault);

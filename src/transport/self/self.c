@@ -110,12 +110,4 @@ static tpudistResult_t selfProgress(tdNet *comm, int *progressed) {
   return tpudistSuccess;
 }
 
-const tdTransport tdTransportSelf = {
-    .name = "self",
-    .canReach = selfCanReach,
-    .commInit = selfCommInit,
-    .commFini = selfCommFini,
-    .postSend = selfPostSend,
-    .postRecv = selfPostRecv,
-    .progress = selfProgress,
-};
+TD_TRANSPORT_DEFINE(tdTransportSelf, "self", self);

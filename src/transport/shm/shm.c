@@ -625,12 +625,4 @@ static tpudistResult_t shmProgress(tdNet *comm, int *progressed) {
   return first;
 }
 
-const tdTransport tdTransportShm = {
-    .name = "shm",
-    .canReach = shmCanReach,
-    .commInit = shmCommInit,
-    .commFini = shmCommFini,
-    .postSend = shmPostSend,
-    .postRecv = shmPostRecv,
-    .progress = shmProgress,
-};
+TD_TRANSPORT_DEFINE(tdTransportShm, "shm", shm);

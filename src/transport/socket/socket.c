@@ -312,12 +312,4 @@ int sockTestPeerOpen(tdNet *comm, int p) {
   return st != SK_CLOSED && st != SK_FAILED;
 }
 
-const tdTransport tdTransportSocket = {
-    .name = "socket",
-    .canReach = sockCanReach,
-    .commInit = sockCommInit,
-    .commFini = sockCommFini,
-    .postSend = sockPostSend,
-    .postRecv = sockPostRecv,
-    .progress = sockProgress,
-};
+TD_TRANSPORT_DEFINE(tdTransportSocket, "socket", sock);
