@@ -13,14 +13,9 @@ set -uo pipefail
 top=$(cd "$(dirname "$0")/.." && pwd)
 work=${1:-${TMPDIR:-/tmp}/tpu_dist-asan}
 src=$work/src
-# a fresh copy every run: copied files keep their times, so objects of an older copy could look
-# newer than the sources they were built from
-rm -rf "$src"
-mkdir -p "$src"
-# a clean copy of the tracked files (changed ones included); unchanged files keep their times
-(cd "$top" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$src" || exit 1
+source "$top/tests/tree_copy.sh"
+treeCopy "$top" "$src" || exit 1
 cd "$src" || exit 1
-autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; exit 1; }
 mkdir -p build-asan && cd build-asan || exit 1
 ../configure -q --enable-sanitizers >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
 jobs=${TD_MAKE_JOBS:-2}

@@ -150,6 +150,24 @@ static inline tdXfer *xqTakeMatch(tdXferQueue *q, int peer, const tdMsgKey *k) {
   return NULL;
 }
 
+/* Completes every transfer in q for peer with res (a peer that failed); returns how many. */
+static inline int xqFailPeer(tdXferQueue *q, int peer, tpudistResult_t res) {
+  int n = 0;
+  tdXfer *prev = NULL, *x = q->head;
+  while (x) {
+    tdXfer *next = x->next;
+    if (x->peer == peer) {
+      xqUnlink(q, prev, x);
+      transportComplete(x, res, peer);
+      n++;
+    } else {
+      prev = x;
+    }
+    x = next;
+  }
+  return n;
+}
+
 /* A posted receive for (peer, k): peer-specific from q first, else any-source from the registry. */
 static inline tdXfer *transportMatchRecv(tdNet *comm, tdXferQueue *q, int peer, const tdMsgKey *k,
                                          const tdTransport *self) {

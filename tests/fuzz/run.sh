@@ -12,13 +12,9 @@ work=${1:-${TMPDIR:-/tmp}/tpu_dist-fuzz}
 secs=${TD_FUZZ_SECONDS:-40}
 command -v clang >/dev/null || { echo "fuzz: clang is not installed"; exit 1; }
 src=$work/src
-# a fresh copy every run: copied files keep their times, so objects of an older copy could look
-# newer than the sources they were built from
-rm -rf "$src"
-mkdir -p "$src"
-(cd "$top" && git ls-files -z | tar --null -T - -cf -) | tar -xf - -C "$src" || exit 1
+source "$top/tests/tree_copy.sh"
+treeCopy "$top" "$src" || exit 1
 cd "$src" || exit 1
-autoreconf -fi >/dev/null 2>&1 || { echo "autoreconf failed"; exit 1; }
 mkdir -p build-fuzz && cd build-fuzz || exit 1
 san="-fsanitize=address,undefined -fno-sanitize-recover=undefined -fno-omit-frame-pointer"
 # the portable kernels: clang does not know every cpu feature name gcc's dispatch asks for

@@ -47,16 +47,19 @@ static int progressUntil(tdNet *comm, tdXfer *xs, int n, int timeout_ms) {
   }
 }
 
+/* Message i of round with peer: MSG bytes at buf + i * MSG. */
+static tdXfer *xferInit(tdXfer *x, int peer, int round, int i, unsigned char *buf) {
+  memset(x, 0, sizeof(*x));
+  x->peer = peer;
+  x->key = (tdMsgKey){(uint64_t)round, 0, (uint32_t)i, 0};
+  x->buf = buf + (size_t)i * MSG;
+  x->len = MSG;
+  return x;
+}
+
 static void postRecvs(tdNet *comm, tdXfer *rx, unsigned char *rbuf, int round, int peer) {
-  for (int i = 0; i < PER_ROUND; i++) {
-    tdXfer *x = &rx[i];
-    memset(x, 0, sizeof(*x));
-    x->peer = peer;
-    x->key = (tdMsgKey){(uint64_t)round, 0, (uint32_t)i, 0};
-    x->buf = rbuf + (size_t)i * MSG;
-    x->len = MSG;
-    transportPostRecv(comm, x);
-  }
+  for (int i = 0; i < PER_ROUND; i++)
+    transportPostRecv(comm, xferInit(&rx[i], peer, round, i, rbuf));
 }
 
 static int body(int rank, int n, const tpudistUniqueId *id, void *arg) {
@@ -80,15 +83,9 @@ static int body(int rank, int n, const tpudistUniqueId *id, void *arg) {
       for (size_t k = 0; k < MSG; k++) sbuf[(size_t)i * MSG + k] = pat(rank, round, i, k);
     memset(rbuf, 0, (size_t)PER_ROUND * MSG);
     if (!gLate) postRecvs(comm, rx, rbuf, round, peer);
-    for (int i = 0; i < PER_ROUND; i++) {
-      tdXfer *x = &sx[i];
-      memset(x, 0, sizeof(*x));
-      x->peer = peer;
-      x->key = (tdMsgKey){(uint64_t)round, 0, (uint32_t)i, 0};
-      x->buf = sbuf + (size_t)i * MSG;
-      x->len = MSG;
-      CHILD_CHECK(transportPostSend(comm, x) == tpudistSuccess);
-    }
+    for (int i = 0; i < PER_ROUND; i++)
+      CHILD_CHECK(transportPostSend(comm, xferInit(&sx[i], peer, round, i, sbuf)) ==
+                  tpudistSuccess);
     if (gLate) {
       int64_t until = nowMs() + 3; /* the peer's descriptors arrive and go stale unmatched */
       while (nowMs() < until) progressUntil(comm, sx, 0, 0);

@@ -134,17 +134,7 @@ static tpudistResult_t failPeer(tdNet *comm, tdShmCtx *c, int p, const char *why
       transportComplete(u->waiter, tpudistRemoteError, p);
       u->waiter = NULL;
     }
-  tdXfer *prev = NULL, *x = c->posted.head;
-  while (x) {
-    tdXfer *next = x->next;
-    if (x->peer == p) {
-      xqUnlink(&c->posted, prev, x);
-      transportComplete(x, tpudistRemoteError, p);
-    } else {
-      prev = x;
-    }
-    x = next;
-  }
+  xqFailPeer(&c->posted, p, tpudistRemoteError);
   for (tdShmCmaRead **pp = &c->reads; *pp;) {
     tdShmCmaRead *r = *pp;
     if (r->peer == p) {

@@ -139,18 +139,7 @@ tpudistResult_t sockPeerFail(tdNet *comm, tdSockCtx *c, int p, int state, const 
     pending = 1;
   }
   pending |= sockRecvDrop(c, p);
-  tdXfer *prev = NULL, *x = c->posted.head;
-  while (x) {
-    tdXfer *next = x->next;
-    if (x->peer == p) {
-      xqUnlink(&c->posted, prev, x);
-      transportComplete(x, tpudistRemoteError, p);
-      pending = 1;
-    } else {
-      prev = x;
-    }
-    x = next;
-  }
+  if (xqFailPeer(&c->posted, p, tpudistRemoteError)) pending = 1;
   if (!pending && state == SK_CLOSED) return tpudistSuccess;
   return transportError(comm, tpudistRemoteError, "socket: connection with rank %d: %s", p, why);
 }
