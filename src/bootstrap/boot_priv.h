@@ -95,7 +95,8 @@ tpudistResult_t bootRootRendezvous(tdBootstrap *bs, int lfd, tdBootstrap *owner,
                                    uint32_t kind, uint64_t tag, char *err);
 /* A split of parent (see bootstrapSplit) whose new rank 0 admits on lfd and that the others
  * join at root (the new rank 0's address for lfd); the rendezvous is bounded by timeout_ms, the
- * child channel then has the parent's timeout. */
+ * child channel then has the parent's timeout. When lfd is the parent's agreement listener (a
+ * shrink), a refusal there means the new rank 0 is gone: the join fails at once. */
 tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root, const int *members,
                             int n, int newrank, uint64_t tag, int timeout_ms, volatile int *abort,
                             tdBootstrap **out, char *err);

@@ -434,15 +434,20 @@ static tpudistResult_t clientHandshake(tdBootstrap *bs, const tdKey *key, uint32
 }
 
 /* Non-root: connects to the root, opens its own listener on the route's local IP, runs the
- * handshake (again when the root dropped the connection before answering) and reads the table. */
+ * handshake (again when the root dropped the connection before answering) and reads the table.
+ * root_live: the root's listener is open for as long as the root can answer (an agreement
+ * listener), so a refusal fails the join at once instead of being retried until the timeout. */
 static tpudistResult_t clientJoin(tdBootstrap *bs, const tdNetAddr *root, const tdKey *key,
-                                  uint32_t kind, uint64_t tag, char *err) {
+                                  uint32_t kind, uint64_t tag, int root_live, char *err) {
   int64_t deadline = netNowMs() + bs->timeout_ms;
   char rs[64], e[TD_ERRLEN];
   uint64_t nonce = 0;
   netAddrStr(root, rs, sizeof(rs));
   for (int attempt = 0;; attempt++) {
-    TD_CHECK(netConnectRetry(root, deadline, bs->abortp, &bs->root_fd, err));
+    if (root_live)
+      TD_CHECK(netConnectLive(root, deadline, bs->abortp, &bs->root_fd, err));
+    else
+      TD_CHECK(netConnectRetry(root, deadline, bs->abortp, &bs->root_fd, err));
     if (bs->listen_fd < 0) {
       struct sockaddr_storage ss;
       socklen_t sl = sizeof(ss);
@@ -523,7 +528,7 @@ tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, i
       close(lfd);
     if (res != tpudistSuccess) goto fail;
   } else {
-    TD_CHECK_GOTO(clientJoin(bs, &b.root, &bs->key, TD_HELLO_INIT, 0, err), res, fail);
+    TD_CHECK_GOTO(clientJoin(bs, &b.root, &bs->key, TD_HELLO_INIT, 0, 0, err), res, fail);
   }
   TD_INFO(TD_SUBSYS_BOOT, "bootstrap: rank %d of %d joined (hash %016llx)", rank, nranks,
           (unsigned long long)bs->hash);
@@ -736,7 +741,7 @@ tpudistResult_t bootSplitOn(tdBootstrap *parent, int lfd, const tdNetAddr *root,
     if (res == tpudistSuccess)
       res = bootRootRendezvous(bs, lfd, parent, &parent->key, TD_HELLO_SPLIT, tag, err);
   } else {
-    res = clientJoin(bs, root, &parent->key, TD_HELLO_SPLIT, tag, err);
+    res = clientJoin(bs, root, &parent->key, TD_HELLO_SPLIT, tag, lfd == parent->agree_fd, err);
   }
   if (res != tpudistSuccess) {
     bootstrapFree(bs);

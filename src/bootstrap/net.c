@@ -198,51 +198,85 @@ tpudistResult_t netConnectStart(const tdNetAddr *a, int *fd, char *err) {
   return tpudistSuccess;
 }
 
-/* Waits for events on fd until deadline or abort. Returns 1 ready, 0 timeout, -1 aborted. */
+/* Waits for events on fd until deadline or abort. Returns 1 ready, 0 timeout, -1 aborted. Looks
+ * at least once, also past the deadline: a process that was not scheduled until after it takes
+ * what arrived meanwhile (an answer, a refusal) instead of reporting a timeout. */
 static int waitFd(int fd, short events, int64_t deadline_ms, volatile int *abort) {
   for (;;) {
     if (abort && *abort) return -1;
     int64_t left = deadline_ms - netNowMs();
-    if (left <= 0) return 0;
     struct pollfd p = {fd, events, 0};
-    int rc = poll(&p, 1, (int)TD_MIN(left, 20));
+    int rc = poll(&p, 1, (int)TD_MAX(TD_MIN(left, 20), 0));
     if (rc > 0) return 1;
     if (rc < 0 && errno != EINTR) return 1; /* let the caller's syscall report it */
+    if (left <= 0) return 0;
+  }
+}
+
+/* Naps until the clock reaches until_ms or *abort, in naps of at most 10 ms. Timed by the clock,
+ * never by counting naps: on a loaded machine each nap lasts longer than it asks for (a starved
+ * process runs a 10 ms nap in 40 ms or 2 s), and a counted back-off then ran seconds past the
+ * deadline it was meant to respect. */
+static void napUntil(int64_t until_ms, volatile int *abort) {
+  for (int64_t left; (left = until_ms - netNowMs()) > 0 && !(abort && *abort);) {
+    struct timespec ts = {0, (long)TD_MIN(left, 10) * 1000000L};
+    nanosleep(&ts, NULL);
+  }
+}
+
+/* Waits for the connect started on s: 1 connected, 0 failed (s closed, last says why), -1
+ * aborted (s closed). */
+static int connectWait(int s, int64_t deadline_ms, volatile int *abort, char *last,
+                       size_t lastlen) {
+  int w = waitFd(s, POLLOUT, deadline_ms, abort);
+  int soerr = 0;
+  socklen_t sl = sizeof(soerr);
+  if (w > 0) getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+  if (w > 0 && soerr == 0) return 1;
+  close(s);
+  if (w < 0) return -1;
+  if (w == 0)
+    snprintf(last, lastlen, "no answer before the deadline");
+  else
+    snprintf(last, lastlen, "%s", strerror(soerr));
+  return 0;
+}
+
+/* Connects, retrying with back-off until deadline_ms; refusal_final: a refusal ends it at once. */
+static tpudistResult_t connectLoop(const tdNetAddr *a, int64_t deadline_ms, volatile int *abort,
+                                   int refusal_final, int *fd, char *err) {
+  char buf[64], last[TD_ERRLEN] = "no attempt";
+  int backoff = 5;
+  for (int tried = 0;; tried = 1) {
+    if (tried && netNowMs() >= deadline_ms)
+      return tdErr(err, tpudistTimeout, "cannot connect to %s before the timeout (last error: %s)",
+                   netAddrStr(a, buf, 64), last);
+    int s = -1, rc = -1;
+    if (!(abort && *abort)) {
+      TD_CHECK(netConnectStart(a, &s, err));
+      rc = connectWait(s, deadline_ms, abort, last, sizeof(last));
+    }
+    if (rc > 0) {
+      *fd = s;
+      return tpudistSuccess;
+    }
+    if (rc < 0 || (abort && *abort))
+      return tdErr(err, tpudistAborted, "aborted while connecting to %s", netAddrStr(a, buf, 64));
+    if (refusal_final && !strcmp(last, strerror(ECONNREFUSED)))
+      return tdErr(err, tpudistRemoteError, "connect to %s: %s", netAddrStr(a, buf, 64), last);
+    napUntil(TD_MIN(netNowMs() + backoff, deadline_ms), abort);
+    backoff = TD_MIN(backoff * 2, 500);
   }
 }
 
 tpudistResult_t netConnectRetry(const tdNetAddr *a, int64_t deadline_ms, volatile int *abort,
                                 int *fd, char *err) {
-  char buf[64], last[128] = "no attempt";
-  int backoff = 5;
-  for (;;) {
-    int s;
-    TD_CHECK(netConnectStart(a, &s, err));
-    int w = waitFd(s, POLLOUT, deadline_ms, abort);
-    if (w < 0) {
-      close(s);
-      return tdErr(err, tpudistAborted, "aborted while connecting to %s", netAddrStr(a, buf, 64));
-    }
-    int soerr = ETIMEDOUT;
-    socklen_t sl = sizeof(soerr);
-    if (w > 0) getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-    if (w > 0 && soerr == 0) {
-      *fd = s;
-      return tpudistSuccess;
-    }
-    close(s);
-    snprintf(last, sizeof(last), "%s", strerror(soerr));
-    if (abort && *abort)
-      return tdErr(err, tpudistAborted, "aborted while connecting to %s", netAddrStr(a, buf, 64));
-    if (netNowMs() + backoff >= deadline_ms)
-      return tdErr(err, tpudistTimeout, "cannot connect to %s before the timeout (last error: %s)",
-                   netAddrStr(a, buf, 64), last);
-    for (int slept = 0; slept < backoff && !(abort && *abort); slept += 10) {
-      struct timespec ts = {0, 10 * 1000000L}; /* short naps: an abort is seen at once */
-      nanosleep(&ts, NULL);
-    }
-    backoff = TD_MIN(backoff * 2, 500);
-  }
+  return connectLoop(a, deadline_ms, abort, 0, fd, err);
+}
+
+tpudistResult_t netConnectLive(const tdNetAddr *a, int64_t deadline_ms, volatile int *abort,
+                               int *fd, char *err) {
+  return connectLoop(a, deadline_ms, abort, 1, fd, err);
 }
 
 tpudistResult_t netAccept(int lfd, int *fd, char *err) {

@@ -36,10 +36,16 @@ tpudistResult_t netParseHostPort(const char *s, tdNetAddr *a, char *err);
 tpudistResult_t netLocalAddr(const char *ifname, tdNetAddr *a, char *err);
 /* Non-blocking listener on a (port 0 = ephemeral); *bound gets the real address. */
 tpudistResult_t netListen(const tdNetAddr *a, int *fd, tdNetAddr *bound, char *err);
-/* Blocking-style connect with retry and backoff until deadline_ms (netNowMs scale) or *abort.
+/* Blocking-style connect with retry and backoff until deadline_ms (netNowMs scale) or *abort: a
+ * refused or failed attempt is tried again (the listener may not be open yet); it returns at the
+ * deadline (plus at most one poll slice of a process that runs), with the last attempt's error.
  * The returned socket is non-blocking. */
 tpudistResult_t netConnectRetry(const tdNetAddr *a, int64_t deadline_ms, volatile int *abort,
                                 int *fd, char *err);
+/* The same for a listener that is open for as long as its owner can answer (an agreement
+ * listener): a refusal ends it at once with tpudistRemoteError ("Connection refused"). */
+tpudistResult_t netConnectLive(const tdNetAddr *a, int64_t deadline_ms, volatile int *abort,
+                               int *fd, char *err);
 /* Starts a non-blocking connect; *fd is set; EINPROGRESS is success. */
 tpudistResult_t netConnectStart(const tdNetAddr *a, int *fd, char *err);
 /* Accepts one pending connection (non-blocking listener); *fd = -1 when none is pending. */

@@ -6,6 +6,8 @@
 # a 2x2 torus, 2x2 losing a rank becomes flat); plus revoke. Each job's victims must die by SIGKILL,
 # every survivor must exit 0, and no /dev/shm segment may remain.
 # Runs in a private mount namespace with its own /dev/shm, so other jobs do not interfere.
+# `tests/fault/shrink.sh dies N` runs only the case "rank 0 dies in its own shrink", N times (to loop
+# it under load), and says how many runs failed.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/mpi/launch.sh
@@ -39,6 +41,13 @@ job() {
   if shm_left; then rm -f /dev/shm/*; rc=1; fi
 }
 
+dies_only=0
+if [ "${1:-}" = dies ]; then
+  dies_only=1
+  [[ ${2:-} =~ ^[1-9][0-9]*$ ]] || { echo "usage: $0 dies N (N runs, N >= 1)"; exit 2; }
+fi
+
+if [ $dies_only = 0 ]; then
 job "agreed set, middle rank killed, shm" 4 2 -- kill 2
 job "agreed set, rank 0 (bootstrap root, first coordinator) killed" 4 0 -- kill 0
 job "explicit exclude list" 4 3 -- kill 3 list
@@ -54,14 +63,25 @@ job "torus 2x2, one rank killed: flat" 4 1 TPU_DIST_TOPOLOGY=2x2 TD_EXPECT_TOPO=
 job "8 ranks, agreed set" 8 5 -- kill 5
 job "a survivor too late is excluded" 4 1 TPU_DIST_AGREE_TIMEOUT_MS=500 -- late 1 3
 job "a survivor dies in the agreement or rendezvous" 5 3,1 TPU_DIST_AGREE_TIMEOUT_MS=1000 -- dieinshrink 3 1
+fi
 # rank 0 coordinates and is the new rank 0: dying in the peer exchange, it leaves some survivors
 # with the new communicator and the others agreeing again; the former shrink it once more and all
 # end with one membership (docs/reliability.md, "Lineage"). Repeated under --full.
 reps=3
 [ "${TD_FULL:-0}" = 1 ] && reps=20
+[ $dies_only = 1 ] && reps=$2
+failed_runs=0
 for ((k = 0; k < reps; k++)); do
+  before=$rc
+  rc=0
   job "rank 0 (coordinator, new rank 0) dies in the shrink, run $((k + 1))" 5 3,0 TPU_DIST_AGREE_TIMEOUT_MS=1000 -- dieinshrink 3 0
+  failed_runs=$((failed_runs + rc))
+  rc=$((before | rc))
 done
+if [ $dies_only = 1 ]; then
+  echo "rank 0 dies in its own shrink: $failed_runs of $reps runs failed"
+  exit $rc
+fi
 job "revoke" 4 - -- revoke
 [ $rc -eq 0 ] && echo "shrink: ok"
 exit $rc

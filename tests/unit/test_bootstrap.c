@@ -393,6 +393,61 @@ static void testCommIdSecret(void) {
   for (intptr_t c = 0; c < 4; c++) CU_ASSERT_EQUAL(runRanks(1, bodySecret, (void *)c, 30), 0);
 }
 
+/* A connect that is refused until its deadline ends at the deadline, with the real last error,
+ * also when the process is starved: the parent stops the child for 30 ms of every 40 (each of
+ * its naps then lasts 3-4 times what it asked for). The naps between attempts used to be counted
+ * instead of timed, so such a wait ran 2.5-4 times past a 1 s deadline. */
+/* Milliseconds this thread has waited for a CPU while runnable (0 where the kernel does not say):
+ * a stop by a signal is not counted, the machine's own load is. */
+static int64_t runQueueMs(void) {
+  unsigned long long run = 0, wait = 0;
+  FILE *f = fopen("/proc/thread-self/schedstat", "r");
+  if (f) {
+    if (fscanf(f, "%llu %llu", &run, &wait) != 2) wait = 0;
+    fclose(f);
+  }
+  return (int64_t)(wait / 1000000ull);
+}
+
+static int starvedConnect(const tdNetAddr *refusing) {
+  char err[TD_ERRLEN] = "";
+  int fd = -1;
+  int64_t t0 = netNowMs(), q0 = runQueueMs();
+  tpudistResult_t r = netConnectRetry(refusing, t0 + 1000, NULL, &fd, err);
+  int64_t took = netNowMs() - t0, queued = runQueueMs() - q0;
+  fprintf(stderr, "starved connect: %lld ms (%lld waiting for a CPU): %s\n", (long long)took,
+          (long long)queued, err);
+  CHILD_CHECK(r == tpudistTimeout && fd < 0);
+  CHILD_CHECK(strstr(err, "Connection refused"));
+  /* past the deadline by at most one stop and one poll slice, plus what the machine's own load
+   * kept it from running */
+  CHILD_CHECK(took >= 1000 && took < 1250 + queued);
+  return 0;
+}
+
+static void testConnectDeadline(void) {
+  tdNetAddr any = {0}, a;
+  int lfd = -1;
+  char err[TD_ERRLEN];
+  any.family = AF_INET;
+  any.addr[0] = 127, any.addr[3] = 1;
+  /* a port that refuses: bound and listened on, then closed */
+  CU_ASSERT_FATAL(netListen(&any, &lfd, &a, err) == tpudistSuccess);
+  close(lfd);
+  pid_t pid = fork();
+  if (pid == 0) _exit(starvedConnect(&a));
+  CU_ASSERT_FATAL(pid > 0);
+  int st = 0;
+  struct timespec stop = {0, 30 * 1000000L}, run = {0, 10 * 1000000L};
+  while (waitpid(pid, &st, WNOHANG) == 0) {
+    kill(pid, SIGSTOP);
+    nanosleep(&stop, NULL);
+    kill(pid, SIGCONT);
+    nanosleep(&run, NULL);
+  }
+  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 static void testHostHash(void) {
   CU_ASSERT_EQUAL(bootstrapHostHash(NULL), bootstrapHostHash(NULL));
   CU_ASSERT_NOT_EQUAL(bootstrapHostHash("a"), bootstrapHostHash("b"));
@@ -406,6 +461,7 @@ int main(void) {
       {"version mismatch and duplicate rank", testVersionAndDuplicate},
       {"store and TPU_DIST_COMM_ID rendezvous", testStoreAndCommId},
       {"bootstrapAbort unblocks", testAbort},
+      {"a refused connect ends at its deadline, also when starved", testConnectDeadline},
       {"replayed, reflected, wrong-secret and fake-root handshakes refused", testAuth},
       {"TPU_DIST_COMM_ID secret: file, permissions, warning", testCommIdSecret},
       CU_TEST_INFO_NULL,
