@@ -23,6 +23,7 @@ void costModelDefault(const tdTopo *t, tdCostModel *m) {
     int per_host = t->nranks / (topoNumHosts(t) > 0 ? topoNumHosts(t) : 1);
     m->dcn_bw = TD_COST_DCN_CHIP_BW * (per_host > 0 ? per_host : 1);
     m->dcn_latency = TD_COST_DCN_TPU_LATENCY;
+    m->dcn_flows = 0;
   } else {
     m->hop_latency = 1e-6;
     m->link_bw = 10e9;
@@ -32,6 +33,7 @@ void costModelDefault(const tdTopo *t, tdCostModel *m) {
     m->piece_bytes = 131072;
     m->dcn_bw = TD_COST_DCN_HOST_BW;
     m->dcn_latency = TD_COST_DCN_TCP_LATENCY;
+    m->dcn_flows = 0;
   }
 }
 
@@ -384,6 +386,7 @@ void costPlanFree(tdCostPlan *p) {
   free(p->rank_streams);
   free(p->done);
   free(p->busy);
+  free(p->flows);
   free(p->next);
   free(p->heap);
   free(p->posted_s);

@@ -21,7 +21,9 @@
  * the NIC of the receiving rank's host (topoHostOf: without host bounds every rank is its own
  * host), each NIC direction one resource of dcn_bw shared by every rank of that host, and pays
  * dcn_latency instead of the hop latency. On a flat topology the ranks' own ports are busy as
- * for any message.
+ * for any message. With dcn_flows > 0 a NIC direction carries the unfinished messages of that
+ * many sender-receiver pairs at its rate; a message of another pair that starts beyond them is
+ * costed at half the rate on that NIC (drops and resends: TD_COST_DCN_TCP_FLOWS).
  *
  * Execution follows the IR's issue rules: steps of a stream issue in order; a step waits for the
  * earlier steps of its stream it conflicts with (by chunk, read/write sets of tdStepSemTable) and
@@ -43,6 +45,8 @@ typedef struct {
                           step forwards once the first piece has arrived; 0 = store and forward */
   double dcn_bw;       /* DCN: bytes/s of one host's NIC, each direction, shared by its ranks */
   double dcn_latency;  /* DCN: seconds per message */
+  double dcn_flows;    /* DCN: flows one NIC direction carries at its rate (0: no limit); see
+                          TD_COST_DCN_TCP_FLOWS */
 } tdCostModel;
 
 /* DCN defaults (docs/performance.md, "The cost model's DCN"): a torus is TPU slices, whose hosts
@@ -55,6 +59,16 @@ typedef struct {
 #define TD_COST_DCN_HOST_BW 1.25e9
 #define TD_COST_DCN_TPU_LATENCY 10e-6
 #define TD_COST_DCN_TCP_LATENCY 20e-6
+
+/* dcn_flows: a flow is the messages of one sender-receiver pair (one connection); a message
+ * across DCN that starts while dcn_flows other pairs' messages are unfinished on the same NIC
+ * direction (the sending host's out, the receiving host's in) is costed as one whose packets the
+ * NIC's queue drops and that is sent again (TCP incast on a shallow-buffered switch port): it
+ * keeps that NIC busy twice as long. Off by default (0): on the measured clusters (links shaped to
+ * 2 Gbit/s and 500 Mbit/s, docs/performance.md, Multi-host) all-to-all's 12 flows per host started
+ * at once did not collapse, and at 500 Mbit/s they led the paced plans. At most
+ * TD_COST_DCN_MAX_FLOWS. */
+#define TD_COST_DCN_MAX_FLOWS 64
 
 /* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us
  * issue cost per message; flat (shared memory) 1 us per message, 10 GB/s per rank copy,

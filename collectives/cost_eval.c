@@ -107,23 +107,57 @@ static double reserve(tdCostPlan *p, const uint32_t *res, const double *bw, int 
   return TD_MAX(fin, floor + slow) + lat;
 }
 
+/* dcn_flows (cost.h): the slot of NIC direction k that a message from src to dst starting at t
+ * takes (its pair's, else the one that finished first); *full: flow_win other pairs' messages
+ * are unfinished there. NULL without a limit. */
+static cpFlow *flowSlot(tdCostPlan *p, uint32_t k, int src, int dst, double t, int *full) {
+  *full = 0;
+  if (!p->flow_win) return NULL;
+  cpFlow *f = p->flows + (size_t)k * p->flow_win, *slot = f;
+  int busy = 0;
+  for (uint32_t i = 0; i < p->flow_win; i++) {
+    if (f[i].src == src && f[i].dst == dst) return &f[i]; /* the same connection */
+    busy += f[i].fin > t;
+    if (f[i].fin < slot->fin) slot = &f[i];
+  }
+  *full = busy == (int)p->flow_win;
+  return slot;
+}
+
+static void flowTake(cpFlow *f, int src, int dst, double fin) {
+  if (f) *f = (cpFlow){fin, src, dst};
+}
+
 /* A message across DCN: the sender's port (flat) or issue port (torus), its host's NIC out, the
- * receiver's host's NIC in, and on a flat topology the receiver's port. Not inlined: linkTime,
- * the hot path of every evaluation, stays small. */
+ * receiver's host's NIC in, and on a flat topology the receiver's port; at half the rate on a NIC
+ * direction whose flows are full. Not inlined: linkTime, the hot path of every evaluation, stays
+ * small. */
 __attribute__((noinline)) static double dcnTime(tdCostPlan *p, int src, int dst, uint64_t bytes,
                                                 double t0, double floor, double *first) {
   const tdCostModel *m = p->m;
   int flat = p->topo->ndims <= 0, rs = p->mirror ? 0 : src, rd = p->mirror ? 0 : dst;
-  double nic = m->dcn_bw / p->nic_share, bw[4] = {m->copy_bw, nic, nic, m->copy_bw};
+  double nic = m->dcn_bw / p->nic_share, bw[4] = {m->copy_bw, nic, nic, m->copy_bw}, fin;
+  uint32_t ko = 2 * (uint32_t)p->dcn_nic[src], ki = 2 * (uint32_t)p->dcn_nic[dst] + 1;
   uint32_t res[4] = {(uint32_t)rs * 2, (uint32_t)(p->nic_base + (size_t)p->dcn_nic[src]),
                      (uint32_t)(p->nic_base + p->nnics + (size_t)p->dcn_nic[dst]),
                      (uint32_t)rd * 2 + 1};
   p->link_bytes += (double)bytes;
-  if (flat) return reserve(p, res, bw, 4, bytes, t0, m->msg_overhead, floor, m->dcn_latency, first);
-  size_t inj = p->inj_base + (size_t)src;
-  t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
-  p->busy[inj] = t0;
-  return reserve(p, res + 1, bw + 1, 2, bytes, t0, 0, floor, m->dcn_latency, first);
+  if (!flat) {
+    size_t inj = p->inj_base + (size_t)src;
+    t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
+    p->busy[inj] = t0;
+  }
+  int full_o, full_i;
+  cpFlow *fo = flowSlot(p, ko, src, dst, t0, &full_o), *fi = flowSlot(p, ki, src, dst, t0, &full_i);
+  if (full_o) bw[1] /= 2;
+  if (full_i) bw[2] /= 2;
+  if (flat)
+    fin = reserve(p, res, bw, 4, bytes, t0, m->msg_overhead, floor, m->dcn_latency, first);
+  else
+    fin = reserve(p, res + 1, bw + 1, 2, bytes, t0, 0, floor, m->dcn_latency, first);
+  flowTake(fo, src, dst, p->busy[res[1]]);
+  flowTake(fi, src, dst, p->busy[res[2]]);
+  return fin;
 }
 
 /* Reserves the links from src to dst for bytes starting at t0. Returns the arrival time (no
@@ -228,6 +262,23 @@ static tpudistResult_t tryStream(tdCostPlan *p, uint32_t sid, double t) {
   return tpudistSuccess;
 }
 
+/* The flow slots of dcn_flows: empty (no pair, finished at 0). */
+static tpudistResult_t flowsReset(tdCostPlan *p) {
+  double w = p->m->dcn_flows / p->nic_share;
+  uint32_t win = (uint32_t)TD_MIN(w, TD_COST_DCN_MAX_FLOWS);
+  if (win < w && win < TD_COST_DCN_MAX_FLOWS) win++;
+  p->flow_win = p->dcn_dom && p->m->dcn_flows > 0 ? TD_MAX(win, 1) : 0;
+  size_t n = 2 * (size_t)p->nnics * p->flow_win;
+  if (p->flow_cap < p->flow_win) {
+    cpFlow *f = realloc(p->flows, sizeof(cpFlow) * n);
+    if (!f) return tpudistNoMemory;
+    p->flows = f;
+    p->flow_cap = p->flow_win;
+  }
+  for (size_t i = 0; i < n; i++) p->flows[i] = (cpFlow){0, -1, -1};
+  return tpudistSuccess;
+}
+
 static tpudistResult_t evalReset(tdCostPlan *p) {
   for (uint32_t i = 0; i < p->nsteps; i++) p->done[i] = -1;
   for (size_t i = 0; i < p->nlinks; i++) p->busy[i] = 0;
@@ -238,7 +289,7 @@ static tpudistResult_t evalReset(tdCostPlan *p) {
   p->end = 0;
   p->messages = 0;
   p->link_bytes = 0;
-  return tpudistSuccess;
+  return flowsReset(p);
 }
 
 tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count,

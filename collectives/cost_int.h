@@ -33,6 +33,11 @@ typedef struct {
   uint32_t kind; /* 0: step done, 1: fused step's receive done (post its send) */
 } cpEvent;
 
+typedef struct {
+  double fin;
+  int src, dst;
+} cpFlow;
+
 struct tdCostPlan {
   const tdTopo *topo;
   int nranks;
@@ -58,6 +63,11 @@ struct tdCostPlan {
   size_t nic_base;
   uint32_t nnics;
   double nic_share;
+  /* dcn_flows: per NIC direction (out n at 2n, in n at 2n + 1) flow_win slots, each the
+     latest message of one sender-receiver pair (a TCP connection: its messages are one flow)
+     and when it finishes there; flow_win = dcn_flows / nic_share (at least 1), 0: no limit */
+  cpFlow *flows;
+  uint32_t flow_win, flow_cap;
   uint32_t *next, *cursor;
   cpEvent *heap;
   size_t nheap, capheap;

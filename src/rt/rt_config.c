@@ -95,6 +95,13 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_DCN_LATENCY_US", cfgInt, "-1", TD_OFF(dcn_latency_us), -1, 10000000,
      "Latency of one message across DCN in microseconds, as the cost model sees it. -1: the "
      "default, 10 on a TPU topology, 20 on a flat one (TCP)."},
+    {"TPU_DIST_DCN_FLOWS", cfgInt, "0", TD_OFF(dcn_flows), 0, 64,
+     "Connections (sender-receiver pairs) one host NIC direction carries at once at its rate, as "
+     "the cost model sees it: a message that starts while this many other pairs' messages are "
+     "unfinished on the sending host's NIC out or the receiving host's NIC in costs twice its "
+     "time there (a switch port whose shallow queue drops and makes TCP resend: incast), so "
+     "selection prefers plans that pace their messages across hosts (all-to-all: hier or "
+     "pairwise instead of direct). 0: no limit (docs/performance.md, Multi-host)."},
     {"TPU_DIST_COMM_ID", cfgStr, "", TD_OFF(comm_id), 0, 0,
      "host:port of rank 0 for bootstrap without MPI (as NCCL_COMM_ID)."},
     {"TPU_DIST_HOSTID", cfgStr, "", TD_OFF(hostid), 0, 0,

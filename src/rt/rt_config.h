@@ -37,6 +37,7 @@ typedef struct {
   int megascale_slice_id;         /* MEGASCALE_SLICE_ID (-1 unset) */
   int dcn_gbps;                   /* TPU_DIST_DCN_GBPS: host NIC, Gbit/s (0: the default) */
   int dcn_latency_us;             /* TPU_DIST_DCN_LATENCY_US: per message (< 0: the default) */
+  int dcn_flows;                  /* TPU_DIST_DCN_FLOWS: pairs per NIC direction (0: no limit) */
   /* bootstrap */
   const char *comm_id;          /* TPU_DIST_COMM_ID host:port */
   const char *hostid;           /* TPU_DIST_HOSTID */

@@ -54,4 +54,5 @@ void configCostModel(const tdConfig *cfg, const tdTopo *t, tdCostModel *m) {
   costModelDefault(t, m);
   if (cfg->dcn_gbps > 0) m->dcn_bw = cfg->dcn_gbps * 1e9 / 8;
   if (cfg->dcn_latency_us >= 0) m->dcn_latency = cfg->dcn_latency_us * 1e-6;
+  m->dcn_flows = cfg->dcn_flows;
 }

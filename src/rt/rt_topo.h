@@ -19,8 +19,8 @@
 tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, const char **source,
                                char *err);
 
-/* The cost model selection uses on topology t: costModelDefault, with TPU_DIST_DCN_GBPS and
- * TPU_DIST_DCN_LATENCY_US applied where they are set. */
+/* The cost model selection uses on topology t: costModelDefault, with TPU_DIST_DCN_GBPS,
+ * TPU_DIST_DCN_LATENCY_US and TPU_DIST_DCN_FLOWS applied where they are set. */
 void configCostModel(const tdConfig *cfg, const tdTopo *t, tdCostModel *m);
 
 #endif /* TD_RT_TOPO_H_ */

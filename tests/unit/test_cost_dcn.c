@@ -7,7 +7,10 @@
  * all-reduce on 2x2:slices=2 and 4x4x4:slices=2, and ahead of ring on flat communicators across
  * hosts with 2, 3 and 4 ranks per host (4 hosts x 2 ranks at 2 Gbit/s: 1.14x, the bound 1.17x); a
  * latency algorithm first for small sizes; the selection table agreeing, and following the DCN
- * figure (a DCN as fast as shared memory gives the ring back).
+ * figure (a DCN as fast as shared memory gives the ring back). The flow limit (dcn_flows): a
+ * message beyond it at half the NIC rate, the messages of one pair one flow (a pipelined chain
+ * costs the same), all-to-all's ranking turned from direct to a paced plan across hosts and not
+ * on one host.
  */
 #include <math.h>
 #include <stdlib.h>
@@ -74,6 +77,25 @@ static void testFlatDcn(void) {
   tdTopo sl;
   parse("flat(2):slices=2", &sl);
   CU_ASSERT(near(messages(&sl, &m, s2, d2, 2, n), 4e6 / 1e9 + 20e-6));
+}
+
+/* dcn_flows: NIC directions that carry that many other pairs' unfinished messages take the next
+ * at half the rate. */
+static void testFlowLimit(void) {
+  tdTopo t;
+  parse("flat(4):hosts=2", &t);
+  tdCostModel m;
+  costModelDefault(&t, &m);
+  CU_ASSERT(m.dcn_flows == 0); /* off by default */
+  m.dcn_bw = 1e9, m.copy_bw = 4e9, m.dcn_latency = 20e-6, m.hop_latency = 1e-6;
+  m.msg_overhead = 0, m.piece_bytes = 0, m.dcn_flows = 1;
+  uint64_t n = 1000000; /* 4 MB */
+  int s1[] = {0}, d1[] = {2}, s2[] = {0, 1}, d2[] = {2, 3};
+  CU_ASSERT(near(messages(&t, &m, s1, d1, 1, n), 4e6 / 1e9 + 20e-6));
+  /* the second pair finds the first unfinished on both NICs: 4 ms, then 8 ms at half the rate */
+  CU_ASSERT(near(messages(&t, &m, s2, d2, 2, n), 12e6 / 1e9 + 20e-6));
+  m.dcn_flows = 2; /* room for both */
+  CU_ASSERT(near(messages(&t, &m, s2, d2, 2, n), 8e6 / 1e9 + 20e-6));
 }
 
 /* Torus: a message between slices takes no ICI link (no hops), its hosts' NICs and the DCN
@@ -157,6 +179,85 @@ static void testRanking(void) {
   CU_ASSERT(rab <= hier && rab > 0.999 * hier);
 }
 
+/* Seconds of coll (count elements per block) with algo on spec at dcn_bw and dcn_flows. */
+static double collAt(const char *spec, tdColl coll, const char *algo, uint64_t count, double dcn_bw,
+                     double flows) {
+  tdTopo t;
+  char err[TD_ERRLEN] = "";
+  parse(spec, &t);
+  tdCostModel m;
+  costModelDefault(&t, &m);
+  m.dcn_bw = dcn_bw, m.dcn_flows = flows;
+  tdCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.coll = coll, a.nranks = t.nranks, a.topo = &t, a.count = count, a.elem_size = 4;
+  double sec = -1;
+  CU_ASSERT(costEstimate(&a, algo, &m, &sec, err) == tpudistSuccess);
+  return sec;
+}
+
+/* 4 hosts x 2 ranks at 2 Gbit/s, 16 MiB all-to-all (2 MiB blocks): direct starts 6 messages per
+ * rank across hosts at once, 12 pairs per NIC direction; with 4 at the NIC's rate the other 8 take
+ * twice as long: 20 blocks' time against pairwise's 12 (one exchange per rank at a time) and
+ * hier's 12 (3 aggregated messages per rank). Without a limit direct leads by its latencies. A
+ * chain broadcast pipelines one pair's messages: one flow, the same cost under a limit of 1. */
+static void testFlowRanking(void) {
+  const char *spec = "flat(8):hosts=4";
+  uint64_t blk = (2u << 20) / 4;
+  double d0 = collAt(spec, TD_COLL_ALLTOALL, "direct", blk, 0.25e9, 0);
+  double p0 = collAt(spec, TD_COLL_ALLTOALL, "pairwise", blk, 0.25e9, 0);
+  double d4 = collAt(spec, TD_COLL_ALLTOALL, "direct", blk, 0.25e9, 4);
+  double p4 = collAt(spec, TD_COLL_ALLTOALL, "pairwise", blk, 0.25e9, 4);
+  double h4 = collAt(spec, TD_COLL_ALLTOALL, "hier", blk, 0.25e9, 4);
+  printf(
+      "\n%s 16 MiB all-to-all at 2 Gbit/s: no limit direct %.0f us, pairwise %.0f; 4 flows "
+      "direct %.0f, pairwise %.0f, hier %.0f\n",
+      spec, d0 * 1e6, p0 * 1e6, d4 * 1e6, p4 * 1e6, h4 * 1e6);
+  CU_ASSERT(d0 < p0);
+  CU_ASSERT(near(p4, p0)); /* at most 2 pairs per NIC direction at once */
+  CU_ASSERT(d4 / p4 > 1.6 && d4 / p4 < 1.8 && h4 < d4);
+  uint64_t big = (64ull << 20) / 4;
+  CU_ASSERT(near(collAt(spec, TD_COLL_BROADCAST, "chain", big, 0.25e9, 1),
+                 collAt(spec, TD_COLL_BROADCAST, "chain", big, 0.25e9, 0)));
+}
+
+static const char *bestOf(const tdSelectTable *s, tdColl c, uint64_t bytes) {
+  const char *names[TD_SELECT_MAX_CANDIDATES];
+  int n = selectCandidates(s, c, bytes, names, TD_SELECT_MAX_CANDIDATES);
+  return n > 0 ? names[0] : "";
+}
+
+/* Selection under a flow limit: a large all-to-all(-v) across hosts leaves direct; on one host
+ * (no DCN) the table is the same with and without the limit. */
+static void testFlowSelection(void) {
+  char err[TD_ERRLEN] = "";
+  const char *specs[] = {"flat(8):hosts=4", "flat(8)"};
+  for (size_t k = 0; k < TD_ARRAY_SIZE(specs); k++) {
+    tdTopo t;
+    parse(specs[k], &t);
+    tdCostModel m0, m4;
+    costModelDefault(&t, &m0);
+    m4 = m0;
+    m4.dcn_flows = 4;
+    tdSelectTable *s0 = NULL, *s4 = NULL;
+    CU_ASSERT_FATAL(selectBuild(&t, 8, NULL, &m0, &s0, err) == tpudistSuccess);
+    CU_ASSERT_FATAL(selectBuild(&t, 8, NULL, &m4, &s4, err) == tpudistSuccess);
+    for (tdColl c = 0; c < TD_NUM_COLLS; c++)
+      for (int b = 0; b <= 30; b++) {
+        const char *a0 = bestOf(s0, c, 1ull << b), *a4 = bestOf(s4, c, 1ull << b);
+        if (k == 1) CU_ASSERT_STRING_EQUAL(a0, a4);
+        if (k == 0 && (c == TD_COLL_ALLTOALL || c == TD_COLL_ALLTOALLV) && b == 24) {
+          printf("%s all-to-all%s 16 MiB: %s, with 4 flows %s\n", specs[k],
+                 c == TD_COLL_ALLTOALLV ? "-v" : "", a0, a4);
+          CU_ASSERT_STRING_EQUAL(a0, "direct");
+          CU_ASSERT(strcmp(a4, "pairwise") == 0 || strcmp(a4, "hier") == 0);
+        }
+      }
+    selectFree(s0);
+    selectFree(s4);
+  }
+}
+
 /* The first candidate of coll at bytes. */
 static const char *best(const tdSelectTable *s, uint64_t bytes) {
   const char *names[TD_SELECT_MAX_CANDIDATES];
@@ -202,6 +303,9 @@ int main(void) {
                          {"torus DCN messages", testTorusDcn},
                          {"hier ranks first", testRanking},
                          {"selection", testSelection},
+                         {"flow limit", testFlowLimit},
+                         {"flow limit ranking", testFlowRanking},
+                         {"flow limit selection", testFlowSelection},
                          CU_TEST_INFO_NULL};
   return tdCUnitMain("cost-dcn", tests);
 }
