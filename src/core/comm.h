@@ -104,7 +104,7 @@ typedef struct tdComm {
   size_t npacks, packs_cap;
   /* counters: agreements (flushes), fused hosts, operations they carried, gathered hosts */
   uint64_t stat_agreements, stat_hosts, stat_fused, stat_gathered;
-  uint64_t stat_direct; /* defer: fused hosts bound to their members' buffers (no copies) */
+  uint64_t stat_direct;       /* defer: fused hosts bound to their members' buffers (no copies) */
   uint32_t stat_host_colls;   /* defer: 1 << coll for each collective fused so far */
   uint32_t stat_direct_colls; /* ... and for each one fused without copies */
   /* fault tolerance (comm_shrink.c) */

@@ -238,8 +238,8 @@ static int blockwise(const tdSched *s) {
 /* 1 if op may be fused with others of its key (concatenated block by block, so each element keeps
  * its block): the slots (reduced in rank order), a collective that only copies, or a reduction by
  * a blockwise plan (recursive doubling all-reduce; ring and recursive halving reduce-scatter, in
- * place or not; reduce by a tree of whole blocks), whose bits then are those of strict mode. Not ring
- * all-reduce and the other chunked plans: chunk c of a ring is reduced starting at rank c. */
+ * place or not; reduce by a tree of whole blocks), whose bits then are those of strict mode. Not
+ * ring all-reduce and the other chunked plans: chunk c of a ring is reduced starting at rank c. */
 static int fusable(const tdComm *c, const tdOp *op) {
   if (op->dbytes > (uint64_t)c->net.cfg->defer_fuse_bytes) return 0;
   if (op->kind == TD_OP_SMALL) return 1;

@@ -157,8 +157,7 @@ static void assignOrdinals(tdOp *op, uint32_t s) {
  * all-to-all-v, whose layouts are each call's counts, are never reused). */
 static int boundSame(const tdOp *op) {
   return op->bound_sched == op->sched && !op->owns_sched && !op->vlocal && !op->parted &&
-         op->bound_n == op->n &&
-         op->bound_esize == op->esize && op->chk_phase != 1 &&
+         op->bound_n == op->n && op->bound_esize == op->esize && op->chk_phase != 1 &&
          op->bound_bufs[TD_BUF_INPUT] == op->bufs[TD_BUF_INPUT] &&
          op->bound_bufs[TD_BUF_OUTPUT] == op->bufs[TD_BUF_OUTPUT];
 }

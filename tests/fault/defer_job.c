@@ -147,8 +147,8 @@ static int buildQueue(Call *ks, int dt, int n, int q) {
   }
   for (int i = 0; i < 6; i++) /* slot-sized all-reduces of one op, more than a slot together */
     ks[nk++] = mk(TD_COLL_ALLREDUCE, dt, q % 5, 0, i == 2, 2000 / dtSize(dt) - (size_t)i);
-  for (int i = 0; i < 4; i++) { /* reductions of one op and root: fused with each other */
-    size_t zero = i == 3 ? 0 : 1;   /* a member with no elements between others */
+  for (int i = 0; i < 4; i++) {   /* reductions of one op and root: fused with each other */
+    size_t zero = i == 3 ? 0 : 1; /* a member with no elements between others */
     ks[nk++] = mk(TD_COLL_REDUCE, dt, q % 5, q % n, i == 1, zero * (10 + 150 * (size_t)i));
     ks[nk++] = mk(TD_COLL_REDUCESCATTER, dt, q % 5, 0, 0, zero * (5 + 20 * (size_t)i));
     ks[nk++] = mk(TD_COLL_REDUCESCATTER, dt, q % 5, 0, 1, zero * (7 + 31 * (size_t)i));
