@@ -27,14 +27,13 @@
  * members' buffers directly (the executor binds each step to them piece by piece, no piece crossing
  * a member: src/exec/exec_parts.c); a slot host, whose payload must be one contiguous buffer, and a
  * gathered host (below) copy their members' inputs into a pooled buffer and the results back.
- * Fused:
- * reductions by a plan of whole blocks (each element is reduced by the same tree whatever its
- * position and the count, so the bits are those of strict mode: see fusable) or through the slots
- * (slot all-reduces too many for one slot are all-gathered by any plan and reduced in rank order
- * at the end, as the slots reduce), broadcast, all-gather and all-to-all by any plan (they only
- * copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and
- * other collectives run on their own, in the same batch. A host's completion or failure completes
- * or fails each operation it carries.
+ * Fused: reductions by a plan of whole blocks (each element is reduced by the same tree whatever
+ * its position and the count, so the bits are those of strict mode: see fusable) or through the
+ * slots (slot all-reduces too many for one slot are all-gathered by any plan and reduced in rank
+ * order at the end, as the slots reduce), broadcast, all-gather and all-to-all by any plan (they
+ * only copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and other collectives run on
+ * their own, in the same batch. A host's completion or failure completes or fails each operation
+ * it carries.
  */
 #include <stdlib.h>
 #include <string.h>
