@@ -101,6 +101,10 @@ typedef struct tdComm {
   tdOp **defer_batch, **defer_taken; /* scratch lists: what a flush queues, what it took */
   size_t defer_batch_cap, defer_taken_cap;
   tdPackBuf *packs; /* slot and gathered hosts' buffers: as many as were ever in use at once */
+  /* the largest plan scratch a fused host has used: lent to the next host (hosts are operation
+   * objects from the free list, so the one that ran a host is a member or an agreement later) */
+  void *host_scratch;
+  size_t host_scratch_cap;
   size_t npacks, packs_cap;
   /* counters: agreements (flushes), fused hosts, operations they carried, gathered hosts */
   uint64_t stat_agreements, stat_hosts, stat_fused, stat_gathered;

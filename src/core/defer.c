@@ -300,6 +300,19 @@ static void copyMember(const tdOp *h, tdOp *m, uint64_t off, int in) {
   }
 }
 
+/* Exchanges host h's plan scratch with the communicator's where that leaves the larger one with h
+ * at its start and with the communicator at its end: the hosts' plan scratch stays with the
+ * communicator instead of with whichever operation objects once ran a host. */
+static void scratchSwap(tdComm *c, tdOp *h, int start) {
+  if (start ? c->host_scratch_cap <= h->scratch_cap : h->scratch_cap <= c->host_scratch_cap) return;
+  void *p = h->scratch;
+  size_t cap = h->scratch_cap;
+  h->scratch = c->host_scratch;
+  h->scratch_cap = c->host_scratch_cap;
+  c->host_scratch = p;
+  c->host_scratch_cap = cap;
+}
+
 /* Binds host h to its members' buffers, which the executor addresses directly (exec_parts.c):
  * one part per member with elements, in order. */
 static tpudistResult_t hostParts(tdComm *c, tdOp *h) {
@@ -329,10 +342,9 @@ static tpudistResult_t hostPack(tdComm *c, tdOp *h) {
   if (!base) return tpudistNoMemory;
   h->bufs[TD_BUF_OUTPUT] = base + inb;
   h->bufs[TD_BUF_INPUT] = base;
-  int root_only = h->coll == TD_COLL_BROADCAST && h->root != c->net.rank;
   uint64_t off = 0;
   for (tdOp *m = h->members; m; m = m->next) {
-    if (!root_only) copyMember(h, m, off, 1);
+    copyMember(h, m, off, 1);
     off += m->n;
   }
   return tpudistSuccess;
@@ -356,8 +368,8 @@ static void gatheredReduce(const tdComm *c, const tdOp *h) {
   }
 }
 
-/* A fused host's end: results back into each member, then each member completes with the host's
- * result. */
+/* A fused host's end: a gathered host's reduction, a slot host's results copied back, Avg's
+ * division of each member's output; then each member completes with the host's result. */
 static void hostSettle(tdComm *c, tdOp *h) {
   if (h->result == tpudistSuccess && h->coll != h->members->coll) {
     gatheredReduce(c, h);
@@ -366,8 +378,8 @@ static void hostSettle(tdComm *c, tdOp *h) {
         (h->coll != TD_COLL_REDUCE || h->root == c->net.rank))
       for (tdOp *m = h->members; m; m = m->next) /* the reductions' output: one block of m->n */
         if (m->n) kernelFinishAvg(m->bufs[TD_BUF_OUTPUT], m->n, h->dtype, h->net->nranks);
-  } else if (h->result == tpudistSuccess && (h->coll != TD_COLL_REDUCE || h->root == c->net.rank)) {
-    if (h->user_op == tpudistAvg) /* the reductions' output: one block of h->n */
+  } else if (h->result == tpudistSuccess) { /* a slot host: all-reduce, all-gather, all-to-all */
+    if (h->user_op == tpudistAvg)           /* the reductions' output: one block of h->n */
       kernelFinishAvg(h->bufs[TD_BUF_OUTPUT], h->n, h->dtype, h->net->nranks);
     uint64_t off = 0;
     for (tdOp *m = h->members; m; m = m->next) {
@@ -376,6 +388,8 @@ static void hostSettle(tdComm *c, tdOp *h) {
     }
   }
   if (h->pool_slot >= 0) c->packs[h->pool_slot].used = 0;
+  if (h->result == tpudistSuccess && h->kind == TD_OP_COLL) /* no transfer can still use it */
+    scratchSwap(c, h, 0);
   tdOp *m = h->members;
   h->members = NULL;
   while (m) {
@@ -441,7 +455,10 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out, char *err) {
     h->magic = TD_OP_FREED;
     return r;
   }
-  if (h->kind == TD_OP_SMALL) execSmallInit(h);
+  if (h->kind == TD_OP_SMALL)
+    execSmallInit(h);
+  else
+    scratchSwap(c, h, 1);
   c->stat_hosts++;
   c->stat_host_colls |= 1u << first->coll;
   for (tdOp *m = first; m; m = m->next) c->stat_fused++;
