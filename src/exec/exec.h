@@ -115,8 +115,9 @@ typedef struct tdOp {
   uint64_t bound_n;
   size_t bound_esize;
   char *bound_bufs[TD_NUM_BUFS];
-  /* parted operation (nparts > 0 or parted set): its INPUT and OUTPUT are the parts', and its
-   * steps' pieces are bound in pieces (exec_parts.c); bufs[INPUT] and bufs[OUTPUT] unused */
+  /* parted operation (parted set; nparts may be 0 when every member is empty): its INPUT and
+   * OUTPUT are the parts', its steps' pieces are bound in pieces (exec_parts.c), and
+   * bufs[INPUT] and bufs[OUTPUT] are unused */
   int parted;
   tdPart *parts;
   size_t nparts, parts_cap;

@@ -7,7 +7,9 @@
  * of its stream (schedSpansConflict over the spans of step_sem.h, bound as address ranges, so
  * in-place aliasing is handled). Receives that reduce pass reduce_src to the transport; fused
  * steps forward each piece as soon as it has arrived; local steps (COPY, REDUCE) apply their
- * effect (memmove, kernelReduce) when issued.
+ * effect (memmove, kernelReduce) when issued. A parted operation (a fused host) binds each step
+ * into pieces with their own pointers instead (exec_parts.c), and orders its steps on element
+ * spans after in-place aliasing.
  */
 #include <stdlib.h>
 #include <string.h>

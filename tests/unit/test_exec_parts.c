@@ -5,8 +5,8 @@
  * defer mode fuses (all-reduce, broadcast, reduce, all-gather, reduce-scatter, all-to-all), out of
  * place and in place, float32 sum and max and int32 sum, members of uneven counts with empty ones
  * among them, 64-byte pieces (pieces cut inside members) and the default; 1 rank over self,
- * 2 over loopback TCP, 2, 3 and 4 over shm. Also: a member's NULL buffer that the plan uses is an
- * error naming the buffer, not a crash.
+ * 2 over loopback TCP, 2, 3 and 4 over shm. Also: a host whose members are all empty runs; a
+ * member's NULL buffer that the plan uses is an error naming the buffer, not a crash.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -181,10 +181,15 @@ static int runRank(int rank, int n, const tpudistUniqueId *id, const char *trans
     }
   }
   CHILD_CHECK(plans >= 12);
-  /* a member's NULL OUTPUT that the plan writes: an error that names it, on every rank */
+  /* every member empty: no parts, every step one empty piece */
   float x[4] = {1, 2, 3, 4};
   Case k = {TD_COLL_ALLREDUCE, 0, tpudistFloat32, tpudistSum};
-  tdOp *op = opOf(&ex, &scheds[0], &k, seq, 4);
+  tdOp *op = opOf(&ex, &scheds[0], &k, seq++, 0);
+  CHILD_CHECK(op != NULL);
+  op->parted = 1;
+  CHILD_CHECK(runOp(&ex, op) == tpudistSuccess);
+  /* a member's NULL OUTPUT that the plan writes: an error that names it, on every rank */
+  op = opOf(&ex, &scheds[0], &k, seq, 4);
   CHILD_CHECK(op && scheds[0].coll == TD_COLL_ALLREDUCE && !scheds[0].inplace);
   CHILD_CHECK(tdGrow(&op->parts, &op->parts_cap, 1, sizeof(tdPart), 4) == 0);
   op->parted = 1;
