@@ -5,8 +5,9 @@
 # library and the tests, and runs there the unit suites, the schedule suite (up to 16 ranks) and a small MPI
 # (mpirun -np 2 / -np 3 tests/mpi/test_mpi, shm and socket), plus the fault jobs (tests/fault:
 # invalid arguments, flight record, abort, mismatch, a hostile peer beside an 8-rank job, fault
-# injection, killed ranks, non-blocking creation and its abort, the JSON record, health queries,
-# survivors shrinking, 20 chaos trials).
+# injection, killed ranks, non-blocking creation and its abort, defer mode against strict (fused
+# hosts over their members' buffers), the JSON record, health queries, survivors shrinking, 20
+# chaos trials).
 # Any sanitizer report (leaks included, except under mpirun) fails the run.
 #   tests/asan.sh [WORKDIR]     default: $TMPDIR/tpu_dist-asan (emptied first)
 set -uo pipefail
@@ -46,7 +47,7 @@ run() {
 }
 # (unit-select is left out: its CPU-time bound on building a selection table does not hold at
 # sanitizer speed)
-for t in topology kernels validate sched_io fuse cost bootstrap transport; do
+for t in topology kernels validate sched_io fuse cost bootstrap transport exec_parts; do
   [ -x tests/unit/test_$t ] && run unit-$t tests/unit/test_$t
 done
 # every generator through the validator, flat shapes up to 16 ranks and the small tori
@@ -65,6 +66,7 @@ run fault-hostile tests/fault/hostile.sh
 run fault-inject tests/fault/inject.sh
 run fault-kill env TPU_DIST_TIMEOUT_MS=10000 tests/fault/kill.sh 2 4 8
 run fault-async tests/fault/async.sh
+run fault-defer tests/fault/defer.sh exact
 run fault-shrink env TPU_DIST_TIMEOUT_MS=10000 tests/fault/shrink.sh
 run fault-chaos env TPU_DIST_TIMEOUT_MS=10000 tests/fault/chaos.sh 20
 echo

@@ -21,6 +21,7 @@ suite unit-transport 180 tests/unit/test_transport
 # the socket transport's streams: split messages exact and in order at 1-16 streams, mixed counts
 suite unit-sock-streams 180 tests/unit/test_sock_streams
 suite unit-exec 180 tests/unit/test_exec
+suite unit-exec-parts 180 tests/unit/test_exec_parts
 suite sim 600 tests/sim/test_sim
 suite sim-dcn 180 tests/sim/test_sim_dcn
 suite sim-scale 900 tests/sim/scale.sh

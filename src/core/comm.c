@@ -373,6 +373,9 @@ void commRelease(tdComm *c) {
   free(c->packs);
   c->packs = NULL;
   c->npacks = 0;
+  free(c->host_scratch);
+  c->host_scratch = NULL;
+  c->host_scratch_cap = 0;
   free(c->agreed_failed);
   c->agreed_failed = NULL;
   lineageFree(c->lineage);

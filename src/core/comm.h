@@ -100,11 +100,17 @@ typedef struct tdComm {
   int fifo_kind[16], nfifo;          /* ... and what asked for it (tdDeferTrigger) */
   tdOp **defer_batch, **defer_taken; /* scratch lists: what a flush queues, what it took */
   size_t defer_batch_cap, defer_taken_cap;
-  tdPackBuf *packs; /* fused hosts' buffers: as many as were ever in use at once */
+  tdPackBuf *packs; /* slot and gathered hosts' buffers: as many as were ever in use at once */
+  /* the largest plan scratch a fused host has used: lent to the next host (hosts are operation
+   * objects from the free list, so the one that ran a host is a member or an agreement later) */
+  void *host_scratch;
+  size_t host_scratch_cap;
   size_t npacks, packs_cap;
   /* counters: agreements (flushes), fused hosts, operations they carried, gathered hosts */
   uint64_t stat_agreements, stat_hosts, stat_fused, stat_gathered;
-  uint32_t stat_host_colls; /* defer: 1 << coll for each collective fused so far */
+  uint64_t stat_direct;       /* defer: fused hosts bound to their members' buffers (no copies) */
+  uint32_t stat_host_colls;   /* defer: 1 << coll for each collective fused so far */
+  uint32_t stat_direct_colls; /* ... and for each one fused without copies */
   /* fault tolerance (comm_shrink.c) */
   uint32_t shrink_seq;    /* shrinks started on this communicator (same on every survivor) */
   uint8_t *agreed_failed; /* nranks flags: the failed set of the last agreement, or NULL */

@@ -23,14 +23,17 @@
  *
  * Fusion: among the operations started together, those with the same collective, datatype, op,
  * root and plan (compatible) become one operation over the concatenation of their buffers, block by
- * block (copied into the host's buffer and back), run with the plan each of them would have run:
- * reductions by a plan of whole blocks (each element is reduced by the same tree whatever its
- * position and the count, so the bits are those of strict mode: see fusable) or through the slots
- * (slot all-reduces too many for one slot are all-gathered by any plan and reduced in rank order
- * at the end, as the slots reduce), broadcast, all-gather and all-to-all by any plan (they only
- * copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and
- * other collectives run on their own, in the same batch. A host's completion or failure completes
- * or fails each operation it carries.
+ * block, run with the plan each of them would have run. A host that runs a plan addresses its
+ * members' buffers directly (the executor binds each step to them piece by piece, no piece crossing
+ * a member: src/exec/exec_parts.c); a slot host, whose payload must be one contiguous buffer, and a
+ * gathered host (below) copy their members' inputs into a pooled buffer and the results back.
+ * Fused: reductions by a plan of whole blocks (each element is reduced by the same tree whatever
+ * its position and the count, so the bits are those of strict mode: see fusable) or through the
+ * slots (slot all-reduces too many for one slot are all-gathered by any plan and reduced in rank
+ * order at the end, as the slots reduce), broadcast, all-gather and all-to-all by any plan (they
+ * only copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and other collectives run on
+ * their own, in the same batch. A host's completion or failure completes or fails each operation
+ * it carries.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -233,18 +236,17 @@ static int blockwise(const tdSched *s) {
 
 /* 1 if op may be fused with others of its key (concatenated block by block, so each element keeps
  * its block): the slots (reduced in rank order), a collective that only copies, or a reduction by
- * a blockwise plan (recursive doubling all-reduce; ring and recursive halving reduce-scatter, out
- * of place; reduce by a tree of whole blocks), whose bits then are those of strict mode. Not ring
- * all-reduce and the other chunked plans: chunk c of a ring is reduced starting at rank c. */
+ * a blockwise plan (recursive doubling all-reduce; ring and recursive halving reduce-scatter, in
+ * place or not; reduce by a tree of whole blocks), whose bits then are those of strict mode. Not
+ * ring all-reduce and the other chunked plans: chunk c of a ring is reduced starting at rank c. */
 static int fusable(const tdComm *c, const tdOp *op) {
   if (op->dbytes > (uint64_t)c->net.cfg->defer_fuse_bytes) return 0;
   if (op->kind == TD_OP_SMALL) return 1;
   switch (op->coll) {
     case TD_COLL_ALLREDUCE:
     case TD_COLL_REDUCE:
+    case TD_COLL_REDUCESCATTER: /* in place too: each member's OUTPUT is in its own INPUT */
       return blockwise(op->sched);
-    case TD_COLL_REDUCESCATTER: /* in place the host's INPUT would have to hold its OUTPUT */
-      return blockwise(op->sched) && !op->sched->inplace;
     case TD_COLL_BROADCAST:
     case TD_COLL_ALLGATHER:
     case TD_COLL_ALLTOALL:
@@ -281,13 +283,6 @@ static void *poolTake(tdComm *c, size_t bytes, int *slot) {
   return b->buf;
 }
 
-/* Where a host's INPUT starts in its buffer: in place, inside OUTPUT where the plan expects it. */
-static char *hostIn(const tdOp *h, char *base) {
-  if (h->kind != TD_OP_COLL || !h->sched->inplace) return base;
-  size_t own = h->coll == TD_COLL_ALLGATHER ? (size_t)h->net->rank * h->n * h->esize : 0;
-  return h->bufs[TD_BUF_OUTPUT] + own;
-}
-
 /* Copies between the host's buffer (region at base, blocks of h->n) and member m's (blocks of
  * m->n at off elements into each host block): in = 1 packs m's INPUT, 0 unpacks into its OUTPUT. */
 static void copyMember(const tdOp *h, tdOp *m, uint64_t off, int in) {
@@ -305,7 +300,40 @@ static void copyMember(const tdOp *h, tdOp *m, uint64_t off, int in) {
   }
 }
 
-/* Binds host h (fields copied from its first member) to a packed buffer and packs the members. */
+/* Exchanges host h's plan scratch with the communicator's where that leaves the larger one with h
+ * at its start and with the communicator at its end: the hosts' plan scratch stays with the
+ * communicator instead of with whichever operation objects once ran a host. */
+static void scratchSwap(tdComm *c, tdOp *h, int start) {
+  if (start ? c->host_scratch_cap <= h->scratch_cap : h->scratch_cap <= c->host_scratch_cap) return;
+  void *p = h->scratch;
+  size_t cap = h->scratch_cap;
+  h->scratch = c->host_scratch;
+  h->scratch_cap = c->host_scratch_cap;
+  c->host_scratch = p;
+  c->host_scratch_cap = cap;
+}
+
+/* Binds host h to its members' buffers, which the executor addresses directly (exec_parts.c):
+ * one part per member with elements, in order. */
+static tpudistResult_t hostParts(tdComm *c, tdOp *h) {
+  size_t n = 0;
+  for (tdOp *m = h->members; m; m = m->next) n++;
+  if (tdGrow(&h->parts, &h->parts_cap, n, sizeof(tdPart), 16)) return tpudistNoMemory;
+  h->nparts = 0;
+  uint64_t off = 0;
+  for (tdOp *m = h->members; m; m = m->next) {
+    if (!m->n) continue;
+    h->parts[h->nparts++] = (tdPart){{m->bufs[TD_BUF_INPUT], m->bufs[TD_BUF_OUTPUT]}, off, m->n};
+    off += m->n;
+  }
+  h->parted = 1;
+  c->stat_direct++;
+  c->stat_direct_colls |= 1u << h->coll;
+  return tpudistSuccess;
+}
+
+/* Binds host h (a slot or gathered host, fields copied from its first member) to a packed buffer
+ * and packs the members. Slot hosts never run in place (the slots copy their input first). */
 static tpudistResult_t hostPack(tdComm *c, tdOp *h) {
   size_t es = h->esize;
   size_t inb = h->n * es * opBlocks(h, 1), outb = h->n * es * opBlocks(h, 0);
@@ -313,11 +341,10 @@ static tpudistResult_t hostPack(tdComm *c, tdOp *h) {
   char *base = poolTake(c, inb + outb + 64, &h->pool_slot);
   if (!base) return tpudistNoMemory;
   h->bufs[TD_BUF_OUTPUT] = base + inb;
-  h->bufs[TD_BUF_INPUT] = hostIn(h, base);
-  int root_only = h->coll == TD_COLL_BROADCAST && h->root != c->net.rank;
+  h->bufs[TD_BUF_INPUT] = base;
   uint64_t off = 0;
   for (tdOp *m = h->members; m; m = m->next) {
-    if (!root_only) copyMember(h, m, off, 1);
+    copyMember(h, m, off, 1);
     off += m->n;
   }
   return tpudistSuccess;
@@ -341,13 +368,18 @@ static void gatheredReduce(const tdComm *c, const tdOp *h) {
   }
 }
 
-/* A fused host's end: results back into each member, then each member completes with the host's
- * result. */
+/* A fused host's end: a gathered host's reduction, a slot host's results copied back, Avg's
+ * division of each member's output; then each member completes with the host's result. */
 static void hostSettle(tdComm *c, tdOp *h) {
   if (h->result == tpudistSuccess && h->coll != h->members->coll) {
     gatheredReduce(c, h);
-  } else if (h->result == tpudistSuccess && (h->coll != TD_COLL_REDUCE || h->root == c->net.rank)) {
-    if (h->user_op == tpudistAvg) /* the reductions' output: one block of h->n */
+  } else if (h->parted) {
+    if (h->result == tpudistSuccess && h->user_op == tpudistAvg &&
+        (h->coll != TD_COLL_REDUCE || h->root == c->net.rank))
+      for (tdOp *m = h->members; m; m = m->next) /* the reductions' output: one block of m->n */
+        if (m->n) kernelFinishAvg(m->bufs[TD_BUF_OUTPUT], m->n, h->dtype, h->net->nranks);
+  } else if (h->result == tpudistSuccess) { /* a slot host: all-reduce, all-gather, all-to-all */
+    if (h->user_op == tpudistAvg)           /* the reductions' output: one block of h->n */
       kernelFinishAvg(h->bufs[TD_BUF_OUTPUT], h->n, h->dtype, h->net->nranks);
     uint64_t off = 0;
     for (tdOp *m = h->members; m; m = m->next) {
@@ -355,7 +387,9 @@ static void hostSettle(tdComm *c, tdOp *h) {
       off += m->n;
     }
   }
-  c->packs[h->pool_slot].used = 0;
+  if (h->pool_slot >= 0) c->packs[h->pool_slot].used = 0;
+  if (h->result == tpudistSuccess && h->kind == TD_OP_COLL) /* no transfer can still use it */
+    scratchSwap(c, h, 0);
   tdOp *m = h->members;
   h->members = NULL;
   while (m) {
@@ -407,11 +441,13 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out, char *err) {
   h->internal = 1;
   h->settle = 1; /* deferSettle: completes the members */
   h->members = first;
+  h->pool_slot = -1;
   h->n = 0;
   for (tdOp *m = first; m; m = m->next) h->n += m->n;
   tpudistResult_t r = tpudistSuccess;
   if (h->kind == TD_OP_SMALL && !slotFits(c, h->n, h->esize)) r = gatherHost(c, h, err);
-  if (r == tpudistSuccess && hostPack(c, h) != tpudistSuccess)
+  int direct = h->kind == TD_OP_COLL && h->coll == first->coll; /* neither slot nor gathered */
+  if (r == tpudistSuccess && (direct ? hostParts(c, h) : hostPack(c, h)) != tpudistSuccess)
     r = tdErr(err, tpudistNoMemory, "defer: out of memory for a fused operation");
   if (r != tpudistSuccess) {
     h->members = NULL;
@@ -419,7 +455,10 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out, char *err) {
     h->magic = TD_OP_FREED;
     return r;
   }
-  if (h->kind == TD_OP_SMALL) execSmallInit(h);
+  if (h->kind == TD_OP_SMALL)
+    execSmallInit(h);
+  else
+    scratchSwap(c, h, 1);
   c->stat_hosts++;
   c->stat_host_colls |= 1u << first->coll;
   for (tdOp *m = first; m; m = m->next) c->stat_fused++;

@@ -50,6 +50,8 @@ static inline tdOp *opAllocLocked(tdExec *ex) {
   op->settle = 0;
   op->user_op = -1;
   op->members = NULL;
+  op->parted = 0;
+  op->nparts = op->npieces = 0;
   memset(op->bufs, 0, sizeof(op->bufs));
   return op;
 }
@@ -93,6 +95,8 @@ static void opFreeMem(tdOp *op) {
   free(op->vbuf);
   free(op->chk_buf);
   free(op->pack);
+  free(op->parts);
+  free(op->pieces);
   free(op);
 }
 

@@ -41,10 +41,29 @@ typedef struct {
   uint32_t xin, xout;       /* first receive / send xfer in op->xfers, or UINT32_MAX */
   uint32_t rin, rout, fwd;  /* receives done, sends done, fused sends posted (in order) */
   uint32_t ord_in, ord_out; /* message ordinals (per stream and ordered pair) */
-  char *src, *dst;          /* bound pointers */
+  char *src, *dst;          /* bound pointers (NULL in a parted operation: see piece0) */
   size_t len;               /* bytes the step moves */
+  uint32_t piece0;          /* parted operation: its first piece in op->pieces; else TD_NO_PIECE */
   tdSpans sp;               /* read/write ranges (addresses, schedSpansOf) */
 } tdStepRt;
+
+#define TD_NO_PIECE UINT32_MAX
+
+/* A part of a parted operation (a fused host in defer mode): one member's INPUT and OUTPUT and
+ * where its n elements lie in each block of the operation's (off). The operation's INPUT and
+ * OUTPUT are its parts concatenated block by block, never materialised: each step binds straight
+ * to the parts' buffers (exec_parts.c). */
+typedef struct {
+  char *bufs[2];
+  uint64_t off, n;
+} tdPart;
+
+/* One piece of a step of a parted operation: it lies within one part (or one part's place in
+ * SCRATCH), so it has one source and one destination pointer. */
+typedef struct {
+  char *src, *dst;
+  size_t len;
+} tdPiece;
 
 #define TD_RT_WAIT 0
 #define TD_RT_ISSUED 1
@@ -96,6 +115,14 @@ typedef struct tdOp {
   uint64_t bound_n;
   size_t bound_esize;
   char *bound_bufs[TD_NUM_BUFS];
+  /* parted operation (parted set; nparts may be 0 when every member is empty): its INPUT and
+   * OUTPUT are the parts', its steps' pieces are bound in pieces (exec_parts.c), and
+   * bufs[INPUT] and bufs[OUTPUT] are unused */
+  int parted;
+  tdPart *parts;
+  size_t nparts, parts_cap;
+  tdPiece *pieces;
+  size_t npieces, pieces_cap;
   uint64_t inflight; /* xfers posted and not yet done */
   tdOpPhase phase;   /* called when the current plan has finished (NULL: the op is done) */
   /* all-to-all-v: phase 0 = counts exchange, 1 = data */
@@ -223,6 +250,12 @@ void execFailAllLocked(tdExec *ex, tpudistResult_t res);
 int execProgressLocked(tdExec *ex);
 /* Prepares a collective operation to run (binding, ordinals, xfers, scratch). */
 tpudistResult_t execCollStart(tdOp *op, char *err);
+/* exec_parts.c: binds step st of parted op (element ranges [sb, sb + elems) of src's buffer and
+ * [db, db + elems) of dst's, each used when the step uses that ref) into pieces that never cross
+ * a part: rt->piece0 and rt->npieces (wire steps: pieces of at most piece bytes). Both ends of a
+ * message derive the same pieces (the same parts, counts and ranges). */
+tpudistResult_t execPartsBind(tdOp *op, const tdStep *st, tdStepRt *rt, uint64_t sb, uint64_t db,
+                              uint64_t elems, size_t piece, char *err);
 /* Advances a started collective; sets *progressed; marks op done when finished. */
 tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err);
 /* exec_small.c: 1 if a collective of bytes can take the slot path on ex: a payload per peer of

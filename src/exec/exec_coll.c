@@ -7,7 +7,9 @@
  * of its stream (schedSpansConflict over the spans of step_sem.h, bound as address ranges, so
  * in-place aliasing is handled). Receives that reduce pass reduce_src to the transport; fused
  * steps forward each piece as soon as it has arrived; local steps (COPY, REDUCE) apply their
- * effect (memmove, kernelReduce) when issued.
+ * effect (memmove, kernelReduce) when issued. A parted operation (a fused host) binds each step
+ * into pieces with their own pointers instead (exec_parts.c), and orders its steps on element
+ * spans after in-place aliasing.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -46,28 +48,43 @@ static tpudistResult_t growBuf(void **buf, size_t *cap, size_t need, size_t elem
   return tpudistSuccess;
 }
 
-static tpudistResult_t bindRef(const tdOp *op, tdBufRef ref, char **ptr, size_t *len, char *err) {
-  uint64_t b, e;
-  if (schedRefRange(op->sched, ref, op->n, &b, &e) != tpudistSuccess)
+/* Element range of ref: [*b, *b + *elems). */
+static tpudistResult_t refRange(const tdOp *op, tdBufRef ref, uint64_t *b, uint64_t *elems,
+                                char *err) {
+  uint64_t e;
+  if (schedRefRange(op->sched, ref, op->n, b, &e) != tpudistSuccess)
     return tdErr(err, tpudistInternalError, "schedule %s/%s: bad reference %s chunk %u+%u",
                  schedCollName(op->sched->coll), op->sched->algo, schedBufName(ref.buf), ref.chunk,
                  ref.nchunks);
-  *len = (size_t)(e - b) * op->esize;
+  *elems = e - *b;
+  return tpudistSuccess;
+}
+
+static tpudistResult_t bindRef(const tdOp *op, tdBufRef ref, uint64_t b, size_t len, char **ptr,
+                               char *err) {
   *ptr = op->bufs[ref.buf] ? op->bufs[ref.buf] + b * op->esize : NULL;
-  if (*len && !*ptr)
+  if (len && !*ptr)
     return tdErr(err, tpudistInternalError, "schedule %s/%s uses %s, which is NULL on rank %d",
                  schedCollName(op->sched->coll), op->sched->algo, schedBufName(ref.buf),
                  op->net->rank);
   return tpudistSuccess;
 }
 
-/* Binds step st into rt: pointers, length, pieces, read/write ranges. */
+/* 1 if op's INPUT and OUTPUT are its parts (a fused host's plan; not while the signature check's
+ * exchange runs in its place). */
+static int partedNow(const tdOp *op) {
+  return op->parted && op->chk_phase != 1;
+}
+
+/* Binds step st into rt: pointers (or pieces of a parted operation), length, pieces, read/write
+ * ranges (addresses; elements after in-place aliasing in a parted operation, whose members are
+ * either in the in-place form or disjoint). */
 static tpudistResult_t bindStep(tdOp *op, const tdStep *st, tdStepRt *rt, char *err) {
   unsigned f = tdStepSemTable[st->op].flags;
-  size_t slen = 0, dlen = 0;
-  rt->src = rt->dst = NULL;
-  if (schedUsesSrc(st->op)) TD_CHECK(bindRef(op, st->src, &rt->src, &slen, err));
-  if (schedUsesDst(st->op)) TD_CHECK(bindRef(op, st->dst, &rt->dst, &dlen, err));
+  uint64_t sb = 0, se = 0, db = 0, de = 0;
+  if (schedUsesSrc(st->op)) TD_CHECK(refRange(op, st->src, &sb, &se, err));
+  if (schedUsesDst(st->op)) TD_CHECK(refRange(op, st->dst, &db, &de, err));
+  size_t slen = (size_t)se * op->esize, dlen = (size_t)de * op->esize;
   if ((f & TD_SEM_READ_SRC) && (f & TD_SEM_WRITE_DST) && slen != dlen)
     return tdErr(err, tpudistInternalError,
                  "schedule %s/%s: %s step with %zu source and %zu "
@@ -78,12 +95,23 @@ static tpudistResult_t bindStep(tdOp *op, const tdStep *st, tdStepRt *rt, char *
   int wire = (f & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT)) != 0;
   size_t P = pieceBytes(op, rt->len);
   rt->psize = P;
-  rt->npieces = wire ? (rt->len ? (uint32_t)((rt->len + P - 1) / P) : 1) : 1;
+  rt->src = rt->dst = NULL;
+  if (partedNow(op)) {
+    TD_CHECK(execPartsBind(op, st, rt, sb, db, rt->len / op->esize, wire ? P : SIZE_MAX, err));
+    if (schedStepSpans(op->sched, st, op->n, &rt->sp) != tpudistSuccess)
+      return tdErr(err, tpudistInternalError, "schedule %s/%s: bad step spans",
+                   schedCollName(op->sched->coll), op->sched->algo);
+  } else {
+    if (schedUsesSrc(st->op)) TD_CHECK(bindRef(op, st->src, sb, slen, &rt->src, err));
+    if (schedUsesDst(st->op)) TD_CHECK(bindRef(op, st->dst, db, dlen, &rt->dst, err));
+    rt->piece0 = TD_NO_PIECE;
+    rt->npieces = wire ? (rt->len ? (uint32_t)((rt->len + P - 1) / P) : 1) : 1;
+    tdSpan sa = {(uintptr_t)rt->src, (uintptr_t)rt->src + slen, 0, 0};
+    tdSpan da = {(uintptr_t)rt->dst, (uintptr_t)rt->dst + dlen, 0, 0};
+    schedSpansOf(st, sa, da, &rt->sp);
+  }
   rt->state = TD_RT_WAIT;
   rt->rin = rt->rout = rt->fwd = 0;
-  tdSpan sa = {(uintptr_t)rt->src, (uintptr_t)rt->src + slen, 0, 0};
-  tdSpan da = {(uintptr_t)rt->dst, (uintptr_t)rt->dst + dlen, 0, 0};
-  schedSpansOf(st, sa, da, &rt->sp);
   rt->xin = rt->xout = TD_NONE;
   if (f & TD_SEM_WIRE_IN) {
     rt->xin = (uint32_t)op->nxfers;
@@ -130,8 +158,8 @@ static void assignOrdinals(tdOp *op, uint32_t s) {
  * buffers unchanged (per-call schedules, such as two-phase all-to-all-v plans, and single-phase
  * all-to-all-v, whose layouts are each call's counts, are never reused). */
 static int boundSame(const tdOp *op) {
-  return op->bound_sched == op->sched && !op->owns_sched && !op->vlocal && op->bound_n == op->n &&
-         op->bound_esize == op->esize && op->chk_phase != 1 &&
+  return op->bound_sched == op->sched && !op->owns_sched && !op->vlocal && !op->parted &&
+         op->bound_n == op->n && op->bound_esize == op->esize && op->chk_phase != 1 &&
          op->bound_bufs[TD_BUF_INPUT] == op->bufs[TD_BUF_INPUT] &&
          op->bound_bufs[TD_BUF_OUTPUT] == op->bufs[TD_BUF_OUTPUT];
 }
@@ -168,6 +196,7 @@ tpudistResult_t execCollStart(tdOp *op, char *err) {
     return tdErr(err, tpudistNoMemory, "out of memory for %zu scratch bytes", scratch);
   op->bufs[TD_BUF_SCRATCH] = scratch ? op->scratch : NULL;
   op->nxfers = 0;
+  op->npieces = 0;
   op->inflight = 0;
   size_t base = 0;
   for (uint32_t i = 0; i < s->nstreams; i++) {
@@ -208,6 +237,32 @@ static char *opndPtr(const tdStepRt *rt, unsigned o) {
   return o == TD_OPND_SRC ? rt->src : rt->dst;
 }
 
+/* The pointer of operand o (tdOpnd SRC or DST) of a piece of a parted operation. */
+static char *pieceOpnd(const tdPiece *pc, unsigned o) {
+  return o == TD_OPND_SRC ? pc->src : pc->dst;
+}
+
+/* Piece k of a parted operation's step: its pointers and length into x. */
+static void partedPiece(const tdOp *op, const tdStepRt *rt, const tdStepSem *m, uint32_t k,
+                        int send, tdXfer *x) {
+  const tdPiece *pc = &op->pieces[rt->piece0 + k];
+  x->len = pc->len;
+  x->buf = send ? pieceOpnd(pc, m->wire) : pc->dst;
+  if (!send && m->effect == TD_EFFECT_REDUCE) x->reduce_src = pieceOpnd(pc, m->a);
+}
+
+/* A local step (COPY, REDUCE) of a parted operation: its effect piece by piece. */
+static void partedLocal(const tdOp *op, const tdStepRt *rt, const tdStepSem *m) {
+  for (uint32_t k = 0; k < rt->npieces; k++) {
+    const tdPiece *pc = &op->pieces[rt->piece0 + k];
+    char *a = pieceOpnd(pc, m->a);
+    if (pc->len && m->effect == TD_EFFECT_REDUCE)
+      kernelReduce(pc->dst, a, pieceOpnd(pc, m->b), pc->len / op->esize, op->dtype, op->redop);
+    else if (pc->len && m->effect == TD_EFFECT_COPY && pc->dst != a)
+      memmove(pc->dst, a, pc->len);
+  }
+}
+
 static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint32_t s, uint32_t k,
                                  int send, char *err) {
   const tdStepSem *m = &tdStepSemTable[st->op];
@@ -219,12 +274,16 @@ static tpudistResult_t postPiece(tdOp *op, const tdStep *st, tdStepRt *rt, uint3
   x->key.stream = s;
   x->key.ordinal = send ? rt->ord_out : rt->ord_in;
   x->key.piece = k;
-  x->len = rt->len ? TD_MIN(P, rt->len - off) : 0;
-  char *base = send ? opndPtr(rt, m->wire) : rt->dst;
-  x->buf = base ? base + off : NULL;
-  if (!send && m->effect == TD_EFFECT_REDUCE) {
-    char *red = opndPtr(rt, m->a);
-    x->reduce_src = red ? red + off : NULL;
+  if (rt->piece0 != TD_NO_PIECE) {
+    partedPiece(op, rt, m, k, send, x);
+  } else {
+    x->len = rt->len ? TD_MIN(P, rt->len - off) : 0;
+    char *base = send ? opndPtr(rt, m->wire) : rt->dst;
+    x->buf = base ? base + off : NULL;
+    if (!send && m->effect == TD_EFFECT_REDUCE) {
+      char *red = opndPtr(rt, m->a);
+      x->reduce_src = red ? red + off : NULL;
+    }
   }
   x->dtype = op->dtype;
   x->op = op->redop;
@@ -251,7 +310,9 @@ static tpudistResult_t issueStep(tdOp *op, uint32_t s, uint32_t j, char *err) {
     return tpudistSuccess;
   }
   char *a = opndPtr(rt, m->a);
-  if (rt->len && m->effect == TD_EFFECT_REDUCE)
+  if (rt->piece0 != TD_NO_PIECE)
+    partedLocal(op, rt, m);
+  else if (rt->len && m->effect == TD_EFFECT_REDUCE)
     kernelReduce(rt->dst, a, opndPtr(rt, m->b), rt->len / op->esize, op->dtype, op->redop);
   else if (rt->len && m->effect == TD_EFFECT_COPY && rt->dst != a)
     memmove(rt->dst, a, rt->len);

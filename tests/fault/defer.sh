@@ -3,7 +3,7 @@
 # launched with TPU_DIST_COMM_ID, RANK and WORLD_SIZE (no mpirun):
 #   exact     2, 3 and 4 ranks: every collective, datatype and op bit-identical to strict,
 #             mixed queues, in place, zero counts, a dependent pair, groups, splits, the timer;
-#             over sockets; with a 20 us timer and 3-operation windows (partial agreements)
+#             over sockets; with 200-byte pieces (fused members cut within); with a 20 us timer and 3-operation windows (partial agreements)
 #   diverge   3 ranks, TPU_DIST_CHECK=1: different flush points are reported on every rank
 #   abort     2 ranks: CommAbort releases a wait on deferred requests within 100 ms
 #   dead      3 ranks: a rank dies; every deferred request of the others fails within the timeout
@@ -15,6 +15,7 @@ job=${TD_BUILDDIR:-.}/tests/fault/defer_job
 case "${1:-}" in
   exact) launch 2 $job exact && launch 3 $job exact && launch 4 $job exact &&
     launch 3 env TPU_DIST_TRANSPORTS=socket $job exact &&
+    launch 2 env TPU_DIST_CHUNK_BYTES=200 $job exact &&
     launch 3 env TPU_DIST_DEFER_US=20 TPU_DIST_DEFER_OPS=3 $job exact ;;
   diverge) launch 3 env TPU_DIST_CHECK=1 TPU_DIST_DEFER_US=0 $job diverge ;;
   abort) launch 2 $job abort ;;

@@ -8,8 +8,10 @@
  *                       (compatible and incompatible mixed, in place, a dependent pair) runs
  *                       blocking on strict and non-blocking on defer, waited for out of order:
  *                       every output is bit-identical, integer sums exact; the same on the
- *                       halves split of each; deferred operations before a group; a request that
- *                       nobody waits for completes through the timer alone; fusion happened.
+ *                       halves split of each; deferred operations before a group; in-place
+ *                       reduce-scatters fused; a request that nobody waits for completes through
+ *                       the timer alone; fusion happened, without copies for every collective
+ *                       that runs a plan.
  *   defer_job diverge   TPU_DIST_CHECK=1: rank 0 waits after 2 deferred all-reduces, the others
  *                       after 3: every rank fails with tpudistInvalidUsage naming the divergence.
  *   defer_job abort     2 ranks: rank 0 defers 8 operations and waits on one; another thread
@@ -45,8 +47,9 @@ static size_t dtSize(int dt) {
   return s[dt];
 }
 
-/* One call of a queue. in/out per mode; inplace: OUTPUT holds the input (AllReduce, Broadcast,
- * AllGather); dep: AllReduce in place on call dep's output (runs after it). */
+/* One call of a queue. in/out per mode; inplace: NCCL's in-place form (OUTPUT holds the input;
+ * ReduceScatter: OUTPUT is block rank of INPUT); dep: AllReduce in place on call dep's output
+ * (runs after it). */
 typedef struct {
   tdColl coll;
   int dt, op, root, inplace, dep;
@@ -71,9 +74,15 @@ static unsigned char inByte(int q, int k, int r, size_t i) {
 }
 
 static char *inPtr(Call *k, int m, int rank) {
-  if (!k->inplace) return k->buf[m];
+  if (!k->inplace || k->coll == TD_COLL_REDUCESCATTER) return k->buf[m];
   char *out = k->buf[m] + k->inb;
   return k->coll == TD_COLL_ALLGATHER ? out + (size_t)rank * k->count * dtSize(k->dt) : out;
+}
+
+static char *outPtr(Call *k, int m, int rank) {
+  if (k->inplace && k->coll == TD_COLL_REDUCESCATTER)
+    return k->buf[m] + (size_t)rank * k->count * dtSize(k->dt);
+  return k->buf[m] + k->inb;
 }
 
 static void fillInputs(Call *ks, int nk, int q, int m, int rank, int n) {
@@ -89,7 +98,7 @@ static void fillInputs(Call *ks, int nk, int q, int m, int rank, int n) {
 
 static tpudistResult_t issue(Call *k, Call *ks, int m, int rank, tpudistComm_t c,
                              tpudistRequest_t *req) {
-  char *in = inPtr(k, m, rank), *out = k->buf[m] + k->inb;
+  char *in = inPtr(k, m, rank), *out = outPtr(k, m, rank);
   if (k->dep >= 0) in = out = ks[k->dep].buf[m] + ks[k->dep].inb;
   switch (k->coll) {
     case TD_COLL_ALLREDUCE:
@@ -138,14 +147,16 @@ static int buildQueue(Call *ks, int dt, int n, int q) {
   }
   for (int i = 0; i < 6; i++) /* slot-sized all-reduces of one op, more than a slot together */
     ks[nk++] = mk(TD_COLL_ALLREDUCE, dt, q % 5, 0, i == 2, 2000 / dtSize(dt) - (size_t)i);
-  for (int i = 0; i < 3; i++) { /* reductions of one op and root: fused with each other */
-    ks[nk++] = mk(TD_COLL_REDUCE, dt, q % 5, q % n, i == 1, 10 + 150 * (size_t)i);
-    ks[nk++] = mk(TD_COLL_REDUCESCATTER, dt, q % 5, 0, 0, 5 + 20 * (size_t)i);
+  for (int i = 0; i < 4; i++) {   /* reductions of one op and root: fused with each other */
+    size_t zero = i == 3 ? 0 : 1; /* a member with no elements between others */
+    ks[nk++] = mk(TD_COLL_REDUCE, dt, q % 5, q % n, i == 1, zero * (10 + 150 * (size_t)i));
+    ks[nk++] = mk(TD_COLL_REDUCESCATTER, dt, q % 5, 0, 0, zero * (5 + 20 * (size_t)i));
+    ks[nk++] = mk(TD_COLL_REDUCESCATTER, dt, q % 5, 0, 1, zero * (7 + 31 * (size_t)i));
   }
-  for (int s = 1; s < 4; s++) {
-    ks[nk++] = mk(TD_COLL_BROADCAST, dt, 0, s % n, s == 2, counts[s]);
-    ks[nk++] = mk(TD_COLL_ALLGATHER, dt, 0, 0, s == 3, counts[s] / 2);
-    ks[nk++] = mk(TD_COLL_ALLTOALL, dt, 0, 0, 0, counts[s] / 3);
+  for (int s = 0; s < 5; s++) { /* counts 0 to 4000: slot-sized and larger members fuse apart */
+    ks[nk++] = mk(TD_COLL_BROADCAST, dt, 0, s % n, s == 2, counts[s + 1] - (s == 4));
+    ks[nk++] = mk(TD_COLL_ALLGATHER, dt, 0, 0, s == 3, s ? counts[s + 1] / 2 + 1 : 0);
+    ks[nk++] = mk(TD_COLL_ALLTOALL, dt, 0, 0, 0, s ? counts[s + 1] / 3 + 1 : 0);
   }
   for (int j = 0; j < nk; j++) {
     Call *k = &ks[j];
@@ -185,7 +196,7 @@ static void round1(tpudistComm_t strict, tpudistComm_t defer, int dt, int q) {
   int n, rank;
   tpudistCommCount(strict, &n);
   tpudistCommUserRank(strict, &rank);
-  Call ks[80];
+  Call ks[96];
   int nk = buildQueue(ks, dt, n, q);
   for (int m = 0; m < 2; m++) {
     fillInputs(ks, nk, q, m, rank, n);
@@ -203,7 +214,7 @@ static void round1(tpudistComm_t strict, tpudistComm_t defer, int dt, int q) {
     Call *k = &ks[j];
     int rooted_out = k->coll == TD_COLL_REDUCE && k->root != rank;
     gChecks++;
-    if (!rooted_out && memcmp(k->buf[0] + k->inb, k->buf[1] + k->inb, k->outb - 64))
+    if (!rooted_out && memcmp(outPtr(k, 0, rank), outPtr(k, 1, rank), k->outb - 64))
       FAIL(
           "round %d dtype %d call %d (coll %d op %d count %zu inplace %d): defer differs from "
           "strict",
@@ -239,6 +250,49 @@ static void groupCase(tpudistComm_t defer, int n) {
     }
 }
 
+/* In-place reduce-scatters of one op (a member with no elements among them), deferred and waited
+ * for: integer sums exact; returns how many of them ran fused. */
+static uint64_t inplaceRsRound(tpudistComm_t defer, int rank, int n, int q) {
+  enum { K = 3 };
+  static const size_t cnt[K] = {5, 0, 77};
+  int32_t *x[K];
+  tpudistRequest_t req[K];
+  uint64_t fused0 = defer->c.stat_fused;
+  for (int k = 0; k < K; k++) {
+    x[k] = malloc(cnt[k] * (size_t)n * sizeof(int32_t) + sizeof(int32_t));
+    for (size_t i = 0; i < cnt[k] * (size_t)n; i++)
+      x[k][i] = rank * 1000 + k * 100 + q + (int32_t)i;
+    if (tpudistReduceScatter(x[k], x[k] + (size_t)rank * cnt[k], cnt[k], tpudistInt32, tpudistSum,
+                             defer, &req[k]) != tpudistSuccess)
+      FAIL("in-place reduce-scatter %d: %s", k, tpudistGetLastError(defer));
+  }
+  for (int k = 0; k < K; k++)
+    if (tpudistWait(req[k]) != tpudistSuccess) FAIL("in-place reduce-scatter %d: wait", k);
+  gChecks++;
+  for (int k = 0; k < K; k++) {
+    for (size_t i = 0; i < cnt[k]; i++) {
+      int32_t at = (int32_t)((size_t)rank * cnt[k] + i);
+      int32_t want = 1000 * n * (n - 1) / 2 + n * (k * 100 + q + at);
+      if (x[k][at] != want) {
+        FAIL("in-place reduce-scatter %d: element %zu is %d, expected %d", k, i, x[k][at], want);
+        break;
+      }
+    }
+    free(x[k]);
+  }
+  return defer->c.stat_fused - fused0;
+}
+
+/* In-place reduce-scatters fuse: each member's OUTPUT is inside its own INPUT. A timer of less
+ * than a millisecond may split the three calls over flushes (the last configuration of
+ * defer.sh exact): then only the results count; otherwise one of 20 rounds must fuse all three
+ * (the same on every rank: a flush is agreed). */
+static void inplaceRsCase(tpudistComm_t defer, int rank, int n) {
+  int timer = defer->c.net.cfg->defer_us, fused = 0;
+  for (int q = 0; q < 20 && !fused; q++) fused = inplaceRsRound(defer, rank, n, q) == 3;
+  if (n > 1 && !fused && (timer == 0 || timer >= 1000)) FAIL("in-place reduce-scatters not fused");
+}
+
 /* A request nobody waits for completes through the timer (TPU_DIST_DEFER_US) alone. */
 static void timerCase(tpudistComm_t defer, int n) {
   int32_t x[1000];
@@ -272,17 +326,26 @@ static int modeExact(tpudistComm_t world, int rank, int n) {
   if (dh && dh->c.mode != TPUDIST_MODE_DEFER) FAIL("a split of a defer communicator is not defer");
   for (int dt = 0; sh && dh && dt < 10; dt += 3) round1(sh, dh, dt, 100 + dt);
   groupCase(d, n);
+  inplaceRsCase(d, rank, n);
   timerCase(d, n);
   tdComm *c = &d->c;
-  printf("rank %d: %ld checks; %llu flushes, %llu fused operations (%llu gathered) carrying %llu\n",
-         rank, gChecks, (unsigned long long)c->stat_agreements, (unsigned long long)c->stat_hosts,
-         (unsigned long long)c->stat_gathered, (unsigned long long)c->stat_fused);
+  printf(
+      "rank %d: %ld checks; %llu flushes, %llu fused operations (%llu gathered, %llu without "
+      "copies) carrying %llu\n",
+      rank, gChecks, (unsigned long long)c->stat_agreements, (unsigned long long)c->stat_hosts,
+      (unsigned long long)c->stat_gathered, (unsigned long long)c->stat_direct,
+      (unsigned long long)c->stat_fused);
+  static const tdColl direct[] = {TD_COLL_ALLREDUCE, TD_COLL_REDUCESCATTER, TD_COLL_BROADCAST,
+                                  TD_COLL_ALLGATHER, TD_COLL_ALLTOALL};
+  for (size_t i = 0; n > 1 && i < sizeof(direct) / sizeof(direct[0]); i++)
+    if (!(c->stat_direct_colls & (1u << direct[i])))
+      FAIL("no %s fused without copies", schedCollName(direct[i]));
   if (n > 1 && (c->stat_hosts == 0 || c->stat_fused < 2 * c->stat_hosts)) FAIL("nothing fused");
   if (n > 1 && n <= 8 && !getenv("TPU_DIST_TRANSPORTS") && !c->stat_gathered)
     FAIL("no slot all-reduces fused beyond a slot"); /* the slots need shm among <= 8 ranks */
   if (n > 1 && !(c->stat_host_colls & (1u << TD_COLL_REDUCESCATTER)))
     FAIL("no reduce-scatters fused"); /* ring and recursive halving: whole blocks at any size */
-  if (n == 2 && !(c->stat_host_colls & (1u << TD_COLL_REDUCE)))
+  if (n == 2 && !(c->stat_direct_colls & (1u << TD_COLL_REDUCE)))
     FAIL("no reduces fused"); /* 2 ranks: both plans move whole blocks */
   tpudistCommDestroy(sh);
   tpudistCommDestroy(dh);
