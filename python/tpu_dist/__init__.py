@@ -16,7 +16,9 @@ timeout, name and global ranks) and also provides:
 - shrink_group(group, exclude_ranks, abort): the survivors of a failure form a new group with
   tpudistCommShrink (no store, no rendezvous; also on torch 1.13);
 - abort_process_group(group): fails every pending operation at once and destroys the group(s);
-  dist.destroy_process_group shuts tpu_dist groups down (pending operations fail, never hang).
+  dist.destroy_process_group shuts tpu_dist groups down (pending operations fail, never hang);
+- device-typed backend strings ("cpu:gloo,cuda:tpu_dist" or the reverse): the group keeps every
+  backend named, each serving its device (torch 1.13 rejects such strings itself).
 """
 import inspect
 import threading
