@@ -8,7 +8,8 @@
 // harvests -- waits for every issued request in order and completes each Work with its own
 // result. Otherwise the worker does it: it issues what was queued meanwhile, harvests when a
 // thread waits for it, when the group stops, and when nothing was issued for TPU_DIST_DEFER_US
-// (futures are not waited through Work::wait, so they complete too).
+// (futures are not waited through Work::wait, so they complete too). An operation that is not
+// deferred is a flush point in the library: once it ran, every Work issued before it completes too.
 //
 // Every rank issues each all-reduce the same way (non-blocking, whichever thread), so the ranks'
 // flush points are the same in their issue sequences (docs/runtime.md); every other operation runs
@@ -51,6 +52,9 @@ void ProcessGroupTpuDist::deferIssue(const c10::intrusive_ptr<WorkTpuDist> &w) {
   sp.req1 = b.reqs.size();
   sp.step1 = b.steps.size();
   b.out.push_back(std::move(sp));
+  // a flush point in the library: what was issued before w has been flushed, so its Works
+  // complete now (with w), not at the next wait or timer
+  if (!pend) deferHarvest();
 }
 
 void ProcessGroupTpuDist::deferIssueHere(const c10::intrusive_ptr<WorkTpuDist> &w) {

@@ -16,8 +16,13 @@ timeout, name and global ranks) and also provides:
 - shrink_group(group, exclude_ranks, abort): the survivors of a failure form a new group with
   tpudistCommShrink (no store, no rendezvous; also on torch 1.13);
 - abort_process_group(group): fails every pending operation at once and destroys the group(s);
-  dist.destroy_process_group shuts tpu_dist groups down (pending operations fail, never hang).
+  dist.destroy_process_group shuts tpu_dist groups down (pending operations fail, never hang);
+- device-typed backend strings ("cpu:gloo,cuda:tpu_dist" or the reverse): the group keeps every
+  backend named, each serving its device (torch 1.13 rejects such strings itself).
 """
+import inspect
+import threading
+
 import torch
 import torch.distributed as dist
 
@@ -48,9 +53,27 @@ def _create_ext(dist_opts, pg_options):  # torch 2.x, extended_api=True
     opts.global_ranks_in_group = list(dist_opts.global_ranks_in_group)
     backend = _C.create_process_group(dist_opts.store, dist_opts.group_rank,
                                       dist_opts.group_size, opts)
+    if getattr(_MIXED, "on", False):
+        # The group maps other devices to other backends ("cpu:gloo,cuda:tpu_dist"): torch's own
+        # ProcessGroup holds them all; a ProcessGroup returned here would replace it and lose them.
+        return backend
     # A ProcessGroup, which torch uses as the group itself: it is named "tpu_dist" (torch's own
     # would say "custom") and answers sequence numbers from the backend.
     return _C.GroupTpuDist(dist_opts.store, backend)
+
+
+# Set while torch makes a group whose devices map to tpu_dist and to other backends (torch 2.x).
+_MIXED = threading.local()
+
+
+def _mixed_backends(backend):
+    """True if a backend string maps some devices to tpu_dist and others to other backends."""
+    from torch.distributed import distributed_c10d as c10d
+    try:
+        names = set(str(b) for b in c10d.BackendConfig(backend).get_device_backend_map().values())
+    except (ValueError, AssertionError, TypeError):
+        return False  # torch's own call reports a malformed string
+    return BACKEND_NAME in names and len(names) > 1
 
 
 _CREATOR = _create_ext if TORCH2 else _create
@@ -86,11 +109,16 @@ def backend_of(group=None):
         return None
     if not TORCH2:
         return pg if isinstance(pg, _C.ProcessGroupTpuDist) else None
-    try:
-        b = pg._get_backend(torch.device("cpu"))
-    except RuntimeError:
-        return None
-    return b if isinstance(b, _C.ProcessGroupTpuDist) else None
+    # CPU first; a group of several backends ("cpu:gloo,cuda:tpu_dist") has it on another device
+    devices = ["cpu"] + [str(d) for d in getattr(pg, "_device_types", []) if str(d) != "cpu"]
+    for device in devices:
+        try:
+            b = pg._get_backend(torch.device(device))
+        except RuntimeError:
+            continue
+        if isinstance(b, _C.ProcessGroupTpuDist):
+            return b
+    return None
 
 
 def split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None, group_desc=None):
@@ -231,8 +259,10 @@ def abort_process_group(group=None):
 
 
 def _install_torch2_hooks():
-    """torch 2.x shuts down and aborts only NCCL backends itself; route tpu_dist groups here."""
+    """torch 2.x shuts down and aborts only NCCL backends itself; route tpu_dist groups here. And
+    a group of several backends keeps them all (_install_mixed_hook)."""
     from torch.distributed import distributed_c10d as c10d
+    _install_mixed_hook(c10d)
     shutdown = getattr(c10d, "_shutdown_backend", None)
     if shutdown is not None and not getattr(shutdown, "_tpu_dist", False):
         def _shutdown_backend(pg):
@@ -263,6 +293,32 @@ def _install_torch2_hooks():
         c10d.split_group = _split_group
         if getattr(dist, "split_group", None) is split:
             dist.split_group = _split_group
+
+
+def _install_mixed_hook(c10d):
+    """torch 2.x makes every group in _new_process_group_helper, which takes a ProcessGroup that a
+    creator returns as the group itself and stops there: with "cpu:gloo,cuda:tpu_dist" (or the
+    reverse) the other backend would be lost. While it makes such a group, the creator returns
+    the plain backend, which torch registers for its devices next to the others."""
+    helper = getattr(c10d, "_new_process_group_helper", None)
+    if helper is None or getattr(helper, "_tpu_dist", False):
+        return
+    sig = inspect.signature(helper)
+
+    def _new_process_group_helper(*args, **kwargs):
+        try:
+            backend = sig.bind(*args, **kwargs).arguments.get("backend")
+        except TypeError:
+            backend = None  # torch's own call reports the bad arguments
+        prev = getattr(_MIXED, "on", False)
+        _MIXED.on = backend is not None and _mixed_backends(backend)
+        try:
+            return helper(*args, **kwargs)
+        finally:
+            _MIXED.on = prev
+
+    _new_process_group_helper._tpu_dist = True
+    c10d._new_process_group_helper = _new_process_group_helper
 
 
 _register()

@@ -1,7 +1,10 @@
 """Cases for TPU_DIST_MODE=defer (tests/torch/test_defer.py): many async all_reduce calls, which
 the plugin's worker issues non-blocking so the library fuses them, give the same bits as the same
 calls made blocking (each alone), for every float and integer dtype and op; waited out of order;
-with a blocking collective and a non-reducing one in between."""
+with a blocking collective and a non-reducing one in between. flush_cases: run with
+TPU_DIST_DEFER_US far above their deadline, so only a flush point completes deferred Works."""
+import time
+
 import torch
 import torch.distributed as dist
 
@@ -56,6 +59,35 @@ def case_mixed_queue(rank, world):
             raise AssertionError("all_reduce %d: %s" % (i, t[:4]))
     if not bool((b == world - 1).all()) or not bool((s == world).all()):
         raise AssertionError("broadcast or blocking all_reduce wrong")
+
+
+def case_complete_at_flush(rank, world):
+    """Deferred all-reduces complete at the next flush point (an async broadcast), with no wait:
+    neither the library's timer nor the group's can have fired (TPU_DIST_DEFER_US is 60 s)."""
+    ts = [torch.full((100 * (i + 1),), float(rank + i)) for i in range(4)]
+    works = [dist.all_reduce(t, async_op=True) for t in ts]
+    b = torch.full((8,), float(rank))
+    works.append(dist.broadcast(b, src=world - 1, async_op=True))
+    deadline = time.monotonic() + 10
+    while not all(w.is_completed() for w in works):
+        if time.monotonic() > deadline:
+            raise AssertionError("not completed 10 s after the flush point: %s"
+                                 % [w.is_completed() for w in works])
+        time.sleep(0.005)
+    if not all(w.get_future().done() for w in works):
+        raise AssertionError("a Work completed before its Future")
+    base = world * (world - 1) / 2
+    for i, t in enumerate(ts):
+        if not bool((t == base + world * i).all()):
+            raise AssertionError("all_reduce %d: %s" % (i, t[:4]))
+    if not bool((b == world - 1).all()):
+        raise AssertionError("broadcast: %s" % b)
+    for w in works:
+        w.wait()  # done already: returns at once
+
+
+def flush_cases(world):
+    return [("complete_at_flush", case_complete_at_flush)]
 
 
 def cases(world):

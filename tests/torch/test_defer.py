@@ -23,6 +23,12 @@ def test_defer_cases(world, monkeypatch):
     _check(harness.run_job(world, "defer_cases"), world)
 
 
+def test_defer_complete_at_flush(monkeypatch):
+    monkeypatch.setenv("TPU_DIST_MODE", "defer")
+    monkeypatch.setenv("TPU_DIST_DEFER_US", "60000000")  # no timer flushes within the case
+    _check(harness.run_job(2, "defer_cases", "flush_cases"), 2)
+
+
 def test_plugin_cases_deferred(monkeypatch):
     monkeypatch.setenv("TPU_DIST_MODE", "defer")
     _check(harness.run_job(2, "plugin_cases"), 2)

@@ -1,5 +1,6 @@
-"""torch 2.x Backend features (tests/torch2/torch2_cases.py at 2 and 4 ranks), abort and
-shutdown (pending Work fails with an error at once, nothing hangs). Run by the torch2 suite."""
+"""torch 2.x Backend features (tests/torch2/torch2_cases.py at 2 and 4 ranks, and at 2 in defer
+mode), abort and shutdown (pending Work fails with an error at once, nothing hangs). Run by the
+torch2 suite."""
 import os
 import sys
 import tempfile
@@ -20,6 +21,16 @@ pytestmark = pytest.mark.skipif(int(torch.__version__.split(".")[0]) < 2, reason
 def test_torch2_cases(world):
     results = harness.run_job(world, "torch2_cases", timeout_s=300)
     assert sorted(results) == list(range(world)), "ranks did not all report: %s" % sorted(results)
+    failures = ["rank %d %s:\n%s" % (r, name, tb) for r in sorted(results)
+                for name, tb in results[r]]
+    assert not failures, "\n".join(failures[:20]) + "\n(%d failures)" % len(failures)
+
+
+def test_torch2_cases_deferred(monkeypatch):
+    """Every torch 2.x case (the coalescing manager's both paths included) in defer mode."""
+    monkeypatch.setenv("TPU_DIST_MODE", "defer")
+    results = harness.run_job(2, "torch2_cases", timeout_s=300)
+    assert sorted(results) == [0, 1], "ranks did not all report: %s" % sorted(results)
     failures = ["rank %d %s:\n%s" % (r, name, tb) for r in sorted(results)
                 for name, tb in results[r]]
     assert not failures, "\n".join(failures[:20]) + "\n(%d failures)" % len(failures)
