@@ -221,8 +221,8 @@ TPUDIST_API tpudistResult_t tpudistCommGetAsyncError(tpudistComm_t comm,
 }
 
 /* *out = the communicator's rank count (count != 0) or this rank, for the call named call. */
-static tpudistResult_t commIntQuery(const tpudistComm_t comm, int *out, int count,
-                                    const char *call, const char *what) {
+static tpudistResult_t commIntQuery(const tpudistComm_t comm, int *out, int count, const char *call,
+                                    const char *what) {
   TD_CHECK(commEnter(comm ? &comm->c : NULL, call));
   tpudistResult_t r = tpudistSuccess;
   if (!out)
