@@ -14,6 +14,7 @@
 #include "../cu_main.h"
 #include "algos.h"
 #include "exec.h"
+#include "exec_rig.h"
 #include "fork_ranks.h"
 #include "registry.h"
 #include "rt_config.h"
@@ -197,42 +198,11 @@ static int runRank(int rank, int n, const tpudistUniqueId *id, const char *trans
   CHILD_CHECK(runOp(&ex, op) == tpudistInternalError);
   CHILD_CHECK(strstr(net->err.msg, "uses output, which is NULL") != NULL);
   for (int i = 0; i < plans; i++) schedFree(&scheds[i]);
-  execStop(&ex);
-  transportFiniAll(net);
-  execFree(&ex);
-  transportTestCommFree(net);
+  rigClose(&ex, net);
   return 0;
 }
 
-static int bodySocket(int rank, int n, const tpudistUniqueId *id, void *arg) {
-  (void)arg;
-  return runRank(rank, n, id, "socket");
-}
-static int bodyShm(int rank, int n, const tpudistUniqueId *id, void *arg) {
-  (void)arg;
-  return runRank(rank, n, id, "shm");
-}
-
-static void testSelf(void) {
-  CU_ASSERT_EQUAL(runRanks(1, bodySocket, NULL, 60), 0);
-}
-static void testLoopbackPair(void) {
-  CU_ASSERT_EQUAL(runRanks(2, bodySocket, NULL, 120), 0);
-}
-static void testShmPair(void) {
-  CU_ASSERT_EQUAL(runRanks(2, bodyShm, NULL, 120), 0);
-}
-static void testShmThree(void) {
-  CU_ASSERT_EQUAL(runRanks(3, bodyShm, NULL, 120), 0);
-}
-static void testShmFour(void) {
-  CU_ASSERT_EQUAL(runRanks(4, bodyShm, NULL, 120), 0);
-}
-
 int main(void) {
-  CU_TestInfo tests[] = {
-      {"one rank over self", testSelf},     {"two ranks over loopback TCP", testLoopbackPair},
-      {"two ranks over shm", testShmPair},  {"three ranks over shm", testShmThree},
-      {"four ranks over shm", testShmFour}, CU_TEST_INFO_NULL};
+  CU_TestInfo tests[] = {TD_EXEC_RIG_TESTS, CU_TEST_INFO_NULL};
   return tdCUnitMain("unit-exec-parts", tests);
 }
