@@ -14,6 +14,23 @@
 
 static int runRank(int rank, int n, const tpudistUniqueId *id, const char *transports);
 
+/* An operation running s over n elements of dtype (esize bytes each) with redop; no buffers. */
+static tdOp *rigOp(tdExec *ex, const tdSched *s, uint64_t seq, uint64_t n, size_t esize, int dtype,
+                   int redop) {
+  tdOp *op = execOpAlloc(ex);
+  if (!op) return NULL;
+  op->kind = TD_OP_COLL;
+  op->coll = s->coll;
+  op->sched = s;
+  op->algo = s->algo;
+  op->seq = seq;
+  op->n = n;
+  op->esize = esize;
+  op->dtype = dtype;
+  op->redop = redop;
+  return op;
+}
+
 /* Stops and frees the executor, then the rank's transports and communicator. */
 static void rigClose(tdExec *ex, tdNet *net) {
   execStop(ex);

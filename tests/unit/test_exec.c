@@ -39,17 +39,8 @@ static int plan(tdColl coll, const char *algo, int rank, int n, tdSched *s) {
 
 /* An operation running s over in/out with count elements of float32 sum. */
 static tdOp *collOp(tdExec *ex, const tdSched *s, uint64_t seq, void *in, void *out, uint64_t n) {
-  tdOp *op = execOpAlloc(ex);
+  tdOp *op = rigOp(ex, s, seq, n, sizeof(float), tpudistFloat32, tpudistSum);
   if (!op) return NULL;
-  op->kind = TD_OP_COLL;
-  op->coll = s->coll;
-  op->sched = s;
-  op->algo = s->algo;
-  op->seq = seq;
-  op->n = n;
-  op->esize = sizeof(float);
-  op->dtype = tpudistFloat32;
-  op->redop = tpudistSum;
   op->bufs[TD_BUF_INPUT] = in;
   op->bufs[TD_BUF_OUTPUT] = out;
   return op;

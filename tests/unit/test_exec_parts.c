@@ -56,18 +56,7 @@ static uint32_t value(const Case *k, int r, uint64_t b, uint64_t w) {
 }
 
 static tdOp *opOf(tdExec *ex, const tdSched *s, const Case *k, uint64_t seq, uint64_t n) {
-  tdOp *op = execOpAlloc(ex);
-  if (!op) return NULL;
-  op->kind = TD_OP_COLL;
-  op->coll = s->coll;
-  op->sched = s;
-  op->algo = s->algo;
-  op->seq = seq;
-  op->n = n;
-  op->esize = 4;
-  op->dtype = k->dtype;
-  op->redop = k->redop;
-  return op;
+  return rigOp(ex, s, seq, n, 4, k->dtype, k->redop);
 }
 
 static tpudistResult_t runOp(tdExec *ex, tdOp *op) {
