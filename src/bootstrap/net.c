@@ -224,21 +224,21 @@ static void napUntil(int64_t until_ms, volatile int *abort) {
   }
 }
 
-/* Waits for the connect started on s: 1 connected, 0 failed (s closed, last says why), -1
- * aborted (s closed). */
-static int connectWait(int s, int64_t deadline_ms, volatile int *abort, char *last,
-                       size_t lastlen) {
+/* Waits for the connect started on s: 1 connected, 0 failed (s closed, last says why, *soerr its
+ * errno, 0 for no answer), -1 aborted (s closed). */
+static int connectWait(int s, int64_t deadline_ms, volatile int *abort, char *last, size_t lastlen,
+                       int *soerr) {
   int w = waitFd(s, POLLOUT, deadline_ms, abort);
-  int soerr = 0;
-  socklen_t sl = sizeof(soerr);
-  if (w > 0) getsockopt(s, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-  if (w > 0 && soerr == 0) return 1;
+  socklen_t sl = sizeof(*soerr);
+  *soerr = 0;
+  if (w > 0) getsockopt(s, SOL_SOCKET, SO_ERROR, soerr, &sl);
+  if (w > 0 && *soerr == 0) return 1;
   close(s);
   if (w < 0) return -1;
   if (w == 0)
     snprintf(last, lastlen, "no answer before the deadline");
   else
-    snprintf(last, lastlen, "%s", strerror(soerr));
+    snprintf(last, lastlen, "%s", strerror(*soerr));
   return 0;
 }
 
@@ -251,10 +251,10 @@ static tpudistResult_t connectLoop(const tdNetAddr *a, int64_t deadline_ms, vola
     if (tried && netNowMs() >= deadline_ms)
       return tdErr(err, tpudistTimeout, "cannot connect to %s before the timeout (last error: %s)",
                    netAddrStr(a, buf, 64), last);
-    int s = -1, rc = -1;
+    int s = -1, rc = -1, soerr = 0;
     if (!(abort && *abort)) {
       TD_CHECK(netConnectStart(a, &s, err));
-      rc = connectWait(s, deadline_ms, abort, last, sizeof(last));
+      rc = connectWait(s, deadline_ms, abort, last, sizeof(last), &soerr);
     }
     if (rc > 0) {
       *fd = s;
@@ -262,7 +262,7 @@ static tpudistResult_t connectLoop(const tdNetAddr *a, int64_t deadline_ms, vola
     }
     if (rc < 0 || (abort && *abort))
       return tdErr(err, tpudistAborted, "aborted while connecting to %s", netAddrStr(a, buf, 64));
-    if (refusal_final && !strcmp(last, strerror(ECONNREFUSED)))
+    if (refusal_final && soerr == ECONNREFUSED)
       return tdErr(err, tpudistRemoteError, "connect to %s: %s", netAddrStr(a, buf, 64), last);
     napUntil(TD_MIN(netNowMs() + backoff, deadline_ms), abort);
     backoff = TD_MIN(backoff * 2, 500);

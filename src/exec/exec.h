@@ -256,6 +256,8 @@ tpudistResult_t execCollStart(tdOp *op, char *err);
  * message derive the same pieces (the same parts, counts and ranges). */
 tpudistResult_t execPartsBind(tdOp *op, const tdStep *st, tdStepRt *rt, uint64_t sb, uint64_t db,
                               uint64_t elems, size_t piece, char *err);
+/* The error of a step that uses buffer kind k, which is NULL (exec_parts.c). */
+tpudistResult_t execNullBuf(const tdOp *op, unsigned k, char *err);
 /* Advances a started collective; sets *progressed; marks op done when finished. */
 tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err);
 /* exec_small.c: 1 if a collective of bytes can take the slot path on ex: a payload per peer of

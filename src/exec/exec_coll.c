@@ -63,11 +63,7 @@ static tpudistResult_t refRange(const tdOp *op, tdBufRef ref, uint64_t *b, uint6
 static tpudistResult_t bindRef(const tdOp *op, tdBufRef ref, uint64_t b, size_t len, char **ptr,
                                char *err) {
   *ptr = op->bufs[ref.buf] ? op->bufs[ref.buf] + b * op->esize : NULL;
-  if (len && !*ptr)
-    return tdErr(err, tpudistInternalError, "schedule %s/%s uses %s, which is NULL on rank %d",
-                 schedCollName(op->sched->coll), op->sched->algo, schedBufName(ref.buf),
-                 op->net->rank);
-  return tpudistSuccess;
+  return len && !*ptr ? execNullBuf(op, ref.buf, err) : tpudistSuccess;
 }
 
 /* 1 if op's INPUT and OUTPUT are its parts (a fused host's plan; not while the signature check's

@@ -38,7 +38,7 @@ static char *partRun(const tdOp *op, unsigned k, uint64_t x, uint64_t *run) {
   return b ? b + (blk * p->n + w - p->off) * op->esize : NULL;
 }
 
-static tpudistResult_t nullRef(const tdOp *op, unsigned k, char *err) {
+tpudistResult_t execNullBuf(const tdOp *op, unsigned k, char *err) {
   return tdErr(err, tpudistInternalError, "schedule %s/%s uses %s, which is NULL on rank %d",
                schedCollName(op->sched->coll), op->sched->algo, schedBufName((tdBufKind)k),
                op->net->rank);
@@ -62,12 +62,12 @@ tpudistResult_t execPartsBind(tdOp *op, const tdStep *st, tdStepRt *rt, uint64_t
     char *s = NULL, *d = NULL;
     if (use_src && elems) {
       s = partRun(op, st->src.buf, sb + t, &r);
-      if (!s) return nullRef(op, st->src.buf, err);
+      if (!s) return execNullBuf(op, st->src.buf, err);
       run = TD_MIN(run, r);
     }
     if (use_dst && elems) {
       d = partRun(op, st->dst.buf, db + t, &r);
-      if (!d) return nullRef(op, st->dst.buf, err);
+      if (!d) return execNullBuf(op, st->dst.buf, err);
       run = TD_MIN(run, r);
     }
     TD_CHECK(pieceAdd(op, s, d, (size_t)run * op->esize, err));
