@@ -2,8 +2,10 @@
 
 libtpu_dist is found with pkg-config (tpu_dist.pc after `make install`, or the build tree's
 tpu_dist-uninstalled.pc with PKG_CONFIG_PATH=<top of the build tree>); an rpath to its directory
-is added so no LD_LIBRARY_PATH is needed.
+is added so no LD_LIBRARY_PATH is needed. TD_WERROR=1 turns warnings into errors (the tests build
+that way on every torch they cover).
 """
+import os
 import shlex
 import subprocess
 
@@ -33,7 +35,8 @@ setup(
              "csrc/module.cpp"],
             include_dirs=[f[2:] for f in cflags if f.startswith("-I")],
             library_dirs=lib_dirs,
-            extra_compile_args=["-O2", "-Wall"],
+            extra_compile_args=["-O2", "-Wall", "-Woverloaded-virtual"] +
+            (["-Werror"] if os.environ.get("TD_WERROR") == "1" else []),
             extra_link_args=link_args,
         )
     ],

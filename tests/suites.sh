@@ -28,9 +28,11 @@ suite sim-scale 900 tests/sim/scale.sh
 suite pod-scale 300 tests/sim/podscale.sh
 suite sched 600 tests/sched/test_sched
 suite torch 900 tests/torch/run.sh
-# torch 2.x (Debian 13 trixie: torch 2.6, gcc 14, Open MPI 5.0) in a debootstrapped root cached
-# outside the tree (TD_TRIXIE_ROOT); the budget includes making the root on a fresh machine
-suite torch2 2400 tests/torch2/run.sh
+# torch 2.x in debootstrapped roots cached outside the tree (tests/torch2/root.sh): Debian 13
+# trixie (torch 2.6, gcc 14, Open MPI 5.0) and Debian sid (torch 2.14, gcc 16, Open MPI 6.0); each
+# budget includes making its root on a fresh machine (about 5 minutes with a near mirror)
+suite torch2 2400 tests/torch2/run.sh trixie
+suite torch2.14 2400 tests/torch2/run.sh sid
 suite bench-smoke 600 tests/bench/smoke.sh
 # runtime (tests/mpi): every collective checked exactly under mpirun, then jobs without mpirun
 suite mpi-np1 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi

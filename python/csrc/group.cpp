@@ -212,7 +212,7 @@ ProcessGroupTpuDist::ProcessGroupTpuDist(tpudistComm_t comm, int rank, int size,
 }
 
 void ProcessGroupTpuDist::start() {
-#ifdef TD_TORCH2
+#if TD_TORCH_2_0
   init();  // torch's per-backend setup (debug level, logging)
 #endif
   queue_->runInline = !defer_;
@@ -403,7 +403,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueueBatch(
 }
 
 // ---- split ----
-c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::split(
+c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::splitByColor(
     int color, int key, c10::intrusive_ptr<Options> options) {
   auto child = std::make_shared<tpudistComm_t>(nullptr);
   auto work = enqueue(c10d::OpType::UNKNOWN, "split", {}, c10d::kUnsetTimeout,
@@ -421,7 +421,7 @@ c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::split(
 }
 
 // ---- shrink ----
-c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::shrink(
+c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::shrinkExcluding(
     const std::vector<int> &exclude, bool abort, c10::intrusive_ptr<Options> options,
     std::vector<int> *members) {
   NoGil nogil;  // the agreement waits for the other survivors
@@ -484,8 +484,27 @@ c10::intrusive_ptr<ProcessGroupTpuDist> ProcessGroupTpuDist::shrink(
   return c10::make_intrusive<ProcessGroupTpuDist>(*child, rank, size, options);
 }
 
+#if TD_TORCH_2_14
+// torch's SHRINK_ABORT flag (torch.distributed.SHRINK_ABORT).
+constexpr int kTorchShrinkAbort = 0x01;
+
+c10::intrusive_ptr<c10d::Backend> ProcessGroupTpuDist::shrink(
+    const std::vector<int64_t> &ranksToExclude, int shrinkFlags,
+    const c10::intrusive_ptr<c10d::Backend::Options> &optsOverride) {
+  std::vector<int> exclude(ranksToExclude.begin(), ranksToExclude.end());
+  c10::intrusive_ptr<Options> opts;
+  if (optsOverride) {
+    opts = c10::make_intrusive<Options>(optsOverride->timeout);
+    if (auto mine = c10::dynamic_intrusive_pointer_cast<Options>(optsOverride)) {
+      opts->mode = mine->mode;
+    }
+  }
+  return shrinkExcluding(exclude, (shrinkFlags & kTorchShrinkAbort) != 0, opts, nullptr);
+}
+#endif
+
 // ---- coalescing ----
-#ifdef TD_TORCH2
+#if TD_TORCH_2_0
 void ProcessGroupTpuDist::startCoalescing() {
   std::lock_guard<std::mutex> lock(queue_->mu);
   TORCH_CHECK(!coalescing_, "tpu_dist: startCoalescing while already coalescing");

@@ -4,7 +4,7 @@
 #include <torch/extension.h>
 
 #include "process_group.hpp"
-#ifdef TD_TORCH2
+#if TD_TORCH_2_0
 #include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
 #endif
 
@@ -18,7 +18,7 @@ c10::intrusive_ptr<PG> createProcessGroup(const c10::intrusive_ptr<c10d::Store> 
   return c10::make_intrusive<PG>(store, rank, size, opts);
 }
 
-#ifdef TD_TORCH2
+#if TD_TORCH_2_0
 // The process group torch sees for a tpu_dist backend (torch 2.x). torch's own ProcessGroup names
 // a plugin backend "custom" (DDP's logging reads that name) and answers sequence numbers only for
 // its built-in backends; this one says "tpu_dist" and asks the backend. A creator that returns a
@@ -34,7 +34,9 @@ class GroupTpuDist : public c10d::ProcessGroup {
   const std::string getBackendName() const override {
     return "tpu_dist";
   }
+#if !TD_TORCH_2_14
   void setSequenceNumberForGroup() override {}
+#endif
   uint64_t getSequenceNumberForGroup() override {
     return backend_->getSequenceNumberForGroup();
   }
@@ -63,14 +65,14 @@ PYBIND11_MODULE(_C, m) {
           "split",
           [](PG &self, int color, int key, const c10::intrusive_ptr<PG::Options> &opts) {
             py::gil_scoped_release release;
-            return self.split(color, key, opts);
+            return self.splitByColor(color, key, opts);
           },
           py::arg("color"), py::arg("key"), py::arg("options") = py::none())
       .def(
           "perform_nocolor_split",
           [](PG &self, const py::object & /*device*/) {
             py::gil_scoped_release release;
-            self.split(TPUDIST_SPLIT_NOCOLOR, 0, c10::intrusive_ptr<PG::Options>());
+            self.splitByColor(TPUDIST_SPLIT_NOCOLOR, 0, c10::intrusive_ptr<PG::Options>());
           },
           py::arg("device") = py::none())
       .def(
@@ -81,7 +83,7 @@ PYBIND11_MODULE(_C, m) {
             c10::intrusive_ptr<PG> pg;
             {
               py::gil_scoped_release release;
-              pg = self.shrink(exclude, abort, opts, &members);
+              pg = self.shrinkExcluding(exclude, abort, opts, &members);
             }
             return py::make_tuple(pg, members);
           },
@@ -90,7 +92,7 @@ PYBIND11_MODULE(_C, m) {
       .def("_shutdown", &PG::shutdown, py::call_guard<py::gil_scoped_release>())
       .def("shutdown", &PG::shutdown, py::call_guard<py::gil_scoped_release>())
       .def("abort", &PG::abort, py::call_guard<py::gil_scoped_release>());
-#ifdef TD_TORCH2
+#if TD_TORCH_2_0
   py::class_<GroupTpuDist, c10d::ProcessGroup, c10::intrusive_ptr<GroupTpuDist>>(m, "GroupTpuDist")
       .def(py::init<const c10::intrusive_ptr<c10d::Store> &, c10::intrusive_ptr<PG>>(),
            py::arg("store"), py::arg("backend"));
@@ -102,7 +104,9 @@ PYBIND11_MODULE(_C, m) {
     tpudistGetVersion(&v);
     return v;
   });
-  m.attr("TORCH_VERSION_MAJOR") = TORCH_VERSION_MAJOR;
+  m.attr("TORCH_2_0") = bool(TD_TORCH_2_0);
+  m.attr("TORCH_2_14") = bool(TD_TORCH_2_14);
+  m.attr("TORCH_RECONFIGURE") = bool(TD_TORCH_RECONFIGURE);
   m.attr("SPLIT_NOCOLOR") = TPUDIST_SPLIT_NOCOLOR;
   m.attr("SHRINK_DEFAULT") = TPUDIST_SHRINK_DEFAULT;
   m.attr("SHRINK_ABORT") = TPUDIST_SHRINK_ABORT;

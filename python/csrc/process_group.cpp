@@ -390,7 +390,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::_reduce_scatter_base(
                  [this, o, i, op](WorkTpuDist &w) mutable { reduceScatterOne(o, i, op, w); });
 }
 
-#ifdef TD_TORCH2
+#if TD_TORCH_2_0
 // all_gather_into_tensor / reduce_scatter_tensor under _coalescing_manager (FSDP): one call per
 // pair, all in one batch.
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allgather_into_tensor_coalesced(

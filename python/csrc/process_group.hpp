@@ -1,7 +1,7 @@
 // process_group.hpp - the torch.distributed backend "tpu_dist": a thin C++ shim over the C API.
 //
-// torch 1.13 derives from c10d::ProcessGroup, torch 2.x from c10d::Backend (TORCH_VERSION_MAJOR;
-// TD_TORCH2 marks what only 2.x has). Every operation is queued to one worker thread per group,
+// torch 1.13 derives from c10d::ProcessGroup, torch 2.x from c10d::Backend; what differs between
+// torch releases is a feature macro of torch_compat.hpp. Every operation is queued to one worker thread per group,
 // which calls into the C library and completes the Work and its Future; a caller that finds the
 // group idle may do it on its own thread instead (WorkQueue), and one thread at a time calls into
 // the library (as the C API requires). So async_op=True returns at once and the collective runs
@@ -13,17 +13,11 @@
 // tpudistGroupEnd inside one.
 #pragma once
 
-#include <torch/version.h>
-
 #include <torch/csrc/distributed/c10d/Store.hpp>
 #include <torch/csrc/distributed/c10d/Types.hpp>
 #include <torch/csrc/distributed/c10d/Work.hpp>
-#if TORCH_VERSION_MAJOR >= 2
-#define TD_TORCH2 1
-#include <torch/csrc/distributed/c10d/Backend.hpp>
-#else
-#include <torch/csrc/distributed/c10d/ProcessGroup.hpp>
-#endif
+
+#include "torch_compat.hpp"
 
 #include <ATen/core/ivalue.h>
 
@@ -41,12 +35,6 @@
 #include "tpu_dist.h"
 
 namespace tpu_dist {
-
-#if TORCH_VERSION_MAJOR >= 2
-using BaseGroup = c10d::Backend;
-#else
-using BaseGroup = c10d::ProcessGroup;
-#endif
 
 class WorkTpuDist;
 
@@ -96,7 +84,7 @@ class WorkTpuDist : public c10d::Work {
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
     return future_;
   }
-#ifdef TD_TORCH2
+#if TD_TORCH_2_0
   uint64_t getSequencenumber() const override {
     return seq;
   }
@@ -152,22 +140,28 @@ class ProcessGroupTpuDist : public BaseGroup {
   // tpudistCommSplit of this group, run in order with its operations: every rank of this group
   // calls it, with the same color for the members of one new group (ordered by key) and
   // TPUDIST_SPLIT_NOCOLOR elsewhere (null result). No store traffic, no new rendezvous.
-  c10::intrusive_ptr<ProcessGroupTpuDist> split(int color, int key,
-                                                c10::intrusive_ptr<Options> options);
+  c10::intrusive_ptr<ProcessGroupTpuDist> splitByColor(int color, int key,
+                                                       c10::intrusive_ptr<Options> options);
   // tpudistCommShrink of this group: the members not in exclude (ranks of this group; empty: the
   // failed set the survivors agree on) form the new group, renumbered in this group's order, with
   // no store traffic and no rendezvous. abort (TPUDIST_SHRINK_ABORT) first revokes the running
   // operation and fails the queued ones; else they complete first. Every survivor calls it.
   // *members (if given): the new group's members as ranks of this group, in new-rank order.
   // This group stays usable only to be destroyed (after abort every operation fails).
-  c10::intrusive_ptr<ProcessGroupTpuDist> shrink(const std::vector<int> &exclude, bool abort,
-                                                 c10::intrusive_ptr<Options> options,
-                                                 std::vector<int> *members);
-  bool supportsSplitting() const
-#ifdef TD_TORCH2
-      override
+  c10::intrusive_ptr<ProcessGroupTpuDist> shrinkExcluding(const std::vector<int> &exclude,
+                                                          bool abort,
+                                                          c10::intrusive_ptr<Options> options,
+                                                          std::vector<int> *members);
+#if TD_TORCH_2_14
+  // torch's shrink_group: shrinkExcluding with torch's flags (SHRINK_ABORT aborts first).
+  bool supportsShrinking() const override {
+    return true;
+  }
+  c10::intrusive_ptr<c10d::Backend> shrink(
+      const std::vector<int64_t> &ranksToExclude, int shrinkFlags,
+      const c10::intrusive_ptr<c10d::Backend::Options> &optsOverride) override;
 #endif
-  {
+  bool supportsSplitting() const TD_OVERRIDE_2_0 {
     return true;
   }
   bool supportsCoalescing() const {
@@ -176,10 +170,10 @@ class ProcessGroupTpuDist : public BaseGroup {
 
   // Stops the group: operations not started fail with an error, the running one finishes
   // (bounded by its timeout), then the communicator is destroyed. Idempotent.
-  void shutdown();
+  void shutdown() TD_OVERRIDE_2_14;
   // Fails the running operation and every pending one with an error at once (tpudistCommAbort,
   // any thread); later operations fail at once. Never waits for a peer. Idempotent.
-  void abort();
+  void abort() TD_OVERRIDE_2_14;
 
   const std::string getBackendName() const override {
     return "tpu_dist";
@@ -225,7 +219,7 @@ class ProcessGroupTpuDist : public BaseGroup {
                                       int tag) override;
   c10::intrusive_ptr<c10d::Work> recvAnysource(std::vector<at::Tensor> &tensors, int tag) override;
   c10::intrusive_ptr<c10d::Work> barrier(const c10d::BarrierOptions &opts) override;
-#ifdef TD_TORCH2
+#if TD_TORCH_2_0
   void startCoalescing() override;
   c10::intrusive_ptr<c10d::Work> endCoalescing() override;
   c10::intrusive_ptr<c10d::Work> allgather_into_tensor_coalesced(

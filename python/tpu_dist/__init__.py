@@ -20,19 +20,17 @@ timeout, name and global ranks) and also provides:
 - device-typed backend strings ("cpu:gloo,cuda:tpu_dist" or the reverse): the group keeps every
   backend named, each serving its device (torch 1.13 rejects such strings itself).
 """
-import inspect
-import threading
-
 import torch
 import torch.distributed as dist
 
 from . import _C  # noqa: E402  (needs torch.distributed imported first)
+from . import _compat
 
-BACKEND_NAME = "tpu_dist"
+BACKEND_NAME = _compat.BACKEND_NAME
 # The group options: timeout, group_name, global_ranks_in_group, mode (strict, debug, defer;
 # empty: TPU_DIST_MODE). On torch 2.x, pass one as pg_options to set a new group's mode.
 Options = _C.Options
-TORCH2 = _C.TORCH_VERSION_MAJOR >= 2
+TORCH2 = _compat.TORCH2
 _REGISTERED = False
 
 
@@ -53,27 +51,13 @@ def _create_ext(dist_opts, pg_options):  # torch 2.x, extended_api=True
     opts.global_ranks_in_group = list(dist_opts.global_ranks_in_group)
     backend = _C.create_process_group(dist_opts.store, dist_opts.group_rank,
                                       dist_opts.group_size, opts)
-    if getattr(_MIXED, "on", False):
+    if _compat.making_mixed_group():
         # The group maps other devices to other backends ("cpu:gloo,cuda:tpu_dist"): torch's own
         # ProcessGroup holds them all; a ProcessGroup returned here would replace it and lose them.
         return backend
     # A ProcessGroup, which torch uses as the group itself: it is named "tpu_dist" (torch's own
     # would say "custom") and answers sequence numbers from the backend.
     return _C.GroupTpuDist(dist_opts.store, backend)
-
-
-# Set while torch makes a group whose devices map to tpu_dist and to other backends (torch 2.x).
-_MIXED = threading.local()
-
-
-def _mixed_backends(backend):
-    """True if a backend string maps some devices to tpu_dist and others to other backends."""
-    from torch.distributed import distributed_c10d as c10d
-    try:
-        names = set(str(b) for b in c10d.BackendConfig(backend).get_device_backend_map().values())
-    except (ValueError, AssertionError, TypeError):
-        return False  # torch's own call reports a malformed string
-    return BACKEND_NAME in names and len(names) > 1
 
 
 _CREATOR = _create_ext if TORCH2 else _create
@@ -96,7 +80,7 @@ def _register():
             "another package (%r); uninstall it or import only one of them" % (func,))
     if TORCH2:  # declare CPU support (a list: a string would be split into characters)
         dist.Backend.register_backend(BACKEND_NAME, _CREATOR, extended_api=True, devices=["cpu"])
-        _install_torch2_hooks()
+        _compat.install_torch2_hooks(backend_of, abort_process_group, split_group)
     else:  # torch 1.13 has no devices argument
         dist.Backend.register_backend(BACKEND_NAME, _CREATOR)
     _REGISTERED = True
@@ -256,69 +240,6 @@ def abort_process_group(group=None):
         if b is not None:
             b.abort()
     dist.destroy_process_group(group)
-
-
-def _install_torch2_hooks():
-    """torch 2.x shuts down and aborts only NCCL backends itself; route tpu_dist groups here. And
-    a group of several backends keeps them all (_install_mixed_hook)."""
-    from torch.distributed import distributed_c10d as c10d
-    _install_mixed_hook(c10d)
-    shutdown = getattr(c10d, "_shutdown_backend", None)
-    if shutdown is not None and not getattr(shutdown, "_tpu_dist", False):
-        def _shutdown_backend(pg):
-            b = backend_of(pg)
-            if b is not None:
-                b.shutdown()
-            else:
-                shutdown(pg)
-        _shutdown_backend._tpu_dist = True
-        c10d._shutdown_backend = _shutdown_backend
-    abort = getattr(c10d, "_abort_process_group", None)
-    if abort is not None and not getattr(abort, "_tpu_dist", False):
-        def _abort_process_group(group=None):
-            if backend_of(group) is not None:
-                abort_process_group(group)
-            else:
-                abort(group)
-        _abort_process_group._tpu_dist = True
-        c10d._abort_process_group = _abort_process_group
-    split = getattr(c10d, "split_group", None)
-    if split is not None and not getattr(split, "_tpu_dist", False):
-        def _split_group(parent_pg=None, split_ranks=None, timeout=None, pg_options=None,
-                         group_desc=None):
-            if c10d.is_initialized() and backend_of(parent_pg) is not None:
-                return split_group(parent_pg, split_ranks, timeout, pg_options, group_desc)
-            return split(parent_pg, split_ranks, timeout, pg_options, group_desc)
-        _split_group._tpu_dist = True
-        c10d.split_group = _split_group
-        if getattr(dist, "split_group", None) is split:
-            dist.split_group = _split_group
-
-
-def _install_mixed_hook(c10d):
-    """torch 2.x makes every group in _new_process_group_helper, which takes a ProcessGroup that a
-    creator returns as the group itself and stops there: with "cpu:gloo,cuda:tpu_dist" (or the
-    reverse) the other backend would be lost. While it makes such a group, the creator returns
-    the plain backend, which torch registers for its devices next to the others."""
-    helper = getattr(c10d, "_new_process_group_helper", None)
-    if helper is None or getattr(helper, "_tpu_dist", False):
-        return
-    sig = inspect.signature(helper)
-
-    def _new_process_group_helper(*args, **kwargs):
-        try:
-            backend = sig.bind(*args, **kwargs).arguments.get("backend")
-        except TypeError:
-            backend = None  # torch's own call reports the bad arguments
-        prev = getattr(_MIXED, "on", False)
-        _MIXED.on = backend is not None and _mixed_backends(backend)
-        try:
-            return helper(*args, **kwargs)
-        finally:
-            _MIXED.on = prev
-
-    _new_process_group_helper._tpu_dist = True
-    c10d._new_process_group_helper = _new_process_group_helper
 
 
 _register()

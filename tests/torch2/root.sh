@@ -1,29 +1,45 @@
 #!/usr/bin/env bash
-# tests/torch2/root.sh - makes (or reuses) a Debian 13 (trixie) root with torch 2.x for the torch2
-# suite, then runs a command inside it.
+# tests/torch2/root.sh - makes (or reuses) a Debian root with a newer torch for the torch suites,
+# then runs a command inside it.
 #
-#   tests/torch2/root.sh ensure           build the root if missing or its package set changed
-#   tests/torch2/root.sh run CMD...       ensure, then run CMD in the root (bash -c) with /proc,
-#                                         /dev, /dev/shm and /sys bound for the run only
+#   tests/torch2/root.sh SUITE ensure         build the root if missing or its package set changed
+#   tests/torch2/root.sh SUITE run CMD...     ensure, then run CMD in the root (bash -c) with /proc,
+#                                             /dev, /dev/shm and /sys bound for the run only
 #
-# The root lives outside the tree, in TD_TRIXIE_ROOT (default /var/cache/tpu_dist/trixie-root).
-# It is made with debootstrap (minbase) from the Debian mirror the machine's own apt sources name,
-# then the packages below are installed with apt-get inside it. A stamp file in the root lists the
-# package set; a different list rebuilds it. A root is only ever used once complete (it is built
+# SUITE is a Debian suite: trixie (Debian 13: torch 2.6, gcc 14, Open MPI 5.0) or sid (torch
+# 2.14, Python 3.14, gcc 16, Open MPI 6.0, transformers). The root lives outside the tree, in
+# TD_ROOT_DIR (default /var/cache/tpu_dist/SUITE-root). It is made with debootstrap (minbase)
+# from the Debian mirror the machine's own apt sources name, then the packages below are installed
+# with apt-get inside it; sid's archive may serve a Release file past its Valid-Until date, so apt
+# there does not check it. A stamp file in the root lists the package set; a different list
+# rebuilds it. A root is only ever used once complete (it is built
 # under ROOT.new and renamed). Everything that mounts runs in a private mount namespace
 # (unshare -m), so no mount outlives the run even if it is killed; a trap unmounts as well.
 # Any failure to make the root fails with a clear message.
 set -euo pipefail
 
-ROOT=${TD_TRIXIE_ROOT:-/var/cache/tpu_dist/trixie-root}
-SUITE=trixie
+SUITE=${1:-}
 PKGS="build-essential autoconf automake libtool pkg-config libssl-dev
   libopenmpi-dev openmpi-bin libcunit1-dev python3-torch libtorch-dev pybind11-dev python3-pytest
   python3-setuptools python3-pip ninja-build"
+APT_OPTS=
+case "$SUITE" in
+  trixie) ;;
+  sid)
+    PKGS="$PKGS python3-transformers"
+    APT_OPTS="-o Acquire::Check-Valid-Until=false"
+    ;;
+  *)
+    sed -n '2,17p' "$0"
+    exit 2
+    ;;
+esac
+shift
+ROOT=${TD_ROOT_DIR:-/var/cache/tpu_dist/$SUITE-root}
 STAMP="suite=$SUITE packages=$(echo $PKGS | tr ' ' '\n' | sort | tr '\n' ' ')"
 
 die() {
-  echo "torch2 root: $*" >&2
+  echo "$SUITE root: $*" >&2
   exit 1
 }
 
@@ -85,13 +101,13 @@ build_root() {
   local avail
   avail=$(df -Pk "$(dirname "$ROOT")" | awk 'NR==2{print $4}')
   [ "${avail:-0}" -ge 6000000 ] || die "less than 6 GB free under $(dirname "$ROOT")"
-  echo "torch2 root: debootstrap $SUITE from $mirror into $new"
+  echo "$SUITE root: debootstrap $SUITE from $mirror into $new"
   rm -rf "$new"
   unshare --mount --propagation private \
     debootstrap --variant=minbase "$SUITE" "$new" "$mirror" >"$ROOT.debootstrap.log" 2>&1 ||
     die "debootstrap failed (log: $ROOT.debootstrap.log): $(tail -n 3 "$ROOT.debootstrap.log")"
-  echo "torch2 root: apt-get install $(echo $PKGS)"
-  in_ns "$new" "apt-get update -q && apt-get install -y -q --no-install-recommends $(echo $PKGS) && apt-get clean" \
+  echo "$SUITE root: apt-get install $(echo $PKGS)"
+  in_ns "$new" "apt-get $APT_OPTS update -q && apt-get $APT_OPTS install -y -q --no-install-recommends $(echo $PKGS) && apt-get clean" \
     >"$ROOT.apt.log" 2>&1 || die "apt-get in the root failed (log: $ROOT.apt.log): $(tail -n 3 "$ROOT.apt.log")"
   echo "$STAMP" >"$new/.tpu_dist-stamp"
   rm -rf "$ROOT"
@@ -125,7 +141,7 @@ case "${1:-}" in
     in_ns "$ROOT" "$@"
     ;;
   *)
-    sed -n '2,16p' "$0"
+    sed -n '2,17p' "$0"
     exit 2
     ;;
 esac
