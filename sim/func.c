@@ -1,7 +1,7 @@
 /*
  * func.c - the simulator's functional mode: every rank gets real INPUT/OUTPUT/SCRATCH buffers
  * (in-place aliasing applied), each delivered message and local step moves or reduces real
- * elements with the shared kernels (collectives/kernels.h) at the simulated time it completes,
+ * elements with the shared kernels (kernels/kernels.h) at the simulated time it completes,
  * and the outputs are checked at the end against a reference computed directly from the
  * collective's definition (not from any schedule).
  *

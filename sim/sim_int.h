@@ -6,6 +6,7 @@
 #define TD_SIM_INT_H_
 
 #include "sim.h"
+#include "step_sem.h"
 
 /* ---- network (net.c) ---- */
 #define SIM_INLINE_RES 40

@@ -30,6 +30,7 @@
 #include "rt_topo.h"
 #include "sched_io.h"
 #include "select.h"
+#include "step_sem.h"
 
 typedef struct {
   char mode;

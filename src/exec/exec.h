@@ -25,6 +25,7 @@
 #include "rt_clock.h"
 #include "rt_net.h"
 #include "sched_ir.h"
+#include "step_sem.h"
 #include "transport.h"
 
 /* TD_OP_SMALL: an all-reduce through the shm slots (exec_small.c), not a schedule. */

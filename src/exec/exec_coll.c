@@ -18,6 +18,7 @@
 #include "kernels.h"
 #include "registry.h"
 #include "rt_log.h"
+#include "step_sem.h"
 
 #define TD_NONE UINT32_MAX
 

@@ -23,6 +23,7 @@
 #include "exec.h"
 #include "kernels.h"
 #include "rt_log.h"
+#include "step_sem.h"
 
 typedef struct {
   const tdOp *op;

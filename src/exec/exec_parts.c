@@ -14,6 +14,7 @@
 #include <string.h>
 
 #include "exec.h"
+#include "step_sem.h"
 
 /* The part holding position w of a block (parts cover [0, op->n) in order, none empty). */
 static const tdPart *partAt(const tdOp *op, uint64_t w) {

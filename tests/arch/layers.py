@@ -3,13 +3,21 @@
 
 Reads every #include "..." of the library's sources and fails, naming the file and line, when one
 runs the wrong way: a folder may include headers of its own folder and of the layers below it
-only. The order, lowest first:
+only. Below means reachable through USES (what each layer builds on directly, as its include path
+in Makefile.am does), lowest first:
 
-    base < topology < collectives < src/rt < src/bootstrap < src/transport < src/exec < src/core
+    base < kernels, topology; topology < collectives/ir
+    collectives/ir < collectives/validate, collectives/algos/common, collectives/cost
+    collectives/algos/common < collectives/algos/<coll> (one per collective, none including
+        another) < collectives/algos (the table)
+    collectives/validate, collectives/algos, collectives/cost < collectives/drive (by name)
+        < collectives/select
+    collectives/select, kernels < sim, src/rt < src/bootstrap < src/transport < src/exec < src/core
 
-(src/transport includes its transports' folders; sim/ sits on collectives like src/rt and is
-never included by the runtime). It also fails on a header name that two folders define (the
-include would be ambiguous) and on an include it cannot resolve, and prints the folder graph.
+So the validator and the cost model know no generator, and the runtime never includes sim/.
+src/transport includes its transports' folders. It also fails on a header name that two folders
+define (the include would be ambiguous), on an include it cannot resolve and on a source file of
+collectives/ outside every layer (a new folder must take its place), and prints the folder graph.
 Exit status 0 when the house is in order.
 
     tests/arch/layers.py [ROOT]     checks the tree at ROOT (default: this checkout)
@@ -19,70 +27,122 @@ import re
 import sys
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), "..", ".."))
-LAYERS = ["base", "topology", "collectives", "sim", "src/rt", "src/bootstrap", "src/transport",
-          "src/exec", "src/core"]
-# what each layer may include besides itself (everything below it, except sim for the runtime)
-BELOW = {name: set(LAYERS[:i]) for i, name in enumerate(LAYERS)}
-for name in ("src/rt", "src/bootstrap", "src/transport", "src/exec", "src/core"):
-    BELOW[name].discard("sim")
+COLLS = "collectives/algos/*"  # one folder per collective, found in the tree (not common/)
+USES = {
+    "base": [],
+    "kernels": ["base"],
+    "topology": ["base"],
+    "collectives/ir": ["topology"],
+    "collectives/validate": ["collectives/ir"],
+    "collectives/algos/common": ["collectives/ir"],
+    COLLS: ["collectives/algos/common"],
+    "collectives/algos": [COLLS],
+    "collectives/cost": ["collectives/ir"],
+    "collectives/drive": ["collectives/validate", "collectives/algos", "collectives/cost"],
+    "collectives/select": ["collectives/drive"],
+    "sim": ["collectives/select", "kernels"],
+    "src/rt": ["collectives/select", "kernels"],
+    "src/bootstrap": ["src/rt"],
+    "src/transport": ["src/bootstrap"],
+    "src/exec": ["src/transport"],
+    "src/core": ["src/exec"],
+}
+PLACED = ("collectives",)  # every source below these folders must lie in a layer
 PUBLIC = {"tpu_dist.h"}  # include/: the public header, visible to every layer
 INCLUDE = re.compile(r'^\s*#\s*include\s+"([^"]+)"')
 
 
-def layer_of(path):
+def layers():
+    """The layers (lowest first, the collectives' folders of the tree at TOP in place of COLLS)
+    and what each may include besides itself: every layer reachable through USES."""
+    algos = os.path.join(TOP, "collectives", "algos")
+    colls = sorted("collectives/algos/" + d for d in os.listdir(algos)
+                   if d != "common" and os.path.isdir(os.path.join(algos, d))) \
+        if os.path.isdir(algos) else []
+
+    def expand(names):
+        return [c for n in names for c in (colls if n == COLLS else [n])]
+
+    names, below = expand(USES), {}
+    for name in USES:
+        for layer in expand([name]):
+            below[layer] = set()
+            todo = expand(USES[name])
+            while todo:
+                dep = todo.pop()
+                if dep not in below[layer]:
+                    below[layer].add(dep)
+                    todo += [d for key in USES if dep in expand([key]) for d in expand(USES[key])]
+    return names, below
+
+
+def layer_of(path, names):
     rel = os.path.relpath(path, TOP)
-    for name in sorted(LAYERS, key=len, reverse=True):
+    for name in sorted(names, key=len, reverse=True):
         if rel == name or rel.startswith(name + "/"):
             return name
     return None
 
 
-def sources():
-    for name in LAYERS:
+def sources(roots):
+    for name in roots:
         for root, _, files in os.walk(os.path.join(TOP, name)):
             for f in sorted(files):
                 if f.endswith((".c", ".h")):
                     yield os.path.join(root, f)
 
 
+def roots(names):
+    """The folders to walk: the layers no other layer contains, and PLACED."""
+    folders = list(names) + list(PLACED)
+    return sorted({n for n in folders if not any(n.startswith(o + "/") for o in folders)})
+
+
+def include_errors(path, src, names, below, headers, edges):
+    errors = []
+    with open(path, encoding="utf-8", errors="replace") as f:
+        for lineno, line in enumerate(f, 1):
+            m = INCLUDE.match(line)
+            if not m or m.group(1) in PUBLIC:
+                continue
+            inc, where = m.group(1), "%s:%d" % (os.path.relpath(path, TOP), lineno)
+            local = os.path.normpath(os.path.join(os.path.dirname(path), inc))
+            targets = [local] if os.path.exists(local) else headers.get(os.path.basename(inc))
+            if not targets:
+                errors.append("%s: #include \"%s\" names no header of the tree" % (where, inc))
+                continue
+            dst = layer_of(targets[0], names)
+            if dst == src:
+                continue
+            edges[(src, dst)] = edges.get((src, dst), 0) + 1
+            if dst not in below[src]:
+                errors.append("%s: #include \"%s\" runs from %s to %s, not below it" %
+                              (where, inc, src, dst))
+    return errors
+
+
 def main():
     global TOP
     if len(sys.argv) > 1:
         TOP = os.path.abspath(sys.argv[1])
-    headers, errors = {}, []
-    for path in sources():
+    names, below = layers()
+    files, headers, errors = [], {}, []
+    for path in sources(roots(names)):
+        if layer_of(path, names) is None:
+            errors.append("%s lies in no layer" % os.path.relpath(path, TOP))
+            continue
+        files.append(path)
         if path.endswith(".h"):
             headers.setdefault(os.path.basename(path), []).append(path)
     for name, paths in headers.items():
-        if len({layer_of(p) for p in paths}) > 1:
+        if len({layer_of(p, names) for p in paths}) > 1:
             errors.append("header %s is defined in several layers: %s" %
                           (name, ", ".join(os.path.relpath(p, TOP) for p in paths)))
     edges = {}
-    for path in sources():
-        src = layer_of(path)
-        with open(path, encoding="utf-8", errors="replace") as f:
-            for lineno, line in enumerate(f, 1):
-                m = INCLUDE.match(line)
-                if not m:
-                    continue
-                inc = m.group(1)
-                if inc in PUBLIC:
-                    continue
-                local = os.path.normpath(os.path.join(os.path.dirname(path), inc))
-                targets = [local] if os.path.exists(local) else headers.get(os.path.basename(inc))
-                if not targets:
-                    errors.append("%s:%d: #include \"%s\" names no header of the tree" %
-                                  (os.path.relpath(path, TOP), lineno, inc))
-                    continue
-                dst = layer_of(targets[0])
-                if dst != src:
-                    edges.setdefault((src, dst), 0)
-                    edges[(src, dst)] += 1
-                if dst != src and dst not in BELOW[src]:
-                    errors.append("%s:%d: #include \"%s\" runs from %s up to %s" %
-                                  (os.path.relpath(path, TOP), lineno, inc, src, dst))
-    for (src, dst), n in sorted(edges.items(), key=lambda e: (LAYERS.index(e[0][0]), e[0][1])):
-        print("%-14s -> %-14s %3d includes" % (src, dst, n))
+    for path in files:
+        errors += include_errors(path, layer_of(path, names), names, below, headers, edges)
+    for (src, dst), n in sorted(edges.items(), key=lambda e: (names.index(e[0][0]), e[0][1])):
+        print("%-31s -> %-31s %3d includes" % (src, dst, n))
     for e in errors:
         print("LAYERS: " + e)
     print("%d wrong-way or unresolved includes" % len(errors))

@@ -1,6 +1,6 @@
 /*
- * fuzz_sched.c - fuzz target over the schedule text loader (collectives/sched_io.c), the parser of
- * TPU_DIST_SCHED_FILE: the input is the file's text. Whatever loads must dump back to text that
+ * fuzz_sched.c - fuzz target over the schedule text loader (collectives/ir/sched_io.c), the parser
+ * of TPU_DIST_SCHED_FILE: the input is the file's text. Whatever loads must dump back to text that
  * loads again into the same schedules (dump(load(dump(s))) == dump(s)), and a rejected text must
  * say why ("line N: ..."); a violation aborts. Built with clang -fsanitize=fuzzer by
  * tests/fuzz/run.sh; replay.c runs the committed corpus under gcc.

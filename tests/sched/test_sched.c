@@ -1,6 +1,6 @@
 /*
  * test_sched.c - every algorithm of tdAlgoTable over a matrix of shapes, through the validator
- * (collectives/validate.h) and the text format (collectives/sched_io.h):
+ * (collectives/validate/validate.h) and the text format (collectives/ir/sched_io.h):
  *   nranks 1..17, 24, 32, 64, 128 flat, and the tori 2x2, 3x3, 4x4, 2x2x2, 4x2x2 themselves
  *   (topology-aware generators refuse flat shapes; TD_FULL=1 adds 4x4x4, 4x4x8) x counts {0, 1,
  * n-1, 3n+1, 1031} x in place / out of place (where the collective has an in-place form) x roots
@@ -27,6 +27,7 @@
 #include "../cu_main.h"
 #include "algos.h"
 #include "sched_io.h"
+#include "step_sem.h"
 #include "validate.h"
 
 #define MAXALGO 16

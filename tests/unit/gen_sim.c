@@ -10,6 +10,8 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "step_sem.h"
+
 typedef struct {
   uint64_t mask;
   uint32_t cnt; /* 0 = never written, UINT32_MAX = error */

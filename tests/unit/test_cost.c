@@ -1,5 +1,5 @@
 /*
- * test_cost.c - the cost model (collectives/cost.h). Hand-built schedules whose times follow
+ * test_cost.c - the cost model (collectives/cost/cost.h). Hand-built schedules whose times follow
  * from the model's parameters by hand: one message on a flat pair, a local copy, two flows
  * sharing a torus link (twice as long) against disjoint or opposite flows (not), stalls and
  * unmatched messages reported. Then the acceptance rankings over generated schedules: on a 4x4x4
@@ -14,7 +14,7 @@
 
 #include "../cu_main.h"
 #include "algos.h"
-#include "cost.h"
+#include "drive.h"
 #include "hand_scheds.h"
 
 static const tdCostModel kModel = {1e-6, 1e9, 1e9, 1e9, 0, 0, 0, 0, 0}; /* no pipelining, no DCN */

@@ -1,5 +1,5 @@
 /*
- * test_cost_dcn.c - the cost model's DCN (collectives/cost.h) and the selection it drives.
+ * test_cost_dcn.c - the cost model's DCN (collectives/cost/cost.h) and the selection it drives.
  * Hand-built messages whose times follow from the model's figures: one message across DCN on a
  * flat topology and on a torus (no ICI hops, the DCN latency), two ranks of one host sharing its
  * NIC (twice as long) against ranks of different hosts (not), a message inside a slice (ICI).
@@ -17,7 +17,7 @@
 #include <string.h>
 
 #include "../cu_main.h"
-#include "cost.h"
+#include "drive.h"
 #include "hand_scheds.h"
 #include "select.h"
 

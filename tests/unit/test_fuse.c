@@ -12,9 +12,9 @@
 
 #include "../cu_main.h"
 #include "algos.h"
+#include "drive.h"
 #include "sched_ir.h"
 #include "torus.h"
-#include "validate.h"
 
 #define IN(c) schedRef(TD_BUF_INPUT, (c), 1)
 #define OUT(c) schedRef(TD_BUF_OUTPUT, (c), 1)

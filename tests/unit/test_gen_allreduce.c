@@ -21,7 +21,9 @@
 
 #include "../cu_main.h"
 #include "algos.h"
-#include "validate.h"
+#include "allreduce.h"
+#include "drive.h"
+#include "step_sem.h"
 
 typedef struct {
   const char *name;

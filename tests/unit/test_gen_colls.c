@@ -5,14 +5,20 @@
  * roots {0, n-1, n/2} (all-to-all-v: count matrices with zeros, one hot receiver, random). Each
  * schedule set is executed on tagged data by the model of gen_sim.c (rendezvous sends, the IR's
  * issue rules, NCCL aliasing) and the outputs are compared with the collective's definition; every
- * shape also goes through the validator (collectives/validate.h), plain and fused.
+ * shape also goes through the validator (collectives/validate/validate.h), plain and fused.
  */
 #include <stdlib.h>
 #include <string.h>
 
 #include "../cu_main.h"
+#include "allgather.h"
+#include "alltoall.h"
+#include "broadcast.h"
+#include "drive.h"
 #include "gen_sim.h"
-#include "validate.h"
+#include "reduce.h"
+#include "reducescatter.h"
+#include "sendrecv.h"
 
 static const int kRanks[] = {1,  2,  3,  4,  5,  6,  7,  8,  9,  10, 11,  12,
                              13, 14, 15, 16, 17, 24, 32, 64, 48, 96, 255, 256};

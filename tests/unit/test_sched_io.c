@@ -1,5 +1,6 @@
 /*
- * test_sched_io.c - unit tests of the schedule text format (collectives/sched_io.c): dump -> load
+ * test_sched_io.c - unit tests of the schedule text format (collectives/ir/sched_io.c): dump ->
+ * load
  * -> dump is byte-identical on hand-built schedules (uniform and explicit layouts, fused steps,
  * deps, several streams, empty ones); the example of docs/schedule-ir.md loads; malformed texts
  * are rejected naming the right line; random corruptions of a valid text never crash the loader.

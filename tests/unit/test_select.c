@@ -1,5 +1,5 @@
 /*
- * test_select.c - the selection table (collectives/select.h): built for 64 ranks on 4x4x4 in
+ * test_select.c - the selection table (collectives/select/select.h): built for 64 ranks on 4x4x4 in
  * under 1 s of CPU time, one greppable line per (collective, size bucket), candidates cheapest
  * first (torus for large all-reduce, a latency algorithm for small), bucket boundaries,
  * overrides (TPU_DIST_ALGO syntax) with clear errors for unknown collectives, unknown algorithms

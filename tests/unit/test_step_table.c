@@ -1,5 +1,5 @@
 /*
- * test_step_table.c - the step-semantics table (collectives/step_sem.h).
+ * test_step_table.c - the step-semantics table (collectives/ir/step_sem.h).
  *
  *  - every row against the semantics written out here (docs/schedule-ir.md), and the row's flags
  *    against its columns; peers, wire ref and spans of one concrete step per op;
@@ -19,6 +19,7 @@
 #include "cost.h"
 #include "gen_sim.h"
 #include "sim.h"
+#include "step_sem.h"
 #include "validate.h"
 
 enum { S = TD_OPND_SRC, D = TD_OPND_DST, W = TD_OPND_WIRE };

@@ -13,6 +13,7 @@
 
 #include "../cu_main.h"
 #include "algos.h"
+#include "step_sem.h"
 #include "validate.h"
 
 static const char *const kShapes[] = {

@@ -1,9 +1,9 @@
 /*
- * test_validate.c - unit tests of the schedule validator (collectives/validate.c) on hand-built
- * schedules: correct ring all-reduces (2, 3 and 257 ranks, in and out of place, unfused and
- * fused) and other small collectives must pass; broken variants (missing receive, size mismatch,
- * deadlocking order, double contribution, wrong output, overlapping writes, bad refs, peers, deps,
- * writes to the send buffer, ...) must each fail with the right message.
+ * test_validate.c - unit tests of the schedule validator (collectives/validate/validate.c) on
+ * hand-built schedules: correct ring all-reduces (2, 3 and 257 ranks, in and out of place, unfused
+ * and fused) and other small collectives must pass; broken variants (missing receive, size
+ * mismatch, deadlocking order, double contribution, wrong output, overlapping writes, bad refs,
+ * peers, deps, writes to the send buffer, ...) must each fail with the right message.
  */
 #include <stdlib.h>
 #include <string.h>

@@ -1,0 +1,24 @@
+/*
+ * allgather.h - the all-gather generators (allgather_<algo>.c) and their rows of the algorithm
+ * table.
+ */
+#ifndef TD_ALLGATHER_H_
+#define TD_ALLGATHER_H_
+
+#include "generator.h"
+
+tpudistResult_t genAllgatherRing(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllgatherRecdbl(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllgatherTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllgatherHier(const tdCollArgs *a, tdSched *s, char *err);
+
+/* Its rows of the algorithm table (algos.c), in the order its candidates are considered. */
+/* clang-format off */
+#define TD_ALGO_ROWS_ALLGATHER                          \
+  {TD_COLL_ALLGATHER, "ring", genAllgatherRing, 0},     \
+  {TD_COLL_ALLGATHER, "recdbl", genAllgatherRecdbl, 0}, \
+  {TD_COLL_ALLGATHER, "torus", genAllgatherTorus, 0},   \
+  {TD_COLL_ALLGATHER, "hier", genAllgatherHier, 0}
+/* clang-format on */
+
+#endif /* TD_ALLGATHER_H_ */

@@ -1,0 +1,759 @@
+/*
+ * select.c - per-communicator algorithm selection (select.h). For every collective, each built
+ * generator that accepts the shape is generated once for all ranks (schedules are
+ * count-independent) and evaluated by the cost model (cost.h) at every size bucket; the table
+ * keeps the candidates per bucket ordered cheapest first. selectAlltoallvLocal reads the table for
+ * the runtime's one question that spans all sizes: may all-to-all-v skip its counts exchange (one
+ * algorithm first at every size, and one that needs only a row and column of the count matrix)?
+ *
+ * Size buckets: bytes = the larger buffer of one rank as NCCL's tests count it (all-reduce,
+ * broadcast, reduce, send/recv: count * elem; all-gather: the gathered output, reduce-scatter:
+ * the input, all-to-all(v): the whole send buffer, i.e. nranks blocks); bucket b holds sizes in
+ * (2^(b-1), 2^b], b = 0 .. 30 (1 B .. 1 GiB; larger sizes use the last bucket). A bucket is
+ * costed with per-block count max(1, 2^b / (4 * blocks)) of 4-byte elements.
+ * All-to-all-v is costed as all-to-all with equal blocks for algorithms that have an all-to-all
+ * twin of the same name (same step structure); others with an equal count matrix per bucket.
+ *
+ * Up to TD_SELECT_MAX_RANKS (256) ranks every rank is simulated (contention depends on all
+ * flows; trees are not rank-symmetric), within a deterministic work budget, so that every rank
+ * builds the same table: TD_SELECT_WORK_BUDGET (12 M) step evaluations (steps of a plan x buckets
+ * evaluated) in all, estimated as rank 0's steps x ranks x buckets before the others are
+ * generated; a candidate past it is ranked after the costed ones by a fixed order (latency
+ * algorithms first up to 64 KiB, bandwidth algorithms above). 64 ranks on 4x4x4 are costed in
+ * full. (The cut-off, measured: costing every rank at 512 ranks on 8x8x8 took 4.4 s of CPU and
+ * still left candidates to the fixed order; by symmetry it takes 0.05 s and costs all but the
+ * chains. Up to 256 ranks the tables are those of full costing, as before.)
+ *
+ * Pod scale (more ranks): a candidate whose plans are images of rank 0's under a symmetry of the
+ * rank set is costed from rank 0's plan alone (costPlanCreateSym): translations of a torus that
+ * wraps on every axis (twisted or not: every chip is then a translate of chip 0; the torus
+ * all-reduce, all-gather, reduce-scatter and all-to-all on plain tori), else cyclic shifts of
+ * rank numbers (ring, pairwise, Bruck, direct: exact for matching, links then approximate, since
+ * the shift of a route is not a route), else exclusive-or of rank numbers (recursive doubling and
+ * Rabenseifner at a power of two). The symmetry is checked, not assumed: the plans of sample ranks
+ * (a diagonal translate; rank 1 and the last) must have rank 0's messages with every peer mapped
+ * (isImage). Rooted plans (trees, chains) and shapes that break every symmetry (an axis without
+ * wrap breaks translations; a rank count that is not a power of two breaks exclusive-or, where
+ * recursive doubling folds ranks; the twisted torus all-reduce, whose ranks' plans differ) are
+ * costed with every rank's plan if they fit TD_SELECT_POD_FULL_STEPS and, per collective,
+ * TD_SELECT_POD_FULL_WORK; pod-scale costing evaluates every 4th bucket (every 8th in full) and
+ * interpolates between (podInterpolate). What does not fit is ranked after the costed ones and
+ * named on the header line, except the head of the fixed order (orderClass).
+ */
+#include "select.h"
+
+#include <stdlib.h>
+#include <string.h>
+#include <time.h>
+
+#include "algos.h"
+#include "drive.h"
+#include "step_sem.h"
+
+#define TD_SELECT_NBUCKETS 31
+#define TD_SELECT_WORK_BUDGET 12000000ull
+#define TD_SELECT_MAX_RANKS 256
+#define TD_SELECT_SMALL_BYTES 65536
+#define TD_SELECT_SYM_FUSE_STEPS 2048     /* fuse rank 0's plan up to this size (as cost.c) */
+#define TD_SELECT_POD_STRIDE 4            /* pod scale: every 4th bucket evaluated (8th in full) */
+#define TD_SELECT_POD_FULL_STEPS 200000   /* pod scale: most steps costed in full (memory) */
+#define TD_SELECT_POD_FULL_WORK 600000ull /* pod scale: per collective, costed in full */
+
+struct tdSelectTable {
+  tdTopo topo;
+  int nranks;
+  int ncand[TD_NUM_COLLS];
+  const char *cand[TD_NUM_COLLS][TD_SELECT_MAX_CANDIDATES];
+  /* seconds; < 0: refused (-1) or not costed (-2) */
+  double cost[TD_NUM_COLLS][TD_SELECT_MAX_CANDIDATES][TD_SELECT_NBUCKETS];
+  uint8_t order[TD_NUM_COLLS][TD_SELECT_NBUCKETS][TD_SELECT_MAX_CANDIDATES];
+  int norder[TD_NUM_COLLS][TD_SELECT_NBUCKETS];
+  const char *override[TD_NUM_COLLS];
+  int partial;
+  char uncosted[192];     /* "coll/algo ..." of the candidates left to the fixed order */
+  int nsym;               /* candidates costed from rank 0 by symmetry */
+  uint64_t work;          /* step evaluations spent */
+  uint64_t pod_full_work; /* this collective's on plans of all ranks at pod scale */
+  double build_s;
+};
+
+static double nowSeconds(void) {
+  struct timespec ts;
+  clock_gettime(CLOCK_MONOTONIC, &ts);
+  return (double)ts.tv_sec + (double)ts.tv_nsec * 1e-9;
+}
+
+static int bucketOf(uint64_t bytes) {
+  int b = 0;
+  while (b < TD_SELECT_NBUCKETS - 1 && ((uint64_t)1 << b) < bytes) b++;
+  return b;
+}
+
+static uint64_t blocksPerRank(tdColl c, int nranks) {
+  switch (c) {
+    case TD_COLL_ALLGATHER:
+    case TD_COLL_REDUCESCATTER:
+    case TD_COLL_ALLTOALL:
+    case TD_COLL_ALLTOALLV:
+      return (uint64_t)nranks;
+    default:
+      return 1;
+  }
+}
+
+static uint64_t bucketCount(tdColl c, int nranks, int b) {
+  uint64_t n = ((uint64_t)1 << b) / 4 / blocksPerRank(c, nranks);
+  return n ? n : 1;
+}
+
+static void baseArgs(const tdSelectTable *t, tdColl c, tdCollArgs *a) {
+  memset(a, 0, sizeof(*a));
+  a->coll = c;
+  a->nranks = t->nranks;
+  a->root = c == TD_COLL_SENDRECV && t->nranks > 1 ? 1 : 0;
+  a->count = 1;
+  a->topo = &t->topo;
+  a->elem_size = 4;
+}
+
+/* Equal count matrix of n elements per pair (and packed displacements for one rank). */
+static uint64_t *equalMatrix(int nranks, uint64_t n) {
+  size_t sz = (size_t)nranks * (size_t)nranks;
+  uint64_t *m = malloc(sizeof(uint64_t) * (sz + 2 * (size_t)nranks));
+  if (!m) return NULL;
+  for (size_t i = 0; i < sz; i++) m[i] = n;
+  for (int i = 0; i < nranks; i++)
+    m[sz + (size_t)i] = m[sz + (size_t)nranks + (size_t)i] = (uint64_t)i * n;
+  return m;
+}
+
+/* Does algo accept the shape? Generates rank 0 only; *steps = its step count. */
+static tpudistResult_t acceptsRank(const tdSelectTable *t, tdColl c, const char *algo, int rank,
+                                   char *err, uint64_t *steps) {
+  tdCollArgs a;
+  if (c == TD_COLL_ALLTOALLV && t->nranks > TD_SELECT_MAX_RANKS && algoFind(TD_COLL_ALLTOALL, algo))
+    c = TD_COLL_ALLTOALL; /* its twin: the same preconditions, without an nranks^2 matrix */
+  baseArgs(t, c, &a);
+  a.rank = rank < t->nranks ? rank : 0;
+  uint64_t *m = NULL;
+  if (c == TD_COLL_ALLTOALLV) {
+    if (!(m = equalMatrix(t->nranks, 1))) return tpudistNoMemory;
+    a.v_counts = m;
+    a.v_sdispls = m + (size_t)t->nranks * (size_t)t->nranks;
+    a.v_rdispls = a.v_sdispls + t->nranks;
+  }
+  tdSched s;
+  tpudistResult_t r = algoGenerate(&a, algo, &s, err);
+  *steps = 0;
+  for (uint32_t i = 0; r == tpudistSuccess && i < s.nstreams; i++) *steps += s.streams[i].nsteps;
+  if (r == tpudistSuccess) schedFree(&s);
+  free(m);
+  return r;
+}
+
+static tpudistResult_t accepts(const tdSelectTable *t, tdColl c, const char *algo, char *err,
+                               uint64_t *steps) {
+  return acceptsRank(t, c, algo, 0, err, steps);
+}
+
+/* Symmetries of the rank set (see the top comment). */
+typedef enum { SYM_TORUS = 0, SYM_SHIFT, SYM_XOR, SYM_NONE } selSym;
+
+/* The image of rank q under the symmetry of kind k that maps 0 to rank g. */
+static int symImage(const tdSelectTable *t, selSym k, int g, int q) {
+  int cg[TD_MAX_DIMS], cq[TD_MAX_DIMS];
+  switch (k) {
+    case SYM_TORUS:
+      topoRankToCoords(&t->topo, g, cg);
+      topoRankToCoords(&t->topo, q, cq);
+      return topoTranslate(&t->topo, cg, cq, NULL);
+    case SYM_SHIFT:
+      return (int)(((int64_t)q + g) % t->nranks);
+    default:
+      return q ^ g;
+  }
+}
+
+/* Rank 0's peer for the message it receives from q (cost.h, costPlanCreateSym). */
+static int symMirror(const tdSelectTable *t, selSym k, int q) {
+  int c[TD_MAX_DIMS];
+  switch (k) {
+    case SYM_TORUS:
+      topoRankToCoords(&t->topo, q, c);
+      for (int a = 0; a < TD_MAX_DIMS; a++) c[a] = -c[a];
+      return topoTranslate(&t->topo, NULL, c, NULL);
+    case SYM_SHIFT:
+      return (t->nranks - q) % t->nranks;
+    default:
+      return q;
+  }
+}
+
+static int symAvailable(const tdSelectTable *t, selSym k) {
+  if (k == SYM_XOR) return (t->nranks & (t->nranks - 1)) == 0;
+  if (k == SYM_SHIFT) return 1;
+  if (t->topo.ndims == 0) return 0; /* flat: shifts are its translations */
+  for (int a = 0; a < t->topo.ndims; a++)
+    if (t->topo.dims[a] > 1 && !t->topo.wrap[a]) return 0;
+  return 1;
+}
+
+/* Sample ranks g for checking a symmetry: one step along every torus axis at once (the
+ * diagonal), or rank 1 and the last rank. */
+static int symSamples(const tdSelectTable *t, selSym k, int *g) {
+  if (k == SYM_TORUS) {
+    int d[TD_MAX_DIMS] = {1, 1, 1, 1};
+    g[0] = topoTranslate(&t->topo, NULL, d, NULL);
+    return 1;
+  }
+  g[0] = 1;
+  g[1] = t->nranks - 1;
+  return t->nranks > 2 ? 2 : 1;
+}
+
+static int mapPeer(const tdSelectTable *t, selSym k, int g, int peer) {
+  return peer >= 0 && peer < t->nranks ? symImage(t, k, g, peer) : peer;
+}
+
+/* A message step reduced to what the symmetric cost sees of it: sends, receives, the size of
+ * what goes on the wire, peers (mapped). */
+typedef struct {
+  int wire, send, recv;
+  uint32_t n;
+} selKey;
+
+static int keyCmp(const void *a, const void *b) {
+  return memcmp(a, b, sizeof(selKey));
+}
+
+static selKey stepKey(const tdSelectTable *t, selSym k, int g, const tdStep *p) {
+  selKey e;
+  memset(&e, 0, sizeof(e));
+  e.wire = (int)(tdStepSemTable[p->op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT));
+  e.n = (tdStepSemTable[p->op].flags & TD_SEM_WIRE_OUT) ? schedWireRef(p).nchunks : p->dst.nchunks;
+  e.send = g < 0 ? schedSendPeer(p) : mapPeer(t, k, g, schedSendPeer(p));
+  e.recv = g < 0 ? schedRecvPeer(p) : mapPeer(t, k, g, schedRecvPeer(p));
+  return e;
+}
+
+/* The message steps of a stream as keys; returns their count. */
+static uint32_t streamKeys(const tdSelectTable *t, selSym k, int g, const tdStream *a,
+                           selKey *out) {
+  uint32_t n = 0;
+  for (uint32_t i = 0; i < a->nsteps; i++)
+    if (tdStepSemTable[a->steps[i].op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT))
+      out[n++] = stepKey(t, k, g, &a->steps[i]);
+  return n;
+}
+
+/* 1 if y (rank g's plan) is x (rank 0's) under the symmetry, as far as messages go: stream for
+ * stream the same kinds of message step (send, receive, both) in the same order, and within each
+ * run of one kind the same messages (sizes in chunks, mapped peers) in any order. Generators may
+ * order a round by rank number (the torus all-to-all does) or give partners different local work
+ * (recursive doubling reduces in a fixed order: the upper partner has an extra local step); the
+ * symmetric cost then takes rank 0's plan for every rank. */
+static int isImage(const tdSelectTable *t, selSym k, int g, const tdSched *x, const tdSched *y) {
+  if (x->nstreams != y->nstreams) return 0;
+  for (int b = 0; b < TD_NUM_BUFS; b++)
+    if (x->layout[b].offsets || y->layout[b].offsets ||
+        x->layout[b].chunks_per_block != y->layout[b].chunks_per_block)
+      return 0;
+  int ok = 1;
+  for (uint32_t si = 0; si < x->nstreams && ok; si++) {
+    const tdStream *a = &x->streams[si], *b = &y->streams[si];
+    size_t cap = (size_t)TD_MAX(a->nsteps, b->nsteps) + 1;
+    selKey *ka = malloc(sizeof(selKey) * 2 * cap), *kb = ka + cap;
+    if (!ka) return 0;
+    uint32_t n = streamKeys(t, k, g, a, ka);
+    ok = n == streamKeys(t, k, -1, b, kb);
+    for (uint32_t i = 0, j; i < n && ok; i = j) {
+      for (j = i; j < n && ka[j].wire == ka[i].wire; j++) ok &= kb[j].wire == ka[i].wire;
+      qsort(ka + i, j - i, sizeof(selKey), keyCmp);
+      qsort(kb + i, j - i, sizeof(selKey), keyCmp);
+      ok &= memcmp(ka + i, kb + i, sizeof(selKey) * (j - i)) == 0;
+    }
+    free(ka);
+  }
+  return ok;
+}
+
+/* The first symmetry that algo's plans have (x is rank 0's plan), or SYM_NONE. */
+static tpudistResult_t findSymmetry(const tdSelectTable *t, const tdCollArgs *base,
+                                    const char *algo, const tdSched *x, selSym *out) {
+  char err[TD_ERRLEN];
+  *out = SYM_NONE;
+  for (int k = SYM_TORUS; k < SYM_NONE && *out == SYM_NONE; k++) {
+    int g[2], n = symAvailable(t, (selSym)k) ? symSamples(t, (selSym)k, g) : 0;
+    int ok = n > 0;
+    for (int j = 0; j < n && ok; j++) {
+      tdCollArgs a = *base;
+      a.rank = g[j];
+      tdSched y;
+      tpudistResult_t r = algoGenerate(&a, algo, &y, err);
+      if (r == tpudistNoMemory) return r;
+      ok = r == tpudistSuccess && isImage(t, (selSym)k, g[j], x, &y);
+      if (r == tpudistSuccess) schedFree(&y);
+    }
+    if (ok) *out = (selSym)k;
+  }
+  return tpudistSuccess;
+}
+
+/* A symmetric cost plan from rank 0's schedule, or *p = NULL when algo's plans have no symmetry
+ * (errors: rank 0's refusal, in err). */
+static tpudistResult_t symPlan(const tdSelectTable *t, const tdCollArgs *base, const char *algo,
+                               tdCostPlan **p, char *err) {
+  *p = NULL;
+  tdSched *x = calloc(1, sizeof(tdSched));
+  int *mirror = malloc(sizeof(int) * (size_t)t->nranks), made = 0;
+  tpudistResult_t r = x && mirror ? algoGenerate(base, algo, x, err) : tpudistNoMemory;
+  made = r == tpudistSuccess;
+  selSym k = SYM_NONE;
+  if (r == tpudistSuccess) r = findSymmetry(t, base, algo, x, &k);
+  if (r == tpudistSuccess && k != SYM_NONE) {
+    for (int q = 0; q < t->nranks; q++) mirror[q] = symMirror(t, k, q);
+    uint64_t steps = 0;
+    for (uint32_t i = 0; i < x->nstreams; i++) steps += x->streams[i].nsteps;
+    if (steps <= TD_SELECT_SYM_FUSE_STEPS) schedFuse(x); /* as costPlanGenerate does */
+    r = costPlanCreateSym(&t->topo, t->nranks, x, mirror, p, err);
+    x = NULL, made = 0; /* owned by the plan, also on failure */
+  }
+  if (made) schedFree(x);
+  free(x);
+  free(mirror);
+  return r;
+}
+
+/* Pod scale: every TD_SELECT_POD_STRIDE-th bucket (and the last) is evaluated, the others
+ * interpolated linearly in the block count. A plan's time is a maximum of affine functions of the
+ * count (paths of latency plus bytes over bandwidth), so the chord is an upper bound. */
+static int podEvaluated(int b, int stride) {
+  return b % stride == 0 || b == TD_SELECT_NBUCKETS - 1;
+}
+
+static void podInterpolate(const tdSelectTable *t, tdColl c, double *out) {
+  for (int b = 0; b < TD_SELECT_NBUCKETS; b++) {
+    if (out[b] != -3) continue;
+    int lo = b - 1, hi = b + 1;
+    while (out[hi] == -3) hi++;
+    double n = (double)bucketCount(c, t->nranks, b), n0 = (double)bucketCount(c, t->nranks, lo);
+    double n1 = (double)bucketCount(c, t->nranks, hi);
+    out[b] = n1 > n0 ? out[lo] + (out[hi] - out[lo]) * (n - n0) / (n1 - n0) : out[lo];
+  }
+}
+
+/* Costs one candidate at every bucket into t->cost[c][i]; -1 if it refuses the shape. pod: pod
+ * scale (buckets interpolated); sym: from rank 0's plan alone by symmetry; *costed = 0 (and
+ * nothing written) if its plans have none. */
+static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const tdCostModel *m,
+                                     int pod, int sym, int *costed) {
+  char err[TD_ERRLEN];
+  tdCollArgs a;
+  baseArgs(t, c, &a);
+  double *out = t->cost[c][i];
+  uint64_t *mat = NULL;
+  if (c == TD_COLL_ALLTOALLV && !(mat = equalMatrix(t->nranks, 1))) return tpudistNoMemory;
+  a.v_counts = mat;
+  tdCostPlan *p = NULL;
+  tpudistResult_t r = tpudistSuccess;
+  for (int b = 0; b < TD_SELECT_NBUCKETS && r == tpudistSuccess; b++) {
+    uint64_t n = bucketCount(c, t->nranks, b);
+    if (b > 0 && c != TD_COLL_ALLTOALLV && n == bucketCount(c, t->nranks, b - 1)) {
+      out[b] = out[b - 1]; /* same block count as the bucket below (clamped at 1) */
+      continue;
+    }
+    if (pod && !podEvaluated(b, sym ? TD_SELECT_POD_STRIDE : 2 * TD_SELECT_POD_STRIDE)) {
+      out[b] = -3; /* interpolated below */
+      continue;
+    }
+    if (c == TD_COLL_ALLTOALLV) { /* explicit layouts: one plan per bucket */
+      for (size_t k = 0; k < (size_t)t->nranks * (size_t)t->nranks; k++) mat[k] = n;
+      costPlanFree(p);
+      p = NULL;
+    }
+    if (!p && sym) {
+      r = symPlan(t, &a, t->cand[c][i], &p, err);
+      if (r == tpudistSuccess && !p) break; /* no symmetry: not costed */
+    } else if (!p) {
+      r = costPlanGenerate(&a, t->cand[c][i], &p, err);
+    }
+    if (r == tpudistSuccess) r = costPlanEval(p, m, n, 4, &out[b], err);
+    if (r == tpudistSuccess) t->work += costPlanSteps(p);
+  }
+  *costed = p != NULL;
+  if (*costed && r == tpudistSuccess && pod) podInterpolate(t, c, out);
+  costPlanFree(p);
+  free(mat);
+  if (r == tpudistNotSupported || r == tpudistInvalidArgument || r == tpudistInternalError) {
+    for (int b = 0; b < TD_SELECT_NBUCKETS; b++) out[b] = -1;
+    return tpudistSuccess; /* refused (or not runnable): absent from this table */
+  }
+  return r;
+}
+
+/* All-to-all-v candidates with an all-to-all twin take its costs. */
+static int copyTwin(tdSelectTable *t, int i) {
+  const char *name = t->cand[TD_COLL_ALLTOALLV][i];
+  for (int j = 0; j < t->ncand[TD_COLL_ALLTOALL]; j++)
+    if (strcmp(t->cand[TD_COLL_ALLTOALL][j], name) == 0 && t->cost[TD_COLL_ALLTOALL][j][0] >= 0) {
+      memcpy(t->cost[TD_COLL_ALLTOALLV][i], t->cost[TD_COLL_ALLTOALL][j], sizeof(t->cost[0][0]));
+      return 1;
+    }
+  return 0;
+}
+
+static int tooBig(const tdSelectTable *t, tdColl c) {
+  (void)c;
+  return t->nranks > TD_SELECT_MAX_RANKS;
+}
+
+/* Not costed: ranked by the fixed order, and named on the header line. */
+static void leaveUncosted(tdSelectTable *t, tdColl c, int i) {
+  size_t n = strlen(t->uncosted);
+  t->partial = 1;
+  if (n + 40 < sizeof(t->uncosted))
+    snprintf(t->uncosted + n, sizeof(t->uncosted) - n, "%s%s/%s", n ? " " : "", schedCollName(c),
+             t->cand[c][i]);
+}
+
+static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m) {
+  char err[TD_ERRLEN];
+  t->pod_full_work = 0; /* the pod-scale budget of full costing is per collective */
+  for (int i = 0; i < t->ncand[c]; i++) {
+    for (int b = 0; b < TD_SELECT_NBUCKETS; b++) t->cost[c][i][b] = -2;
+    if (c == TD_COLL_ALLTOALLV && copyTwin(t, i)) continue;
+    uint64_t steps;
+    tpudistResult_t r = accepts(t, c, t->cand[c][i], err, &steps);
+    if (r == tpudistNoMemory) return r;
+    if (r != tpudistSuccess) { /* refuses the shape: absent */
+      for (int b = 0; b < TD_SELECT_NBUCKETS; b++) t->cost[c][i][b] = -1;
+      continue;
+    }
+    /* estimated work: rank 0's steps for every rank and bucket; at pod scale the larger of rank
+       0's and a middle rank's (a tree's root has half a leaf's steps), every 8th bucket */
+    int pod = tooBig(t, c), costed = 0;
+    if (pod && steps * (uint64_t)t->nranks <= TD_SELECT_POD_FULL_STEPS) {
+      uint64_t mid;
+      tpudistResult_t r2 = acceptsRank(t, c, t->cand[c][i], t->nranks / 2 + 1, err, &mid);
+      if (r2 == tpudistNoMemory) return r2;
+      steps = TD_MAX(steps, mid);
+    }
+    uint64_t est = steps * (uint64_t)t->nranks * TD_SELECT_NBUCKETS;
+    if (pod) est = est / (2 * TD_SELECT_POD_STRIDE);
+    int fits = pod ? t->pod_full_work + est <= TD_SELECT_POD_FULL_WORK &&
+                         steps * (uint64_t)t->nranks <= TD_SELECT_POD_FULL_STEPS
+                   : t->work + est <= TD_SELECT_WORK_BUDGET;
+    if (c == TD_COLL_SENDRECV) continue;
+    if (pod) { /* rank 0 alone, by symmetry */
+      if (c != TD_COLL_ALLTOALLV) TD_CHECK(costCandidate(t, c, i, m, pod, 1, &costed));
+      t->nsym += costed;
+    }
+    if (!costed && fits && !(pod && c == TD_COLL_ALLTOALLV)) { /* no nranks^2 matrix */
+      uint64_t w = t->work;
+      TD_CHECK(costCandidate(t, c, i, m, pod, 0, &costed));
+      t->pod_full_work += pod ? t->work - w : 0;
+    }
+    if (!costed) leaveUncosted(t, c, i);
+  }
+  return tpudistSuccess;
+}
+
+/* Fixed order for candidates that were not costed. */
+static int fallbackRank(const char *name, int small) {
+  static const char *const lat[] = {"recdbl",   "tree",  "bruck", "rabenseifner", "chain", "direct",
+                                    "pairwise", "torus", "hier",  "ring2",        "ring"};
+  static const char *const bw[] = {"torus",  "hier",  "ring2", "ring",   "rabenseifner", "pairwise",
+                                   "direct", "chain", "tree",  "recdbl", "bruck"};
+  const char *const *l = small ? lat : bw;
+  for (int i = 0; i < (int)TD_ARRAY_SIZE(lat); i++)
+    if (strcmp(l[i], name) == 0) return i;
+  return (int)TD_ARRAY_SIZE(lat);
+}
+
+/* Costed candidates y and p (y after p in the order so far): does y go first? By cost; a tie
+ * (equal to 1e-9) goes, on a topology with DCN, to the plan built for its levels (hier: on two
+ * levels of powers of two Rabenseifner's halving, nearest partners first, is the same plan and
+ * costs the same), else stays in table order. */
+static int cheaper(const tdSelectTable *t, tdColl c, int y, int p, int b) {
+  double cy = t->cost[c][y][b], cp = t->cost[c][p][b];
+  if (TD_MAX(cy, cp) - TD_MIN(cy, cp) > 1e-9 * TD_MAX(cy, cp)) return cy < cp;
+  return topoHasDcn(&t->topo) && strcmp(t->cand[c][y], "hier") == 0;
+}
+
+/* Where candidate i goes in bucket b: 0 at pod scale not costed but heading the fixed order
+ * (torus for bandwidth, recursive doubling for latency: a twisted pod's torus all-reduce, whose
+ * ranks' plans are not translates, keeps its place), 1 costed, 2 other candidates not costed. */
+static int orderClass(const tdSelectTable *t, tdColl c, int i, int b, int small) {
+  if (t->cost[c][i][b] >= 0) return 1;
+  return tooBig(t, c) && fallbackRank(t->cand[c][i], small) == 0 ? 0 : 2;
+}
+
+static void orderBucket(tdSelectTable *t, tdColl c, int b) {
+  int n = 0, small = ((uint64_t)1 << b) <= TD_SELECT_SMALL_BYTES;
+  uint8_t *o = t->order[c][b];
+  for (int i = 0; i < t->ncand[c]; i++)
+    if (t->cost[c][i][b] != -1) o[n++] = (uint8_t)i;
+  for (int x = 1; x < n; x++) /* insertion sort: by class, costed by cost, then the fixed order */
+    for (int y = x; y > 0; y--) {
+      double cy = t->cost[c][o[y]][b], cp = t->cost[c][o[y - 1]][b];
+      int ky = orderClass(t, c, o[y], b, small), kp = orderClass(t, c, o[y - 1], b, small), swap;
+      if (ky != kp)
+        swap = ky < kp;
+      else if (cy >= 0 && cp >= 0)
+        swap = cheaper(t, c, o[y], o[y - 1], b);
+      else
+        swap = fallbackRank(t->cand[c][o[y]], small) < fallbackRank(t->cand[c][o[y - 1]], small);
+      if (!swap) break;
+      uint8_t tmp = o[y];
+      o[y] = o[y - 1];
+      o[y - 1] = tmp;
+    }
+  t->norder[c][b] = n;
+}
+
+/* Every registered generator of each collective is a candidate (more than
+ * TD_SELECT_MAX_CANDIDATES of one collective is an error, never a silent cut). */
+static tpudistResult_t listCandidates(tdSelectTable *t, char *err) {
+  for (const tdAlgo *a = tdAlgoTable; a->name; a++) {
+    if (!a->gen || (unsigned)a->coll >= TD_NUM_COLLS) continue;
+    if (t->ncand[a->coll] == TD_SELECT_MAX_CANDIDATES)
+      return tdErr(err, tpudistInternalError,
+                   "select: %s has more than %d algorithms (raise TD_SELECT_MAX_CANDIDATES)",
+                   schedCollName(a->coll), TD_SELECT_MAX_CANDIDATES);
+    t->cand[a->coll][t->ncand[a->coll]++] = a->name;
+  }
+  return tpudistSuccess;
+}
+
+/* "allreduce=torus,alltoall=pairwise": each name must exist, be built and accept the shape. */
+static tpudistResult_t parseOverride(tdSelectTable *t, const char *spec, char *err) {
+  char buf[512];
+  if (!spec || !*spec) return tpudistSuccess;
+  if (strlen(spec) >= sizeof(buf))
+    return tdErr(err, tpudistInvalidArgument, "algorithm override too long");
+  strcpy(buf, spec);
+  for (char *save = NULL, *tok = strtok_r(buf, ",", &save); tok; tok = strtok_r(NULL, ",", &save)) {
+    char *eq = strchr(tok, '=');
+    if (!eq)
+      return tdErr(err, tpudistInvalidArgument,
+                   "algorithm override '%s': expected collective=algorithm", tok);
+    *eq = '\0';
+    int c = schedCollFromName(tok);
+    if (c < 0)
+      return tdErr(err, tpudistInvalidArgument, "algorithm override: unknown collective '%s'", tok);
+    const tdAlgo *a = algoFind((tdColl)c, eq + 1);
+    if (!a)
+      return tdErr(err, tpudistInvalidArgument, "algorithm override: unknown algorithm '%s' for %s",
+                   eq + 1, tok);
+    if (!a->gen)
+      return tdErr(err, tpudistNotSupported, "algorithm override: '%s' for %s is not built",
+                   a->name, tok);
+    char why[TD_ERRLEN] = "";
+    uint64_t steps;
+    tpudistResult_t r = accepts(t, (tdColl)c, a->name, why, &steps);
+    if (r != tpudistSuccess)
+      return tdErr(err, r == tpudistNoMemory ? r : tpudistNotSupported,
+                   "algorithm override: %s refuses %s on %d ranks: %s", a->name, tok, t->nranks,
+                   why);
+    t->override[c] = a->name;
+  }
+  return tpudistSuccess;
+}
+
+tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override,
+                            const tdCostModel *model, tdSelectTable **out, char *err) {
+  if (!topo || nranks < 1 || (topo->ndims > 0 && topo->nranks != nranks))
+    return tdErr(err, tpudistInvalidArgument, "select: topology of %d chips for %d ranks",
+                 topo ? topo->nranks : 0, nranks);
+  double t0 = nowSeconds();
+  tdSelectTable *t = calloc(1, sizeof(*t));
+  if (!t) return tpudistNoMemory;
+  t->topo = *topo;
+  t->nranks = nranks;
+  tpudistResult_t r = listCandidates(t, err);
+  if (r == tpudistSuccess) r = parseOverride(t, override, err);
+  tdCostModel m;
+  if (model)
+    m = *model;
+  else
+    costModelDefault(topo, &m);
+  for (int c = 0; c < TD_NUM_COLLS && r == tpudistSuccess; c++) {
+    if (t->override[c]) continue;
+    r = costColl(t, (tdColl)c, &m);
+    for (int b = 0; b < TD_SELECT_NBUCKETS && r == tpudistSuccess; b++)
+      orderBucket(t, (tdColl)c, b);
+  }
+  if (r != tpudistSuccess) {
+    if (r == tpudistNoMemory) tdErr(err, r, "select: out of memory");
+    free(t);
+    return r;
+  }
+  t->build_s = nowSeconds() - t0;
+  *out = t;
+  return tpudistSuccess;
+}
+
+int selectCandidates(const tdSelectTable *t, tdColl c, uint64_t bytes, const char **names,
+                     int max) {
+  if ((unsigned)c >= TD_NUM_COLLS || max < 1) return 0;
+  if (t->override[c]) {
+    names[0] = t->override[c];
+    return 1;
+  }
+  int b = bucketOf(bytes), n = TD_MIN(max, t->norder[c][b]);
+  for (int i = 0; i < n; i++) names[i] = t->cand[c][t->order[c][b][i]];
+  return n;
+}
+
+const char *selectUniform(const tdSelectTable *t, tdColl c) {
+  if ((unsigned)c >= TD_NUM_COLLS) return NULL;
+  if (t->override[c]) return t->override[c];
+  const char *first = NULL;
+  for (int b = 0; b < TD_SELECT_NBUCKETS; b++) {
+    if (t->norder[c][b] == 0) return NULL;
+    const char *name = t->cand[c][t->order[c][b][0]];
+    if (first && strcmp(first, name)) return NULL;
+    first = name;
+  }
+  return first;
+}
+
+const char *selectAlltoallvLocal(const tdSelectTable *t) {
+  const char *name = selectUniform(t, TD_COLL_ALLTOALLV);
+  const tdAlgo *a = name ? algoFind(TD_COLL_ALLTOALLV, name) : NULL;
+  return a && (a->flags & TD_ALGO_V_LOCAL) ? a->name : NULL;
+}
+
+const char *selectOverride(const tdSelectTable *t, tdColl c) {
+  return t && (unsigned)c < TD_NUM_COLLS ? t->override[c] : NULL;
+}
+
+static void printLine(const tdSelectTable *t, int c, int b, FILE *f) {
+  fprintf(f, "select %s bytes=%llu", schedCollName((tdColl)c), (unsigned long long)1 << b);
+  if (t->override[c]) {
+    fprintf(f, " best=%s est_us=- candidates=%s override=1\n", t->override[c], t->override[c]);
+    return;
+  }
+  if (t->norder[c][b] == 0) {
+    fprintf(f, " best=none est_us=- candidates=\n");
+    return;
+  }
+  int i0 = t->order[c][b][0];
+  double c0 = t->cost[c][i0][b];
+  fprintf(f, " best=%s", t->cand[c][i0]);
+  if (c0 >= 0)
+    fprintf(f, " est_us=%.3f", c0 * 1e6);
+  else
+    fprintf(f, " est_us=-");
+  fprintf(f, " candidates=");
+  for (int k = 0; k < t->norder[c][b]; k++) {
+    int i = t->order[c][b][k];
+    fprintf(f, "%s%s", k ? "," : "", t->cand[c][i]);
+    if (t->cost[c][i][b] >= 0) fprintf(f, ":%.3f", t->cost[c][i][b] * 1e6);
+  }
+  fprintf(f, "\n");
+}
+
+void selectPrint(const tdSelectTable *t, FILE *f) {
+  char name[64];
+  topoFormat(&t->topo, name, sizeof(name));
+  fprintf(f, "# selection table: topology %s nranks %d elem_size 4 work %llu build_ms %.1f", name,
+          t->nranks, (unsigned long long)t->work, t->build_s * 1e3);
+  if (t->nsym) fprintf(f, " symmetric %d", t->nsym);
+  if (t->partial) fprintf(f, " (not costed, fixed order: %s)", t->uncosted);
+  fprintf(f, "\n");
+  fprintf(f,
+          "# select COLL bytes=BUCKET best=ALGO est_us=T candidates=ALGO:T,... (cheapest first)\n");
+  for (int c = 0; c < TD_NUM_COLLS; c++)
+    for (int b = 0; b < TD_SELECT_NBUCKETS; b++) printLine(t, c, b, f);
+  const char *v = selectAlltoallvLocal(t);
+  if (v)
+    fprintf(f, "alltoallv phases=1 algo=%s (no counts exchange)\n", v);
+  else
+    fprintf(f, "alltoallv phases=2 (counts exchange, then the plan)\n");
+}
+
+void selectFree(tdSelectTable *t) {
+  free(t);
+}
+
+size_t selectPackedBytes(void) {
+  return sizeof(tdSelectTable);
+}
+
+/* Algorithm name of collective c as its index in tdAlgoTable + 1 (0: none), and back (NULL: not
+ * an entry of c). */
+static uintptr_t nameIndex(int c, const char *name) {
+  const tdAlgo *a = name ? algoFind((tdColl)c, name) : NULL;
+  return a ? (uintptr_t)(a - tdAlgoTable) + 1 : 0;
+}
+static const char *indexName(const char *packed, int c, int *bad) {
+  uintptr_t i = (uintptr_t)packed, n = 0;
+  while (tdAlgoTable[n].name) n++;
+  if (i == 0) return NULL;
+  if (i > n || tdAlgoTable[i - 1].coll != (tdColl)c) {
+    *bad = 1;
+    return NULL;
+  }
+  return tdAlgoTable[i - 1].name;
+}
+
+void selectPack(const tdSelectTable *t, void *buf) {
+  tdSelectTable p = *t;
+  for (int c = 0; c < TD_NUM_COLLS; c++) {
+    for (int i = 0; i < TD_SELECT_MAX_CANDIDATES; i++)
+      p.cand[c][i] = (const char *)nameIndex(c, t->cand[c][i]);
+    p.override[c] = (const char *)nameIndex(c, t->override[c]);
+  }
+  memcpy(buf, &p, sizeof(p));
+}
+
+tpudistResult_t selectUnpack(const void *buf, size_t len, const tdTopo *topo, int nranks,
+                             tdSelectTable **out, char *err) {
+  if (len != sizeof(tdSelectTable))
+    return tdErr(err, tpudistInvalidUsage, "select: a packed table of %zu bytes, not %zu", len,
+                 sizeof(tdSelectTable));
+  tdSelectTable *t = malloc(sizeof(*t));
+  if (!t) return tdErr(err, tpudistNoMemory, "select: out of memory");
+  memcpy(t, buf, sizeof(*t));
+  int bad = t->nranks != nranks || memcmp(&t->topo, topo, sizeof(*topo)) != 0;
+  char theirs[64], mine[64];
+  topoFormat(&t->topo, theirs, sizeof(theirs));
+  topoFormat(topo, mine, sizeof(mine));
+  if (bad) {
+    int n = t->nranks;
+    free(t);
+    return tdErr(err, tpudistInvalidUsage,
+                 "select: the table is for %d ranks on %s, this rank has %d ranks on %s", n, theirs,
+                 nranks, mine);
+  }
+  for (int c = 0; c < TD_NUM_COLLS; c++) {
+    bad |= t->ncand[c] < 0 || t->ncand[c] > TD_SELECT_MAX_CANDIDATES;
+    for (int i = 0; i < TD_SELECT_MAX_CANDIDATES; i++)
+      t->cand[c][i] = indexName(t->cand[c][i], c, &bad);
+    t->override[c] = indexName(t->override[c], c, &bad);
+    for (int b = 0; b < TD_SELECT_NBUCKETS && !bad; b++) {
+      bad |= t->norder[c][b] < 0 || t->norder[c][b] > t->ncand[c];
+      for (int i = 0; i < t->norder[c][b] && !bad; i++)
+        bad |= t->order[c][b][i] >= t->ncand[c] || !t->cand[c][t->order[c][b][i]];
+    }
+  }
+  t->uncosted[sizeof(t->uncosted) - 1] = 0;
+  if (bad) {
+    free(t);
+    return tdErr(err, tpudistInvalidUsage, "select: a packed table that is not valid");
+  }
+  *out = t;
+  return tpudistSuccess;
+}
+
+tpudistResult_t selectPrintTopology(const char *spec, int nranks, const char *override, FILE *f,
+                                    char *err) {
+  tdTopo t;
+  TD_CHECK(topoParse(spec, nranks > 0 ? nranks : 0, &t, err));
+  tdSelectTable *s;
+  TD_CHECK(selectBuild(&t, nranks > 0 ? nranks : t.nranks, override, NULL, &s, err));
+  selectPrint(s, f);
+  selectFree(s);
+  return tpudistSuccess;
+}
