@@ -12,7 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
-#include "rt_log.h"
+#include "rt_subsys.h"
 
 #define TD_OFF(field) offsetof(tdConfig, field)
 

@@ -1,32 +1,12 @@
 /*
- * rt_log.c - logging to stderr with pid, level, subsystem and source line; the subsystem names.
+ * rt_log.c - logging to stderr with pid, level, subsystem and source line.
  */
 #include "rt_log.h"
 
 #include <stdarg.h>
-#include <string.h>
-#include <strings.h>
 #include <unistd.h>
 
 #include "rt_config.h"
-
-/* Indexed by bit position of TD_SUBSYS_*. */
-static const char *const kSubsysNames[] = {"INIT", "BOOT", "COLL", "EXEC", "SHM",
-                                           "SOCK", "IB",   "TOPO", "TUNE"};
-
-const char *logSubsysName(tdSubsys subsys) {
-  for (unsigned i = 0; i < TD_ARRAY_SIZE(kSubsysNames); i++)
-    if ((unsigned)subsys == 1u << i) return kSubsysNames[i];
-  return "?";
-}
-
-int logSubsysParse(const char *name, size_t n) {
-  while (n && (*name == ' ' || *name == '\t')) name++, n--;
-  while (n && (name[n - 1] == ' ' || name[n - 1] == '\t')) n--;
-  for (unsigned i = 0; i < TD_ARRAY_SIZE(kSubsysNames); i++)
-    if (strlen(kSubsysNames[i]) == n && !strncasecmp(name, kSubsysNames[i], n)) return (int)i;
-  return -1;
-}
 
 int logEnabled(tdLogLevel level, tdSubsys subsys) {
   const tdConfig *c = configGet();

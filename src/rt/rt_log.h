@@ -6,27 +6,10 @@
 #ifndef TD_RT_LOG_H_
 #define TD_RT_LOG_H_
 
+#include "rt_subsys.h"
 #include "td_base.h"
 
-typedef enum {
-  TD_SUBSYS_INIT = 1 << 0,
-  TD_SUBSYS_BOOT = 1 << 1,
-  TD_SUBSYS_COLL = 1 << 2,
-  TD_SUBSYS_EXEC = 1 << 3,
-  TD_SUBSYS_SHM = 1 << 4,
-  TD_SUBSYS_SOCK = 1 << 5,
-  TD_SUBSYS_IB = 1 << 6,
-  TD_SUBSYS_TOPO = 1 << 7,
-  TD_SUBSYS_TUNE = 1 << 8,
-} tdSubsys;
-
 typedef enum { TD_LOG_ERROR = 0, TD_LOG_WARN = 1, TD_LOG_INFO = 2, TD_LOG_TRACE = 3 } tdLogLevel;
-
-/* The one subsystem-name table: "INIT" ... "TUNE" for a TD_SUBSYS_* bit. */
-const char *logSubsysName(tdSubsys subsys);
-/* Bit index of the subsystem named by the n bytes at name (case-insensitive, blanks around it
- * ignored), or -1. */
-int logSubsysParse(const char *name, size_t n);
 
 int logEnabled(tdLogLevel level, tdSubsys subsys);
 void logPrint(tdLogLevel level, tdSubsys subsys, const char *file, int line, const char *fmt, ...)
