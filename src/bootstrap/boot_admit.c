@@ -65,10 +65,6 @@ static void dropWarn(tdAdmit *ad, const char *fmt, ...) {
             msg);
 }
 
-void bootReplyMac(const tdKey *key, const tdBootTranscript *tr, tdReply *rep) {
-  authMac(key, TD_BOOT_LABEL_ROOT, tr, sizeof(*tr), rep, offsetof(tdReply, mac), rep->mac);
-}
-
 static void sendReply(int fd, const tdKey *key, const tdBootTranscript *tr, tpudistResult_t status,
                       int nranks, uint64_t nonce, const char *msg, int64_t deadline,
                       volatile int *abort, char *err) {
