@@ -93,6 +93,7 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
 uint32_t netPort(simNet *n, int src, int dst);
 tpudistResult_t netDrained(simNet *n, uint32_t id, double now);
 void netRelease(simNet *n, uint32_t id);
+/* The event heap (events.c). */
 tpudistResult_t netPush(simNet *n, double t, uint32_t kind, uint32_t id, uint32_t version);
 int netPop(simNet *n, simEvent *ev);
 /* (Re)schedules flow id's drain event at t (one per flow, moved in place). */
