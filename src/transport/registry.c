@@ -132,7 +132,8 @@ void transportFiniAll(tdNet *comm) {
   tdRegState *st = regState(comm);
   if (!st) return;
   for (int i = st->inited - 1; i >= 0; i--) comm->transports[i]->commFini(comm);
-  if (netTransportIndex(comm, &tdTransportShm) >= 0) shmUnlinkDeadPairs(comm);
+  for (int i = 0; i < comm->ntransports; i++)
+    if (comm->transports[i]->commCleanup) comm->transports[i]->commCleanup(comm);
   if (st->own_peers) {
     free(comm->peers);
     comm->peers = NULL;

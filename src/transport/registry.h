@@ -36,10 +36,6 @@ struct tdBootstrap;
 /* The fault-injection transport (fault/fault.c): placed right after "self" when TPU_DIST_FAULT is
  * set; it wraps whichever later transport reaches each peer. */
 extern const tdTransport tdTransportFault;
-/* shm (shm/shm_seg.c), when a communicator with shm enabled is freed, after a release too:
- * unlinks the segments of pairs of two ranks of this host that are both gone (nobody else is left
- * to unlink them). */
-void shmUnlinkDeadPairs(tdNet *comm);
 
 /* Fills comm->transports / ntransports from comm->cfg->transports (or the default order) and
  * allocates comm->peer_tp. err gets the reason (unknown name). */

@@ -55,19 +55,24 @@ typedef struct tdTransport {
   /* Advances all transfers of comm; returns an error only for a broken connection, after marking
    * affected transfers done with that error. *progressed set non-zero if anything moved. */
   tpudistResult_t (*progress)(tdNet *comm, int *progressed);
+  /* Optional (NULL: nothing): the communicator is freed. Runs for every enabled transport after
+   * the commFini calls, also when commFini ran earlier (a release) or commInit never did, for
+   * what no one else is left to clean (shm: the segments of this host's pairs both gone). */
+  void (*commCleanup)(tdNet *comm);
 } tdTransport;
 
 /* Defines the table var of the transport called label from its functions pfx##CanReach,
  * pfx##CommInit, pfx##CommFini, pfx##PostSend, pfx##PostRecv and pfx##Progress (every transport
- * names them so). */
-#define TD_TRANSPORT_DEFINE(var, label, pfx)          \
+ * names them so), then the optional ops given after pfx (.commCleanup = fn). */
+#define TD_TRANSPORT_DEFINE(var, label, pfx, ...)     \
   const tdTransport var = {.name = label,             \
                            .canReach = pfx##CanReach, \
                            .commInit = pfx##CommInit, \
                            .commFini = pfx##CommFini, \
                            .postSend = pfx##PostSend, \
                            .postRecv = pfx##PostRecv, \
-                           .progress = pfx##Progress}
+                           .progress = pfx##Progress, \
+                           __VA_ARGS__}
 
 /* The static ordered registry (registry.c): first that can reach a peer wins;
  * TPU_DIST_TRANSPORTS (comma list) overrides the order and set. */

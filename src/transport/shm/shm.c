@@ -615,4 +615,4 @@ static tpudistResult_t shmProgress(tdNet *comm, int *progressed) {
   return first;
 }
 
-TD_TRANSPORT_DEFINE(tdTransportShm, "shm", shm);
+TD_TRANSPORT_DEFINE(tdTransportShm, "shm", shm, .commCleanup = shmUnlinkDeadPairs);

@@ -164,6 +164,10 @@ void shmProbeCma(tdShmCtx *c, tdShmPeer *pe);
  * teardown, so a creator killed meanwhile, or dying a moment after this teardown (still alive
  * here), would leave it behind; the pair is over once this side is torn down. */
 void shmUnlinkUnmapped(tdNet *comm, tdShmCtx *c);
+/* The transport's commCleanup (when a communicator with shm enabled is freed, after a release
+ * too): unlinks the segments of pairs of two ranks of this host that are both gone (nobody else
+ * is left to unlink them). */
+void shmUnlinkDeadPairs(tdNet *comm);
 /* 1 if peer p is known to have exited. */
 int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p);
 int64_t shmNowMs(void);
