@@ -130,7 +130,7 @@ static inline tdComm *commOfOp(const tdOp *op) {
   return commOfExec(op->ex);
 }
 
-/* ---- registry of live communicators (comm.c) ---- */
+/* ---- registry of live communicators (comm_live.c) ---- */
 /* Enters an API call on comm: checks that comm is live, created (not still in a non-blocking
  * creation, which is tpudistInvalidUsage, nor failed in one, which is that failure) and not
  * aborted; counts the call. fn NULL: only live (no message recorded). */
