@@ -216,40 +216,18 @@ void execEnqueue(tdExec *ex, tdOp **ops, int n, int will_wait) {
   pthread_mutex_unlock(&ex->lock);
 }
 
+const tdOpKindOps *const execOpKinds[] = {[TD_OP_COLL] = &execCollOps,
+                                          [TD_OP_SEND] = &execP2pOps,
+                                          [TD_OP_RECV] = &execP2pOps,
+                                          [TD_OP_SMALL] = &execSmallOps};
+
 static tpudistResult_t opStart(tdOp *op, char *err) {
   op->started = 1;
-  if (op->kind == TD_OP_COLL) return execCollStart(op, err);
-  if (op->kind == TD_OP_SMALL) {
-    execSmallStart(op);
-    return tpudistSuccess;
-  }
-  tdXfer *x = &op->p2p;
-  x->done = 0;
-  x->result = tpudistSuccess;
-  x->source = -1;
-  x->next = NULL;
-  op->inflight = 1;
-  tpudistResult_t r =
-      op->kind == TD_OP_SEND ? transportPostSend(op->net, x) : transportPostRecv(op->net, x);
-  if (r != tpudistSuccess)
-    return tdErr(err, r, "%s to/from rank %d: the transport refused it (%s)", opName(op), x->peer,
-                 op->net->err.msg);
-  return r;
+  return execOpKinds[op->kind]->start(op, err);
 }
 
 static tpudistResult_t opProgress(tdOp *op, int *progressed, char *err) {
-  if (op->kind == TD_OP_COLL) return execCollProgress(op, progressed, err);
-  if (op->kind == TD_OP_SMALL) return execSmallProgress(op, progressed, err);
-  if (!op->p2p.done) return tpudistSuccess;
-  __atomic_thread_fence(__ATOMIC_ACQUIRE);
-  op->inflight = 0;
-  op->source = op->p2p.source;
-  *progressed = 1;
-  opFinish(op, op->p2p.result);
-  if (op->p2p.result != tpudistSuccess)
-    return tdErr(err, op->p2p.result, "%s with rank %d failed (%s)", opName(op), op->p2p.peer,
-                 op->net->err.msg);
-  return tpudistSuccess;
+  return execOpKinds[op->kind]->progress(op, progressed, err);
 }
 
 /* Progresses the operations of the head batch; unlinks finished ones. Lock held. */
@@ -303,12 +281,7 @@ static void timeoutFail(tdExec *ex, uint64_t idle_ns) {
   tdNet *comm = ex->net;
   tdOp *op = ex->head;
   char what[400] = "";
-  if (op->kind == TD_OP_COLL)
-    execCollDescribe(op, what, sizeof(what));
-  else if (op->kind == TD_OP_SMALL)
-    execSmallDescribe(op, what, sizeof(what));
-  else
-    snprintf(what, sizeof(what), "waiting for rank %d", op->p2p.peer);
+  execOpKinds[op->kind]->describe(op, what, sizeof(what));
   char msg[TD_ERRLEN + 512], name[64];
   if (op->label)
     snprintf(name, sizeof(name), "%s", op->label);

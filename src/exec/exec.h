@@ -249,8 +249,6 @@ void execFailAllLocked(tdExec *ex, tpudistResult_t res);
 /* One progress pass over the transports and the active batch; returns non-zero if anything
  * moved. Caller holds the lock. */
 int execProgressLocked(tdExec *ex);
-/* Prepares a collective operation to run (binding, ordinals, xfers, scratch). */
-tpudistResult_t execCollStart(tdOp *op, char *err);
 /* exec_parts.c: binds step st of parted op (element ranges [sb, sb + elems) of src's buffer and
  * [db, db + elems) of dst's, each used when the step uses that ref) into pieces that never cross
  * a part: rt->piece0 and rt->npieces (wire steps: pieces of at most piece bytes). Both ends of a
@@ -259,8 +257,6 @@ tpudistResult_t execPartsBind(tdOp *op, const tdStep *st, tdStepRt *rt, uint64_t
                               uint64_t elems, size_t piece, char *err);
 /* The error of a step that uses buffer kind k, which is NULL (exec_parts.c). */
 tpudistResult_t execNullBuf(const tdOp *op, unsigned k, char *err);
-/* Advances a started collective; sets *progressed; marks op done when finished. */
-tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err);
 /* exec_small.c: 1 if a collective of bytes can take the slot path on ex: a payload per peer of
  * 1..TPU_DIST_SMALL_BYTES, 2..8 ranks all reached through shm (the same answer on every rank: it
  * depends on the call, the configuration and where the ranks are, never on timing). Whether a
@@ -274,16 +270,26 @@ void execSmallInit(tdOp *op);
  * (a blocking call outside a group): no queue, no batch, transports polled once per clock tick
  * for liveness. Returns 1 with *res set if it ran, 0 if the caller must queue op. */
 int execSmallRun(tdOp *op, tpudistResult_t *res);
-/* Starts op: takes a copy of the input (OUTPUT may be INPUT). */
-void execSmallStart(tdOp *op);
-tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err);
-void execSmallDescribe(const tdOp *op, char *buf, size_t len);
-/* Describes what op waits for (for timeout messages). */
-void execCollDescribe(const tdOp *op, char *buf, size_t len);
-/* The rank a running operation waits for first (its lowest stream's pending receive, else the
- * send not yet taken; the first peer whose slot payload is missing), or -1. */
-int execCollWaitPeer(const tdOp *op);
-int execSmallWaitPeer(const tdOp *op);
+
+/* ---- kinds of operation: what each does, behind one table indexed by tdOpKind ---- */
+typedef struct {
+  /* Prepares op to run, once, when its batch comes up (collective: binding, ordinals, xfers,
+   * scratch; slot path: a copy of the input; send/recv: posts the transfer). */
+  tpudistResult_t (*start)(tdOp *op, char *err);
+  /* Advances a started op; sets *progressed; marks op done when finished. */
+  tpudistResult_t (*progress)(tdOp *op, int *progressed, char *err);
+  /* What a running op waits for (timeout messages, the flight recorder, health queries). */
+  void (*describe)(const tdOp *op, char *buf, size_t len);
+  /* The rank a running op waits for first (a collective: its lowest stream's pending receive,
+   * else the send not yet taken; the slot path: the first peer whose payload is missing), or
+   * -1. */
+  int (*waitPeer)(const tdOp *op);
+} tdOpKindOps;
+extern const tdOpKindOps execCollOps;  /* exec_coll.c: a collective running its schedule */
+extern const tdOpKindOps execSmallOps; /* exec_small.c: a small collective through shm slots */
+extern const tdOpKindOps execP2pOps;   /* exec_p2p.c: one send or receive */
+/* The ops of each tdOpKind (exec.c). */
+extern const tdOpKindOps *const execOpKinds[];
 
 /* ---- flight recorder (exec_flight.c) ---- */
 tpudistResult_t flightInit(tdExec *ex, const tdConfig *cfg);

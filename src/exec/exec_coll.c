@@ -176,7 +176,7 @@ static void rewindBound(tdOp *op) {
   }
 }
 
-tpudistResult_t execCollStart(tdOp *op, char *err) {
+static tpudistResult_t execCollStart(tdOp *op, char *err) {
   const tdSched *s = op->sched;
   if (boundSame(op)) {
     rewindBound(op);
@@ -394,7 +394,7 @@ static tpudistResult_t streamPass(tdOp *op, uint32_t s, int *changed, char *err)
   return tpudistSuccess;
 }
 
-tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
+static tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
   for (;;) {
     int changed;
     do {
@@ -421,7 +421,7 @@ tpudistResult_t execCollProgress(tdOp *op, int *progressed, char *err) {
   }
 }
 
-void execCollDescribe(const tdOp *op, char *buf, size_t len) {
+static void execCollDescribe(const tdOp *op, char *buf, size_t len) {
   const tdSched *s = op->sched;
   size_t off = 0;
   buf[0] = 0;
@@ -450,7 +450,7 @@ void execCollDescribe(const tdOp *op, char *buf, size_t len) {
   if (!buf[0]) snprintf(buf, len, "nothing pending");
 }
 
-int execCollWaitPeer(const tdOp *op) {
+static int execCollWaitPeer(const tdOp *op) {
   const tdSched *s = op->sched;
   for (uint32_t i = 0; s && op->rt && i < s->nstreams; i++) {
     if (op->lo[i] >= s->streams[i].nsteps) continue;
@@ -462,3 +462,6 @@ int execCollWaitPeer(const tdOp *op) {
   }
   return -1;
 }
+
+const tdOpKindOps execCollOps = {execCollStart, execCollProgress, execCollDescribe,
+                                 execCollWaitPeer};

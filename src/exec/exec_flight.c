@@ -155,9 +155,10 @@ static void dumpRec(const tdNet *comm, const tdFlightRec *r, uint64_t idx, uint6
                                                      : "-");
   TD_ERROR(TD_SUBSYS_COLL, "flight recorder:   #%llu %s: %s, issued %.1f ms ago",
            (unsigned long long)idx, what, state, (double)(now - r->t_ns) / 1e6);
-  if (running && r->kind == TD_OP_COLL) dumpRunning(comm, r->op);
-  if (running && r->kind == TD_OP_SMALL) {
-    execSmallDescribe(r->op, what, sizeof(what));
+  if (running && r->kind == TD_OP_COLL) {
+    dumpRunning(comm, r->op); /* every stream's position */
+  } else if (running) {
+    execOpKinds[r->kind]->describe(r->op, what, sizeof(what));
     TD_ERROR(TD_SUBSYS_COLL, "flight recorder:       %s", what);
   }
 }
@@ -354,17 +355,8 @@ static void statusOf(const tdNet *net, const tdFlightRec *r, tdFlightStatus *st)
   else if (st->state == TD_FS_QUEUED)
     snprintf(st->detail, sizeof(st->detail), "queued behind an earlier operation");
   if (st->state != TD_FS_RUNNING) return;
-  if (p2p) {
-    st->peer = r->peer;
-    snprintf(st->detail, sizeof(st->detail), "%s rank %d", r->kind == TD_OP_SEND ? "to" : "from",
-             r->peer);
-  } else if (r->kind == TD_OP_SMALL) {
-    st->peer = execSmallWaitPeer(op);
-    execSmallDescribe(op, st->detail, sizeof(st->detail));
-  } else {
-    st->peer = execCollWaitPeer(op);
-    execCollDescribe(op, st->detail, sizeof(st->detail));
-  }
+  st->peer = execOpKinds[r->kind]->waitPeer(op);
+  execOpKinds[r->kind]->describe(op, st->detail, sizeof(st->detail));
   (void)net;
 }
 

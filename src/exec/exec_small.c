@@ -56,7 +56,9 @@ static const void *payloadFor(const tdOp *op, int r) {
   return op->bufs[TD_BUF_INPUT];
 }
 
-void execSmallStart(tdOp *op) {
+/* Takes a copy of the input (OUTPUT may be INPUT). */
+static tpudistResult_t execSmallStart(tdOp *op, char *err) {
+  (void)err; /* cannot fail */
   size_t b = blockBytes(op);
   op->small_seq = ++op->ex->small_seq; /* at start: the same order on every rank in every mode */
   char *own = op->bufs[TD_BUF_OUTPUT] + (size_t)op->net->rank * b;
@@ -64,6 +66,7 @@ void execSmallStart(tdOp *op) {
     memcpy(op->small_in, op->bufs[TD_BUF_INPUT], b);
   else if (own != payloadFor(op, op->net->rank)) /* own block; in place it is already there */
     memcpy(own, payloadFor(op, op->net->rank), b);
+  return tpudistSuccess;
 }
 
 void execSmallInit(tdOp *op) {
@@ -98,7 +101,7 @@ static void smallArrived(tdOp *op, int r) {
   shmSlotAck(op->net, r, op->small_seq);
 }
 
-tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
+static tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
   tdNet *comm = op->net;
   uint32_t all = comm->nranks >= 32 ? ~0u : (1u << comm->nranks) - 1;
   size_t bytes = blockBytes(op);
@@ -129,7 +132,7 @@ tpudistResult_t execSmallProgress(tdOp *op, int *progressed, char *err) {
   return tpudistSuccess;
 }
 
-void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
+static void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
   for (int r = 0; r < op->net->nranks; r++) {
     uint32_t bit = 1u << r;
     if (!(op->small_arrived & bit)) {
@@ -146,7 +149,7 @@ void execSmallDescribe(const tdOp *op, char *buf, size_t len) {
   snprintf(buf, len, "nothing pending");
 }
 
-int execSmallWaitPeer(const tdOp *op) {
+static int execSmallWaitPeer(const tdOp *op) {
   for (int r = 0; r < op->net->nranks; r++)
     if (!(op->small_arrived & (1u << r)) || !(op->small_written & (1u << r))) return r;
   return -1;
@@ -196,7 +199,7 @@ int execSmallRun(tdOp *op, tpudistResult_t *res) {
   op->batch = ++p->batch_seq;
   flightRecord(p, op);
   op->started = 1;
-  execSmallStart(op);
+  execSmallStart(op, NULL);
   p->waiters++; /* the progress thread stays asleep */
   char err[TD_ERRLEN] = "";
   tpudistResult_t r = smallLoop(op, err);
@@ -208,3 +211,6 @@ int execSmallRun(tdOp *op, tpudistResult_t *res) {
   *res = r;
   return 1;
 }
+
+const tdOpKindOps execSmallOps = {execSmallStart, execSmallProgress, execSmallDescribe,
+                                  execSmallWaitPeer};

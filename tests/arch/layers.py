@@ -60,8 +60,6 @@ ALLOWED_CIRCLES = {
     ("call", ("src/core/comm.c", "src/core/comm_async.c", "src/core/comm_shrink.c")),
     # defer state still lives in tdComm: groups and requests flush it, it issues through them
     ("call", ("src/core/defer.c", "src/core/group.c", "src/core/request.c")),
-    # exec names its op kinds in if-chains and the kinds call back into it
-    ("call", ("src/exec/exec.c", "src/exec/exec_flight.c", "src/exec/exec_small.c")),
     # the socket transport's connection setup, send and receive paths
     ("call", ("src/transport/socket/sock_auth.c", "src/transport/socket/sock_recv.c",
               "src/transport/socket/sock_send.c", "src/transport/socket/socket.c")),
