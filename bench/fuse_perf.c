@@ -136,8 +136,9 @@ static size_t scratchBytes(tpudistComm_t comm) {
     b += op->scratch_cap + op->pack_cap + op->rt_cap * sizeof(tdStepRt) +
          op->xfer_cap * sizeof(tdXfer) + op->parts_cap * sizeof(tdPart) +
          op->pieces_cap * sizeof(tdPiece) + sizeof(tdOp);
-  for (size_t i = 0; i < comm->c.npacks; i++) b += comm->c.packs[i].cap; /* fused hosts' */
-  b += comm->c.host_scratch_cap;
+  for (size_t i = 0; i < comm->c.defer.npacks; i++)
+    b += comm->c.defer.packs[i].cap; /* fused hosts' */
+  b += comm->c.defer.host_scratch_cap;
   pthread_mutex_unlock(&ex->lock);
   return b;
 }

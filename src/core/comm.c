@@ -287,16 +287,7 @@ void commRelease(tdComm *c) {
   commSelectFree(c);
   if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
   c->net.bootstrap = NULL;
-  free(c->defer_batch);
-  free(c->defer_taken);
-  c->defer_batch = c->defer_taken = NULL;
-  for (size_t i = 0; i < c->npacks; i++) free(c->packs[i].buf);
-  free(c->packs);
-  c->packs = NULL;
-  c->npacks = 0;
-  free(c->host_scratch);
-  c->host_scratch = NULL;
-  c->host_scratch_cap = 0;
+  deferFree(&c->defer);
   free(c->agreed_failed);
   c->agreed_failed = NULL;
   lineageFree(c->lineage);

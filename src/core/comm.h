@@ -60,6 +60,29 @@ typedef struct {
   int mode;
 } tdParentView;
 
+/* Defer mode's state of one communicator (defer.c; the deferred list is the executor's, all of it
+ * under exec.lock). deferFree releases what it holds. */
+typedef struct {
+  uint64_t next_dseq;          /* dseq of the next deferred operation */
+  uint64_t win_ops, win_bytes; /* deferred since the last flush point of the caller */
+  uint64_t agree_no;           /* agreements started */
+  uint64_t fifo_target[16];    /* flush requests not yet agreed: last dseq to run ... */
+  int fifo_kind[16], nfifo;    /* ... and what asked for it (tdDeferTrigger) */
+  tdOp **batch, **taken;       /* scratch lists: what a flush queues, what it took */
+  size_t batch_cap, taken_cap;
+  tdPackBuf *packs; /* slot and gathered hosts' buffers: as many as were ever in use at once */
+  /* the largest plan scratch a fused host has used: lent to the next host (hosts are operation
+   * objects from the free list, so the one that ran a host is a member or an agreement later) */
+  void *host_scratch;
+  size_t host_scratch_cap;
+  size_t npacks, packs_cap;
+  /* counters: agreements (flushes), fused hosts, operations they carried, gathered hosts */
+  uint64_t stat_agreements, stat_hosts, stat_fused, stat_gathered;
+  uint64_t stat_direct;       /* fused hosts bound to their members' buffers (no copies) */
+  uint32_t stat_host_colls;   /* 1 << coll for each collective fused so far */
+  uint32_t stat_direct_colls; /* ... and for each one fused without copies */
+} tdDefer;
+
 typedef struct tdComm {
   tdNet net;   /* what the transports and the executor see */
   tdExec exec; /* the executor */
@@ -91,26 +114,9 @@ typedef struct tdComm {
   struct tdComm *parent;     /* split: the parent, held while the creation job runs */
   volatile int async_children;   /* creation jobs running over this communicator's bootstrap */
   struct tdStatusServer *status; /* health queries (comm_status.c), or NULL */
-  /* defer mode (defer.c; the deferred list is the executor's, all of it under exec.lock) */
-  const tdSched *ag8;  /* the 8-word all-gather plan: agreements and TPU_DIST_CHECK signatures */
-  uint64_t defer_next; /* dseq of the next deferred operation */
-  uint64_t win_ops, win_bytes;       /* deferred since the last flush point of the caller */
-  uint64_t agree_no;                 /* agreements started */
-  uint64_t fifo_target[16];          /* flush requests not yet agreed: last dseq to run ... */
-  int fifo_kind[16], nfifo;          /* ... and what asked for it (tdDeferTrigger) */
-  tdOp **defer_batch, **defer_taken; /* scratch lists: what a flush queues, what it took */
-  size_t defer_batch_cap, defer_taken_cap;
-  tdPackBuf *packs; /* slot and gathered hosts' buffers: as many as were ever in use at once */
-  /* the largest plan scratch a fused host has used: lent to the next host (hosts are operation
-   * objects from the free list, so the one that ran a host is a member or an agreement later) */
-  void *host_scratch;
-  size_t host_scratch_cap;
-  size_t npacks, packs_cap;
-  /* counters: agreements (flushes), fused hosts, operations they carried, gathered hosts */
-  uint64_t stat_agreements, stat_hosts, stat_fused, stat_gathered;
-  uint64_t stat_direct;       /* defer: fused hosts bound to their members' buffers (no copies) */
-  uint32_t stat_host_colls;   /* defer: 1 << coll for each collective fused so far */
-  uint32_t stat_direct_colls; /* ... and for each one fused without copies */
+  /* the 8-word all-gather plan: defer mode's agreements and TPU_DIST_CHECK signatures */
+  const tdSched *ag8;
+  tdDefer defer; /* defer mode (defer.c) */
   /* fault tolerance (comm_shrink.c) */
   uint32_t shrink_seq;    /* shrinks started on this communicator (same on every survivor) */
   uint8_t *agreed_failed; /* nranks flags: the failed set of the last agreement, or NULL */
@@ -258,6 +264,9 @@ typedef enum {
 } tdDeferTrigger;
 /* Sets up defer mode's hooks and the all-gather plan (defer mode or TPU_DIST_CHECK). */
 tpudistResult_t deferInit(tdComm *c, char *err);
+/* Releases what d holds (its scratch lists, pooled buffers and host scratch; again: nothing); its
+ * counters stay. */
+void deferFree(tdDefer *d);
 /* 1 if a collective called with req on c is deferred (defer mode, a request, outside a group). */
 int deferApplies(const tdComm *c, tdColl coll, const tpudistRequest_t *req);
 /* Queues op (all fields set, no check phase yet) as deferred; bytes as selection counts them. */

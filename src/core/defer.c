@@ -121,8 +121,8 @@ static tpudistResult_t growPack(tdOp *op, size_t bytes) {
 /* Starts the agreement on the oldest flush request. Lock held. */
 static void agreeStart(tdComm *c) {
   tdExec *ex = &c->exec;
-  if (!ex->dhead) c->nfifo = 0;
-  if (!c->nfifo || ex->dagree || ex->broken) return;
+  if (!ex->dhead) c->defer.nfifo = 0;
+  if (!c->defer.nfifo || ex->dagree || ex->broken) return;
   tdOp *e = execOpAllocLocked(ex);
   size_t n = (size_t)c->net.nranks;
   if (!e || growPack(e, 8 * TD_AGREE_WORDS * (n + 1)) != tpudistSuccess) {
@@ -134,10 +134,10 @@ static void agreeStart(tdComm *c) {
   memset(w, 0, 8 * TD_AGREE_WORDS);
   w[0] = TD_AGREE_MAGIC;
   w[1] = ex->dhead->dseq;
-  w[2] = c->fifo_target[0];
-  w[3] = (uint64_t)c->fifo_kind[0];
-  w[4] = proposal(ex, c->fifo_target[0]);
-  w[5] = c->agree_no;
+  w[2] = c->defer.fifo_target[0];
+  w[3] = (uint64_t)c->defer.fifo_kind[0];
+  w[4] = proposal(ex, c->defer.fifo_target[0]);
+  w[5] = c->defer.agree_no;
   e->kind = TD_OP_COLL;
   e->coll = TD_COLL_ALLGATHER;
   e->internal = 1;
@@ -145,7 +145,7 @@ static void agreeStart(tdComm *c) {
   e->label = "defer flush";
   e->sched = c->ag8;
   e->algo = c->ag8->algo;
-  e->seq = TD_AGREE_SEQ + c->agree_no++;
+  e->seq = TD_AGREE_SEQ + c->defer.agree_no++;
   e->n = TD_AGREE_WORDS;
   e->esize = 8;
   e->dtype = tpudistUint64;
@@ -154,7 +154,7 @@ static void agreeStart(tdComm *c) {
   if (!c->check && execSmallEligible(ex, TD_COLL_ALLGATHER, 8 * TD_AGREE_WORDS * n))
     execSmallInit(e); /* under the check, the plan: its end means every peer has our words */
   ex->dagree = 1;
-  c->stat_agreements++;
+  c->defer.stat_agreements++;
   execEnqueueLocked(ex, &e, 1, 0);
 }
 
@@ -162,14 +162,15 @@ static void agreeStart(tdComm *c) {
 static void trigger(tdComm *c, tdDeferTrigger why) {
   tdExec *ex = &c->exec;
   if (!ex->dtail) return;
-  if (why != TD_FLUSH_TIMER) c->win_ops = c->win_bytes = 0;
+  if (why != TD_FLUSH_TIMER) c->defer.win_ops = c->defer.win_bytes = 0;
   uint64_t target = ex->dtail->dseq;
-  if (c->nfifo && c->fifo_target[c->nfifo - 1] >= target) return; /* asked for already */
-  if (c->nfifo == (int)TD_ARRAY_SIZE(c->fifo_target)) {
-    c->fifo_target[c->nfifo - 1] = target; /* full: the last request grows */
+  if (c->defer.nfifo && c->defer.fifo_target[c->defer.nfifo - 1] >= target)
+    return; /* asked for already */
+  if (c->defer.nfifo == (int)TD_ARRAY_SIZE(c->defer.fifo_target)) {
+    c->defer.fifo_target[c->defer.nfifo - 1] = target; /* full: the last request grows */
   } else {
-    c->fifo_target[c->nfifo] = target;
-    c->fifo_kind[c->nfifo++] = why;
+    c->defer.fifo_target[c->defer.nfifo] = target;
+    c->defer.fifo_kind[c->defer.nfifo++] = why;
   }
   agreeStart(c);
 }
@@ -213,10 +214,11 @@ static tpudistResult_t agreeEnded(tdOp *e, char *err) {
   if (c->check && !timer && !same) return divergence(c, all, err);
   TD_CHECK(startAgreed(c, last, err));
   int k = 0;
-  while (k < c->nfifo && c->fifo_target[k] <= last) k++;
-  memmove(c->fifo_target, c->fifo_target + k, sizeof(uint64_t) * (size_t)(c->nfifo - k));
-  memmove(c->fifo_kind, c->fifo_kind + k, sizeof(int) * (size_t)(c->nfifo - k));
-  c->nfifo -= k;
+  while (k < c->defer.nfifo && c->defer.fifo_target[k] <= last) k++;
+  memmove(c->defer.fifo_target, c->defer.fifo_target + k,
+          sizeof(uint64_t) * (size_t)(c->defer.nfifo - k));
+  memmove(c->defer.fifo_kind, c->defer.fifo_kind + k, sizeof(int) * (size_t)(c->defer.nfifo - k));
+  c->defer.nfifo -= k;
   ex->timer_ns =
       ex->dhead && c->net.cfg->defer_us ? clockNowNs() + 1000ull * c->net.cfg->defer_us : 0;
   agreeStart(c);
@@ -265,18 +267,19 @@ static int sameKey(const tdOp *a, const tdOp *b) {
  * *slot names it. */
 static void *poolTake(tdComm *c, size_t bytes, int *slot) {
   long best = -1;
-  for (size_t i = 0; i < c->npacks; i++)
-    if (!c->packs[i].used && c->packs[i].cap >= bytes &&
-        (best < 0 || c->packs[i].cap < c->packs[best].cap))
+  for (size_t i = 0; i < c->defer.npacks; i++)
+    if (!c->defer.packs[i].used && c->defer.packs[i].cap >= bytes &&
+        (best < 0 || c->defer.packs[i].cap < c->defer.packs[best].cap))
       best = (long)i;
-  for (size_t i = 0; best < 0 && i < c->npacks; i++)
-    if (!c->packs[i].used) best = (long)i;
+  for (size_t i = 0; best < 0 && i < c->defer.npacks; i++)
+    if (!c->defer.packs[i].used) best = (long)i;
   if (best < 0) {
-    if (tdGrow(&c->packs, &c->packs_cap, c->npacks + 1, sizeof(tdPackBuf), 4)) return NULL;
-    best = (long)c->npacks++;
-    c->packs[best] = (tdPackBuf){NULL, 0, 0};
+    if (tdGrow(&c->defer.packs, &c->defer.packs_cap, c->defer.npacks + 1, sizeof(tdPackBuf), 4))
+      return NULL;
+    best = (long)c->defer.npacks++;
+    c->defer.packs[best] = (tdPackBuf){NULL, 0, 0};
   }
-  tdPackBuf *b = &c->packs[best];
+  tdPackBuf *b = &c->defer.packs[best];
   if (growAligned(&b->buf, &b->cap, bytes)) return NULL;
   b->used = 1;
   *slot = (int)best;
@@ -304,13 +307,15 @@ static void copyMember(const tdOp *h, tdOp *m, uint64_t off, int in) {
  * at its start and with the communicator at its end: the hosts' plan scratch stays with the
  * communicator instead of with whichever operation objects once ran a host. */
 static void scratchSwap(tdComm *c, tdOp *h, int start) {
-  if (start ? c->host_scratch_cap <= h->scratch_cap : h->scratch_cap <= c->host_scratch_cap) return;
+  if (start ? c->defer.host_scratch_cap <= h->scratch_cap
+            : h->scratch_cap <= c->defer.host_scratch_cap)
+    return;
   void *p = h->scratch;
   size_t cap = h->scratch_cap;
-  h->scratch = c->host_scratch;
-  h->scratch_cap = c->host_scratch_cap;
-  c->host_scratch = p;
-  c->host_scratch_cap = cap;
+  h->scratch = c->defer.host_scratch;
+  h->scratch_cap = c->defer.host_scratch_cap;
+  c->defer.host_scratch = p;
+  c->defer.host_scratch_cap = cap;
 }
 
 /* Binds host h to its members' buffers, which the executor addresses directly (exec_parts.c):
@@ -327,8 +332,8 @@ static tpudistResult_t hostParts(tdComm *c, tdOp *h) {
     off += m->n;
   }
   h->parted = 1;
-  c->stat_direct++;
-  c->stat_direct_colls |= 1u << h->coll;
+  c->defer.stat_direct++;
+  c->defer.stat_direct_colls |= 1u << h->coll;
   return tpudistSuccess;
 }
 
@@ -387,7 +392,7 @@ static void hostSettle(tdComm *c, tdOp *h) {
       off += m->n;
     }
   }
-  if (h->pool_slot >= 0) c->packs[h->pool_slot].used = 0;
+  if (h->pool_slot >= 0) c->defer.packs[h->pool_slot].used = 0;
   if (h->result == tpudistSuccess && h->kind == TD_OP_COLL) /* no transfer can still use it */
     scratchSwap(c, h, 0);
   tdOp *m = h->members;
@@ -419,7 +424,7 @@ static tpudistResult_t gatherHost(tdComm *c, tdOp *h, char *err) {
   h->kind = TD_OP_COLL;
   h->coll = TD_COLL_ALLGATHER;
   h->algo = h->sched->algo;
-  c->stat_gathered++;
+  c->defer.stat_gathered++;
   return tpudistSuccess;
 }
 
@@ -459,9 +464,9 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out, char *err) {
     execSmallInit(h);
   else
     scratchSwap(c, h, 1);
-  c->stat_hosts++;
-  c->stat_host_colls |= 1u << first->coll;
-  for (tdOp *m = first; m; m = m->next) c->stat_fused++;
+  c->defer.stat_hosts++;
+  c->defer.stat_host_colls |= 1u << first->coll;
+  for (tdOp *m = first; m; m = m->next) c->defer.stat_fused++;
   *out = h;
   return tpudistSuccess;
 }
@@ -470,7 +475,7 @@ static tpudistResult_t hostMake(tdComm *c, tdOp *first, tdOp **out, char *err) {
 static tpudistResult_t batchAdd(tdComm *c, tdOp *op, int *n, char *err) {
   if (c->check && op->kind == TD_OP_COLL)
     TD_CHECK(checkPrepareSeq(c, op, op->user_op, op->dchk_seq, err));
-  c->defer_batch[(*n)++] = op;
+  c->defer.batch[(*n)++] = op;
   return tpudistSuccess;
 }
 
@@ -495,7 +500,7 @@ static tpudistResult_t fuseFlushKey(tdComm *c, tdOp *first, int *n, char *err) {
 
 /* Groups the taken operations (list in issue order) into hosts and single operations. */
 static tpudistResult_t fuseAndQueue(tdComm *c, tdOp *list, size_t count, char *err) {
-  if (tdGrow(&c->defer_batch, &c->defer_batch_cap, count, sizeof(tdOp *), 64))
+  if (tdGrow(&c->defer.batch, &c->defer.batch_cap, count, sizeof(tdOp *), 64))
     return tdErr(err, tpudistNoMemory, "defer: out of memory for %zu operations", count);
   tdOp *keyFirst[TD_FUSE_KEYS], *keyLast[TD_FUSE_KEYS];
   uint64_t keyN[TD_FUSE_KEYS];
@@ -536,7 +541,7 @@ static tpudistResult_t fuseAndQueue(tdComm *c, tdOp *list, size_t count, char *e
     keyN[nkeys++] = op->n;
   }
   for (int k = 0; k < nkeys; k++) TD_CHECK(fuseFlushKey(c, keyFirst[k], &n, err));
-  execEnqueueLocked(&c->exec, c->defer_batch, n, 0);
+  execEnqueueLocked(&c->exec, c->defer.batch, n, 0);
   return tpudistSuccess;
 }
 
@@ -551,13 +556,13 @@ static tpudistResult_t startAgreed(tdComm *c, uint64_t last, char *err) {
   ex->dhead = tail->next;
   if (!ex->dhead) ex->dtail = NULL;
   tail->next = NULL;
-  if (tdGrow(&c->defer_taken, &c->defer_taken_cap, count, sizeof(tdOp *), 64))
+  if (tdGrow(&c->defer.taken, &c->defer.taken_cap, count, sizeof(tdOp *), 64))
     return tdErr(err, tpudistNoMemory, "defer: out of memory for %zu operations", count);
   size_t i = 0;
-  for (tdOp *op = list; op; op = op->next) c->defer_taken[i++] = op;
+  for (tdOp *op = list; op; op = op->next) c->defer.taken[i++] = op;
   tpudistResult_t r = fuseAndQueue(c, list, count, err);
   for (i = 0; r != tpudistSuccess && i < count; i++) {
-    tdOp *op = c->defer_taken[i];
+    tdOp *op = c->defer.taken[i];
     if (op->done || op->queued) continue;
     op->deferred = 0;
     op->result = r;
@@ -579,6 +584,20 @@ static void deferOnTimer(tdExec *ex) {
   trigger(commOfExec(ex), TD_FLUSH_TIMER);
 }
 
+void deferFree(tdDefer *d) {
+  free(d->batch);
+  free(d->taken);
+  d->batch = d->taken = NULL;
+  d->batch_cap = d->taken_cap = 0;
+  for (size_t i = 0; i < d->npacks; i++) free(d->packs[i].buf);
+  free(d->packs);
+  d->packs = NULL;
+  d->npacks = d->packs_cap = 0;
+  free(d->host_scratch);
+  d->host_scratch = NULL;
+  d->host_scratch_cap = 0;
+}
+
 tpudistResult_t deferInit(tdComm *c, char *err) {
   c->exec.on_timer = deferOnTimer;
   c->exec.on_settle = deferSettle;
@@ -594,7 +613,7 @@ tpudistResult_t deferInit(tdComm *c, char *err) {
 /* A flush point of the caller: the byte and operation windows start again (in every rank's issue
  * sequence alike, whatever has been agreed meanwhile), and everything deferred is asked for. */
 static void flushPoint(tdComm *c, tdDeferTrigger why) {
-  c->win_ops = c->win_bytes = 0;
+  c->defer.win_ops = c->defer.win_bytes = 0;
   trigger(c, why);
 }
 
@@ -602,7 +621,7 @@ void deferAdd(tdComm *c, tdOp *op, uint64_t bytes) {
   tdExec *ex = &c->exec;
   const tdConfig *cfg = c->net.cfg;
   pthread_mutex_lock(&ex->lock);
-  op->dseq = c->defer_next++;
+  op->dseq = c->defer.next_dseq++;
   op->dbytes = bytes;
   op->next = NULL;
   if (ex->broken || c->net.aborted) { /* fails at once, as a queued operation would */
@@ -624,11 +643,11 @@ void deferAdd(tdComm *c, tdOp *op, uint64_t bytes) {
     ex->poll_until_ns = now + 1000000000ull; /* the progress thread polls for a second */
     if (ex->sleeping) pthread_cond_signal(&ex->cond);
   }
-  c->win_ops++;
-  c->win_bytes += bytes;
-  if (c->win_ops >= (uint64_t)cfg->defer_ops)
+  c->defer.win_ops++;
+  c->defer.win_bytes += bytes;
+  if (c->defer.win_ops >= (uint64_t)cfg->defer_ops)
     flushPoint(c, TD_FLUSH_OPS);
-  else if (c->win_bytes >= (uint64_t)cfg->defer_bytes)
+  else if (c->defer.win_bytes >= (uint64_t)cfg->defer_bytes)
     flushPoint(c, TD_FLUSH_BYTES);
   pthread_mutex_unlock(&ex->lock);
 }

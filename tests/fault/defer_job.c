@@ -257,7 +257,7 @@ static uint64_t inplaceRsRound(tpudistComm_t defer, int rank, int n, int q) {
   static const size_t cnt[K] = {5, 0, 77};
   int32_t *x[K];
   tpudistRequest_t req[K];
-  uint64_t fused0 = defer->c.stat_fused;
+  uint64_t fused0 = defer->c.defer.stat_fused;
   for (int k = 0; k < K; k++) {
     x[k] = malloc(cnt[k] * (size_t)n * sizeof(int32_t) + sizeof(int32_t));
     for (size_t i = 0; i < cnt[k] * (size_t)n; i++)
@@ -280,7 +280,7 @@ static uint64_t inplaceRsRound(tpudistComm_t defer, int rank, int n, int q) {
     }
     free(x[k]);
   }
-  return defer->c.stat_fused - fused0;
+  return defer->c.defer.stat_fused - fused0;
 }
 
 /* In-place reduce-scatters fuse: each member's OUTPUT is inside its own INPUT. A timer of less
@@ -332,20 +332,21 @@ static int modeExact(tpudistComm_t world, int rank, int n) {
   printf(
       "rank %d: %ld checks; %llu flushes, %llu fused operations (%llu gathered, %llu without "
       "copies) carrying %llu\n",
-      rank, gChecks, (unsigned long long)c->stat_agreements, (unsigned long long)c->stat_hosts,
-      (unsigned long long)c->stat_gathered, (unsigned long long)c->stat_direct,
-      (unsigned long long)c->stat_fused);
+      rank, gChecks, (unsigned long long)c->defer.stat_agreements,
+      (unsigned long long)c->defer.stat_hosts, (unsigned long long)c->defer.stat_gathered,
+      (unsigned long long)c->defer.stat_direct, (unsigned long long)c->defer.stat_fused);
   static const tdColl direct[] = {TD_COLL_ALLREDUCE, TD_COLL_REDUCESCATTER, TD_COLL_BROADCAST,
                                   TD_COLL_ALLGATHER, TD_COLL_ALLTOALL};
   for (size_t i = 0; n > 1 && i < sizeof(direct) / sizeof(direct[0]); i++)
-    if (!(c->stat_direct_colls & (1u << direct[i])))
+    if (!(c->defer.stat_direct_colls & (1u << direct[i])))
       FAIL("no %s fused without copies", schedCollName(direct[i]));
-  if (n > 1 && (c->stat_hosts == 0 || c->stat_fused < 2 * c->stat_hosts)) FAIL("nothing fused");
-  if (n > 1 && n <= 8 && !getenv("TPU_DIST_TRANSPORTS") && !c->stat_gathered)
+  if (n > 1 && (c->defer.stat_hosts == 0 || c->defer.stat_fused < 2 * c->defer.stat_hosts))
+    FAIL("nothing fused");
+  if (n > 1 && n <= 8 && !getenv("TPU_DIST_TRANSPORTS") && !c->defer.stat_gathered)
     FAIL("no slot all-reduces fused beyond a slot"); /* the slots need shm among <= 8 ranks */
-  if (n > 1 && !(c->stat_host_colls & (1u << TD_COLL_REDUCESCATTER)))
+  if (n > 1 && !(c->defer.stat_host_colls & (1u << TD_COLL_REDUCESCATTER)))
     FAIL("no reduce-scatters fused"); /* ring and recursive halving: whole blocks at any size */
-  if (n == 2 && !(c->stat_direct_colls & (1u << TD_COLL_REDUCE)))
+  if (n == 2 && !(c->defer.stat_direct_colls & (1u << TD_COLL_REDUCE)))
     FAIL("no reduces fused"); /* 2 ranks: both plans move whole blocks */
   tpudistCommDestroy(sh);
   tpudistCommDestroy(dh);
