@@ -9,6 +9,8 @@
 suite layers quick 60 tests/arch/layers.sh
 # form: clang-format clean C/C++ files; commit subjects of at most 72 characters since 6a4e782
 suite form quick 60 tests/arch/form.sh
+# doclinks: every path README.md and docs/ name is in the repository (or built by it)
+suite doclinks quick 60 /usr/bin/python3 tests/arch/doclinks.py
 suite unit-config quick 60 tests/unit/test_config
 suite unit-topology quick 60 tests/unit/test_topology
 suite unit-kernels quick 120 tests/unit/test_kernels
