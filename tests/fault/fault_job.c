@@ -139,7 +139,7 @@ static int modeKill(int rank, int n, int victim) {
   }
   double d0 = nowMs();
   tpudistResult_t dr = tpudistCommDestroy(c);
-  if (nowMs() - d0 > 2000.0) FAIL("destroy after the failure took %.0f ms", nowMs() - d0);
+  PROMPT("destroy after a failure (no barrier)", nowMs() - d0, 0.0, 2000.0);
   (void)dr;
   rejoin(rank, n, victim, count, in, out);
   free(in);
@@ -291,7 +291,7 @@ static int modeMismatch(int rank, int n) {
       r = tpudistBroadcast(in, out, 100, tpudistInt32, root, sub, NULL);
       expectMismatch(sub, r, n, rank, "root 1 on one rank");
     }
-    if (nowMs() - t0 > 5000.0) FAIL("the mismatch took %.0f ms to report", nowMs() - t0);
+    PROMPT("a mismatch is reported, not timed out", nowMs() - t0, 0.0, 5000.0);
     tpudistCommDestroy(sub);
   }
   tpudistCommDestroy(world);
