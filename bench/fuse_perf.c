@@ -1,5 +1,5 @@
 /*
- * fuse_perf.c - execution modes side by side (docs/performance.md, "Execution modes"): K
+ * fuse_perf.c - execution modes side by side (docs/results/intra-host.md, "Execution modes"): K
  * non-blocking collectives of S bytes each, then a wait for all of them, on three communicators of
  * the same ranks in strict, defer and debug mode. The modes take turns within every iteration, so
  * a machine shared with other work slows them alike. Prints, per mode, the median time per

@@ -1,8 +1,8 @@
 #!/usr/bin/python3
 """bench/targets.py - checks bench/compare CSVs against the intra-host performance targets.
 
-    bench/targets.py docs/perf/np2.csv [docs/perf/np2-small.csv ...]
-    bench/targets.py --markdown docs/perf/np2.csv     (the rows as a markdown table)
+    bench/targets.py docs/results/perf/np2.csv [docs/results/perf/np2-small.csv ...]
+    bench/targets.py --markdown docs/results/perf/np2.csv     (the rows as a markdown table)
 
 Reads every row (collective, bytes, tpu_dist/ompi/gloo medians, memcpy) of the given CSVs and
 prints, for each target, every size it covers with the measured ratio and MET or the gap:

@@ -3,11 +3,12 @@
  * in kernels_half.c), the dtype/op names, and the one dispatch: kernelReduce looks up the typed
  * loop set of (dtype, op) once per call and runs the loop that matches the caller's aliasing.
  *
- * Semantics (DESIGN.md): integers wrap; signed and unsigned sum/prod share one unsigned loop per
- * width, so nothing overflows a signed type. max/min propagate NaN: a NaN operand is returned as
- * it is (a's if both are NaN); max(-0, +0) = +0 and min(-0, +0) = -0 in either order. Avg reduces
- * as Sum; kernelFinishAvg divides by nranks, for signed integers as C does (truncating toward
- * zero: a wrapped sum of -7 over 2 ranks gives -3), for floats in the element's own precision.
+ * Semantics (docs/design.md): integers wrap; signed and unsigned sum/prod share one unsigned loop
+ * per width, so nothing overflows a signed type. max/min propagate NaN: a NaN operand is returned
+ * as it is (a's if both are NaN); max(-0, +0) = +0 and min(-0, +0) = -0 in either order. Avg
+ * reduces as Sum; kernelFinishAvg divides by nranks, for signed integers as C does (truncating
+ * toward zero: a wrapped sum of -7 over 2 ranks gives -3), for floats in the element's own
+ * precision.
  */
 #include "kernels.h"
 

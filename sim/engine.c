@@ -499,11 +499,11 @@ static tpudistResult_t engineLoop(simEngine *e) {
     int r = SIM_RANK(e, i);
     simRankState *rs = &e->ranks[r];
     if (rs->done) continue;
-    for (uint32_t i = 0; i < rs->nstreams; i++)
-      if (rs->st[i].cursor < rs->st[i].nsteps || rs->st[i].ninflight)
+    for (uint32_t s = 0; s < rs->nstreams; s++)
+      if (rs->st[s].cursor < rs->st[s].nsteps || rs->st[s].ninflight)
         return tdErr(e->err, tpudistInternalError,
-                     "sim: deadlock: rank %d stream %u stuck at step %u of %u (%u in flight)", r, i,
-                     rs->st[i].cursor, rs->st[i].nsteps, rs->st[i].ninflight);
+                     "sim: deadlock: rank %d stream %u stuck at step %u of %u (%u in flight)", r, s,
+                     rs->st[s].cursor, rs->st[s].nsteps, rs->st[s].ninflight);
   }
   return tpudistSuccess;
 }

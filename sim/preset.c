@@ -1,7 +1,6 @@
 /*
  * preset.c - the simulator's generation presets: link figures, chips per host, wrap rules and the
- * slice shapes each generation sells. Every figure and its public source is in docs/simulator.md
- * (from shared/reference/tpu_topology.md §1-§3).
+ * slice shapes each generation sells. Every figure and its public source is in docs/simulator.md.
  *
  * link_bw is the official per-chip ICI figure divided by ports and by two directions (this is the
  * figure the published pod aggregates are built from); book_link_bw is the scaling book's one-way

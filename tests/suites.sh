@@ -1,104 +1,113 @@
-# tests/suites.sh - the suites tests/run runs, in order: suite NAME BUDGET_SECONDS COMMAND...
-# Each area registers its suites here. Binaries are built by `make check TESTS=`.
+# tests/suites.sh - the suites tests/run runs, in order: suite NAME TIER BUDGET_SECONDS COMMAND...
+# Each area registers its suites here. Binaries are built by `make check TESTS=`. Every suite
+# belongs to one tier, which `tests/run TIER` runs alone:
+#   quick        layers, form and links, the unit suites and sched: the whole tier in under 2 min
+#   integration  multi-process jobs (mpirun, fault, simulator, benchmarks' smoke, cluster)
+#   stress       long or heavy runs: scale, soak, many ranks, chaos, fuzzing, sanitizers
+#   torch        the torch.distributed plugin in Debian's torch and in torch 2.x roots
 # architecture: includes run one way (core -> exec -> transport -> bootstrap -> rt -> pure -> base)
-suite layers 60 tests/arch/layers.sh
-suite unit-config 60 tests/unit/test_config
-suite unit-topology 60 tests/unit/test_topology
-suite unit-kernels 120 tests/unit/test_kernels
-suite unit-gen-colls 300 tests/unit/test_gen_colls
-suite unit-validate 60 tests/unit/test_validate
-suite unit-sched-io 60 tests/unit/test_sched_io
-suite unit-gen-allreduce 300 tests/unit/test_gen_allreduce
-suite unit-torus-algos 400 tests/unit/test_torus_algos
-suite unit-cost 120 tests/unit/test_cost
-suite unit-cost-dcn 120 tests/unit/test_cost_dcn
-suite unit-select 120 tests/unit/test_select
-suite unit-fuse 60 tests/unit/test_fuse
-suite unit-step-table 120 tests/unit/test_step_table
-suite unit-kernels-portable 120 tests/unit/test_kernels_portable
-suite unit-bootstrap 60 tests/unit/test_bootstrap
-suite unit-transport 180 tests/unit/test_transport
+suite layers quick 60 tests/arch/layers.sh
+# form: clang-format clean C/C++ files; commit subjects of at most 72 characters since 6a4e782
+suite form quick 60 tests/arch/form.sh
+# doclinks: every path README.md and docs/ name is in the repository (or built by it)
+suite doclinks quick 60 /usr/bin/python3 tests/arch/doclinks.py
+suite unit-config quick 60 tests/unit/test_config
+suite unit-topology quick 60 tests/unit/test_topology
+suite unit-kernels quick 120 tests/unit/test_kernels
+suite unit-gen-colls quick 300 tests/unit/test_gen_colls
+suite unit-validate quick 60 tests/unit/test_validate
+suite unit-sched-io quick 60 tests/unit/test_sched_io
+suite unit-gen-allreduce quick 300 tests/unit/test_gen_allreduce
+suite unit-torus-algos quick 400 tests/unit/test_torus_algos
+suite unit-cost quick 120 tests/unit/test_cost
+suite unit-cost-dcn quick 120 tests/unit/test_cost_dcn
+suite unit-select quick 120 tests/unit/test_select
+suite unit-fuse quick 60 tests/unit/test_fuse
+suite unit-step-table quick 120 tests/unit/test_step_table
+suite unit-kernels-portable quick 120 tests/unit/test_kernels_portable
+suite unit-bootstrap quick 60 tests/unit/test_bootstrap
+suite unit-transport quick 180 tests/unit/test_transport
 # the socket transport's streams: split messages exact and in order at 1-16 streams, mixed counts
-suite unit-sock-streams 180 tests/unit/test_sock_streams
-suite unit-exec 180 tests/unit/test_exec
-suite unit-exec-parts 180 tests/unit/test_exec_parts
-suite sim 600 tests/sim/test_sim
-suite sim-dcn 180 tests/sim/test_sim_dcn
-suite sim-scale 900 tests/sim/scale.sh
-suite pod-scale 300 tests/sim/podscale.sh
-suite sched 600 tests/sched/test_sched
-suite torch 900 tests/torch/run.sh
+suite unit-sock-streams quick 180 tests/unit/test_sock_streams
+suite unit-exec quick 180 tests/unit/test_exec
+suite unit-exec-parts quick 180 tests/unit/test_exec_parts
+suite sim integration 600 tests/sim/test_sim
+suite sim-dcn integration 180 tests/sim/test_sim_dcn
+suite sim-scale stress 900 tests/sim/scale.sh
+suite pod-scale stress 300 tests/sim/podscale.sh
+suite sched quick 600 tests/sched/test_sched
+suite torch torch 900 tests/torch/run.sh
 # torch 2.x in debootstrapped roots cached outside the tree (tests/torch2/root.sh): Debian 13
 # trixie (torch 2.6, gcc 14, Open MPI 5.0) and Debian sid (torch 2.14, gcc 16, Open MPI 6.0); each
 # budget includes making its root on a fresh machine (about 5 minutes with a near mirror)
-suite torch2 2400 tests/torch2/run.sh trixie
-suite torch2.14 2400 tests/torch2/run.sh sid
-suite bench-smoke 600 tests/bench/smoke.sh
+suite torch2 torch 2400 tests/torch2/run.sh trixie
+suite torch2.14 torch 2400 tests/torch2/run.sh sid
+suite bench-smoke integration 600 tests/bench/smoke.sh
 # runtime (tests/mpi): every collective checked exactly under mpirun, then jobs without mpirun
-suite mpi-np1 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
-suite mpi-np2 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi
-suite mpi-np3 150 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 3 tests/mpi/test_mpi
-suite mpi-np4 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/mpi/test_mpi
-suite mpi-np8 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
-suite mpi-socket 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
-suite mpi-socket-streams 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
-suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
+suite mpi-np1 integration 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
+suite mpi-np2 integration 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi
+suite mpi-np3 integration 150 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 3 tests/mpi/test_mpi
+suite mpi-np4 integration 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/mpi/test_mpi
+suite mpi-np8 integration 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
+suite mpi-socket integration 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
+suite mpi-socket-streams integration 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
+suite mpi-torus integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
 # 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
-suite mpi-slices 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
-suite commid 120 tests/mpi/commid.sh
-suite soak 180 tests/mpi/soak.sh
-suite shm-clean 120 tests/mpi/shm_clean.sh
-suite valgrind 300 tests/mpi/valgrind.sh
-suite main-job 180 scripts/main-job
-suite mpi-check 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 mpirun -np 3 tests/mpi/test_mpi
-suite sched-file 60 tests/mpi/sched_file.sh
+suite mpi-slices integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
+suite commid integration 120 tests/mpi/commid.sh
+suite soak stress 180 tests/mpi/soak.sh
+suite shm-clean integration 120 tests/mpi/shm_clean.sh
+suite valgrind stress 300 tests/mpi/valgrind.sh
+suite main-job integration 180 scripts/main-job
+suite mpi-check integration 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 mpirun -np 3 tests/mpi/test_mpi
+suite sched-file integration 60 tests/mpi/sched_file.sh
 # shm stress: many back-to-back 4-rank ring all-reduces (single-copy on, then off)
-suite unit-shm-acks 120 tests/unit/test_shm_acks
-suite stress-ring 480 tests/mpi/stress_ring.sh
-suite stress-ring-nocma 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
-suite mpi-algos 600 tests/mpi/algos.sh
-suite dead-peer 90 tests/mpi/dead_peer.sh
+suite unit-shm-acks quick 120 tests/unit/test_shm_acks
+suite stress-ring stress 480 tests/mpi/stress_ring.sh
+suite stress-ring-nocma stress 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
+suite mpi-algos integration 600 tests/mpi/algos.sh
+suite dead-peer integration 90 tests/mpi/dead_peer.sh
 # many ranks on one host (tests/mpi/many_ranks.sh, without mpirun): 64 flat ranks, every collective
 # checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus
-suite many-ranks 1200 tests/mpi/many_ranks_suite.sh
+suite many-ranks stress 1200 tests/mpi/many_ranks_suite.sh
 # fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, a hostile peer beside an
 # 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)
-suite fault-kill 300 tests/fault/kill.sh
-suite fault-abort 60 tests/fault/jobs.sh abort
+suite fault-kill integration 300 tests/fault/kill.sh
+suite fault-abort integration 60 tests/fault/jobs.sh abort
 # survivors shrink (agreed failed set, explicit list, split, tori, TCP, each rank its own host, the
 # coordinator dying in its shrink) and revoke; then the seeded
 # chaos trials (random kills in random collective mixes; seed printed, rerun with TD_CHAOS_SEED)
-suite fault-shrink 120 tests/fault/shrink.sh
-suite fault-chaos 900 tests/fault/chaos.sh
-suite fault-badargs 90 tests/fault/jobs.sh badargs
-suite fault-mismatch 90 tests/fault/jobs.sh mismatch
-suite fault-debug 90 tests/fault/jobs.sh debug
-suite mpi-debug 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debug mpirun -np 3 tests/mpi/test_mpi
+suite fault-shrink integration 120 tests/fault/shrink.sh
+suite fault-chaos stress 900 tests/fault/chaos.sh
+suite fault-badargs integration 90 tests/fault/jobs.sh badargs
+suite fault-mismatch integration 90 tests/fault/jobs.sh mismatch
+suite fault-debug integration 90 tests/fault/jobs.sh debug
+suite mpi-debug integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debug mpirun -np 3 tests/mpi/test_mpi
 # defer mode: the whole MPI suite deferred (alone and with TPU_DIST_CHECK), then defer against
 # strict bit for bit at 2-4 ranks, divergent flush points, abort and a dead peer (tests/fault/defer.sh)
-suite mpi-defer 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer mpirun -np 3 tests/mpi/test_mpi
-suite mpi-defer-check 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer TPU_DIST_CHECK=1 TPU_DIST_PROGRESS_THREAD=0 mpirun -np 4 tests/mpi/test_mpi
-suite fault-defer 120 sh -c 'for m in exact diverge abort dead; do tests/fault/defer.sh $m || exit 1; done'
-suite fault-hostile 120 tests/fault/hostile.sh
-suite tools-info 60 tests/mpi/tools_info.sh
-suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
-suite fault-flight 60 tests/fault/jobs.sh flight
-suite fault-inject 240 tests/fault/inject.sh
+suite mpi-defer integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer mpirun -np 3 tests/mpi/test_mpi
+suite mpi-defer-check integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer TPU_DIST_CHECK=1 TPU_DIST_PROGRESS_THREAD=0 mpirun -np 4 tests/mpi/test_mpi
+suite fault-defer integration 120 sh -c 'for m in exact diverge abort dead; do tests/fault/defer.sh $m || exit 1; done'
+suite fault-hostile integration 120 tests/fault/hostile.sh
+suite tools-info integration 60 tests/mpi/tools_info.sh
+suite mpi-knobs integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
+suite fault-flight integration 60 tests/fault/jobs.sh flight
+suite fault-inject integration 240 tests/fault/inject.sh
 # non-blocking init/split/shrink (exact results, abort mid-creation, a peer that never arrives), the JSON
 # flight record after a forced timeout, the health query of a job with a stalled rank
-suite fault-async 120 tests/fault/async.sh
+suite fault-async integration 120 tests/fault/async.sh
 # fuzzing: the committed corpora replayed under gcc; then the libFuzzer targets (clang, 40 s each)
-suite fuzz-replay 60 sh -c 'for t in bootstrap socket sched topo config env; do tests/fuzz/replay_$t tests/fuzz/corpus/$t || exit 1; done'
-suite fuzz 1200 tests/fuzz/run.sh
+suite fuzz-replay integration 60 sh -c 'for t in bootstrap socket sched topo config env; do tests/fuzz/replay_$t tests/fuzz/corpus/$t || exit 1; done'
+suite fuzz stress 1200 tests/fuzz/run.sh
 # sanitizers: out-of-tree ASan+UBSan build; unit, sched, small MPI and fault jobs there
-suite asan 1800 tests/asan.sh
-suite mpi-socket-ring2 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TD_MPI_ONLY=large TPU_DIST_ALGO=allreduce=ring2 mpirun -np 3 tests/mpi/test_mpi
-suite sim-diff 600 tests/sim/diff.sh
+suite asan stress 1800 tests/asan.sh
+suite mpi-socket-ring2 integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TD_MPI_ONLY=large TPU_DIST_ALGO=allreduce=ring2 mpirun -np 3 tests/mpi/test_mpi
+suite sim-diff integration 600 tests/sim/diff.sh
 # all-to-all-v forced to two phases (counts exchange, then the torus plan): test_mpi exact at 2 ranks (a ring of 2) and 4 (2x2), and with TPU_DIST_CHECK=1
-suite mpi-a2av-2phase 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 2 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
-suite mpi-a2av-2phase-np4 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 4 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
-suite mpi-a2av-2phase-check 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 TPU_DIST_TOPOLOGY=2x2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 4 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
+suite mpi-a2av-2phase integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 2 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
+suite mpi-a2av-2phase-np4 integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 4 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
+suite mpi-a2av-2phase-check integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_CHECK=1 TPU_DIST_TOPOLOGY=2x2 TPU_DIST_ALGO=alltoallv=torus mpirun -np 4 tests/mpi/test_mpi --expect-algo alltoallv=torus --expect-from 0
 # multi-host (tests/cluster): 4 hosts as network namespaces (scripts/cluster), links at 2 Gbit/s;
 # mpirun with a hostfile across 2 and 4 hosts (selection picks hier on 2; every hier forced on 4),
 # COMM_ID on a second network, a host killed, a link cut, an intruder at every listener of a job
-suite cluster 600 tests/cluster/run.sh
+suite cluster integration 600 tests/cluster/run.sh

@@ -3,12 +3,12 @@
 # "DCN: slices joined by host NICs"): tpudist-sim once per (algorithm, slice count), a CSV, and its
 # plot (tools/sim_plot.py --x slices).
 #   tools/sim_slices.sh [PRESET SHAPE BYTES "SLICES..." ALGOS CSV PNG]
-# defaults: v5p 4x4x4 1G "1 2 4 8 16" hier,ring,torus docs/sim-v5p-slices.csv docs/sim-v5p-slices.png
+# defaults: v5p 4x4x4 1G "1 2 4 8 16" hier,ring,torus docs/results/sim-v5p-slices.csv docs/results/sim-v5p-slices.png
 # CSV columns: algo,slices,chips,time_s,busbw_GBps,dcn_span_s,dcn_bytes
 set -euo pipefail
 cd "$(dirname "$0")/.."
 preset=${1:-v5p} shape=${2:-4x4x4} bytes=${3:-1G} slices=${4:-1 2 4 8 16}
-algos=${5:-hier,ring,torus} csv=${6:-docs/sim-$preset-slices.csv} png=${7:-docs/sim-$preset-slices.png}
+algos=${5:-hier,ring,torus} csv=${6:-docs/results/sim-$preset-slices.csv} png=${7:-docs/results/sim-$preset-slices.png}
 echo "algo,slices,chips,time_s,busbw_GBps,dcn_span_s,dcn_bytes" >"$csv"
 for a in ${algos//,/ }; do
   for s in $slices; do

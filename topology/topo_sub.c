@@ -1,5 +1,5 @@
 /*
- * topo_sub.c - the topology of a split communicator (DESIGN.md "Topology conventions").
+ * topo_sub.c - the topology of a split communicator (docs/design.md, "Topology conventions").
  *
  * members[i] is the parent rank of new rank i. When the members are exactly an axis-aligned box of
  * the parent's coordinates, listed in the box's own rank order, the child is that box as a torus:

@@ -1,6 +1,6 @@
 /*
  * algos.c - the algorithm table (every collective's rows, <coll>/<coll>.h) and lookup. Names follow
- * DESIGN.md. Flags: see TD_ALGO_V_LOCAL in generator.h.
+ * docs/design.md. Flags: see TD_ALGO_V_LOCAL in generator.h.
  */
 #include "algos.h"
 

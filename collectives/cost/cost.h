@@ -49,10 +49,10 @@ typedef struct {
                           TD_COST_DCN_TCP_FLOWS */
 } tdCostModel;
 
-/* DCN defaults (docs/performance.md, "The cost model's DCN"): a torus is TPU slices, whose hosts
- * reach DCN at TD_COST_DCN_CHIP_BW per chip (v5p's 50 Gbit/s per chip, 6.25e9 B/s: the scaling
- * book's DCN egress per TPU; 200 Gbit/s for a 4-chip host); a flat topology is real hosts over
- * TCP, TD_COST_DCN_HOST_BW per host (10 Gbit/s: a 10GbE port, or what one TCP stream commonly
+/* DCN defaults (docs/results/multi-host.md, "The cost model's DCN"): a torus is TPU slices, whose
+ * hosts reach DCN at TD_COST_DCN_CHIP_BW per chip (v5p's 50 Gbit/s per chip, 6.25e9 B/s: the
+ * scaling book's DCN egress per TPU; 200 Gbit/s for a 4-chip host); a flat topology is real hosts
+ * over TCP, TD_COST_DCN_HOST_BW per host (10 Gbit/s: a 10GbE port, or what one TCP stream commonly
  * reaches on a faster one). Latency: 10 us on TPU DCN, 20 us over
  * TCP (assumed one-way figures inside one data centre; no published source). */
 #define TD_COST_DCN_CHIP_BW 6.25e9
@@ -65,7 +65,7 @@ typedef struct {
  * direction (the sending host's out, the receiving host's in) is costed as one whose packets the
  * NIC's queue drops and that is sent again (TCP incast on a shallow-buffered switch port): it
  * keeps that NIC busy twice as long. Off by default (0): on the measured clusters (links shaped to
- * 2 Gbit/s and 500 Mbit/s, docs/performance.md, Multi-host) all-to-all's 12 flows per host started
+ * 2 Gbit/s and 500 Mbit/s, docs/results/multi-host.md) all-to-all's 12 flows per host started
  * at once did not collapse, and at 500 Mbit/s they led the paced plans. At most
  * TD_COST_DCN_MAX_FLOWS. */
 #define TD_COST_DCN_MAX_FLOWS 64

@@ -20,9 +20,7 @@
  * evaluated) in all, estimated as rank 0's steps x ranks x buckets before the others are
  * generated; a candidate past it is ranked after the costed ones by a fixed order (latency
  * algorithms first up to 64 KiB, bandwidth algorithms above). 64 ranks on 4x4x4 are costed in
- * full. (The cut-off, measured: costing every rank at 512 ranks on 8x8x8 took 4.4 s of CPU and
- * still left candidates to the fixed order; by symmetry it takes 0.05 s and costs all but the
- * chains. Up to 256 ranks the tables are those of full costing, as before.)
+ * full. Why the cut-off is at 256 ranks: docs/results/design-choices.md, "Selection cut-off".
  *
  * Pod scale (more ranks): a candidate whose plans are images of rank 0's under a symmetry of the
  * rank set is costed from rank 0's plan alone (costPlanCreateSym): translations of a torus that

@@ -3,8 +3,8 @@
  *
  * The root serves every connection at once from one poll loop: it accepts whatever is pending,
  * keeps at most TPU_DIST_MAX_HANDSHAKES connections in their handshake, or one per rank that is
- * to join if there are more (512 ranks starting at once, with 64 slots, dropped over a thousand
- * real connections: each drop a reconnect, the rendezvous 3.4 s instead of 1.4), gives each
+ * to join if there are more (so that a large job's own ranks are never dropped as a flood:
+ * docs/results/design-choices.md, "Rendezvous admission"), gives each
  * TPU_DIST_HANDSHAKE_MS to finish it, and when the table is full drops the oldest connection that
  * has not sent a hello yet (else the oldest). A flood of idle, slow or hostile connections so
  * costs a fixed table and descriptors; a real rank's handshake (one round trip) is not starved,

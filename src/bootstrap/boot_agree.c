@@ -308,7 +308,6 @@ static tpudistResult_t agreeRun(tdAgree *ap, char *err) {
     int r = agreeParticipate(&a, coord);
     if (r < 0) return tdErr(err, tpudistAborted, "shrink agreement: aborted");
     if (r == 0) {
-      char set[256];
       TD_INFO(TD_SUBSYS_BOOT, "shrink agreement %u: rank %d takes rank %d's decision: failed {%s}",
               a.seq, bs->rank, coord, agreeSetStr(&a, set, sizeof(set)));
       break;

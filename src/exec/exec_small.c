@@ -12,9 +12,8 @@
  * payloads up to 56 bytes, n - 1 writes and n - 1 reads per rank, no executor steps, pieces, ring
  * records or descriptors.
  *
- * Why not a schedule: binding and progressing even the recursive-doubling plan costs about 3,900
- * instructions per call (callgrind), twice Open MPI's whole 8-byte all-reduce
- * (docs/performance.md).
+ * Why not a schedule: binding and progressing even the recursive-doubling plan costs several times
+ * what this path costs per call (docs/results/design-choices.md, "The slot path").
  *
  * When (execSmallEligible, identical on every rank): a payload per peer of 1..TPU_DIST_SMALL_BYTES
  * bytes (at most a slot, 2104 bytes), 2..8 ranks all reached through shm; src/core also skips it

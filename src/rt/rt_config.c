@@ -91,7 +91,7 @@ const tdConfigVar tdConfigTable[] = {
      "Bandwidth of one host's DCN NIC in Gbit/s, each direction, shared by the host's ranks, as "
      "the cost model sees it (selection): messages between slices, or between hosts of a flat "
      "communicator, take it. 0: the default, 50 Gbit/s per chip of the host on a TPU topology "
-     "(v5p's DCN egress per chip), 10 Gbit/s per host on a flat one (docs/performance.md)."},
+     "(v5p's DCN egress per chip), 10 Gbit/s per host on a flat one (docs/results/multi-host.md)."},
     {"TPU_DIST_DCN_LATENCY_US", cfgInt, "-1", TD_OFF(dcn_latency_us), -1, 10000000,
      "Latency of one message across DCN in microseconds, as the cost model sees it. -1: the "
      "default, 10 on a TPU topology, 20 on a flat one (TCP)."},
@@ -101,7 +101,7 @@ const tdConfigVar tdConfigTable[] = {
      "unfinished on the sending host's NIC out or the receiving host's NIC in costs twice its "
      "time there (a switch port whose shallow queue drops and makes TCP resend: incast), so "
      "selection prefers plans that pace their messages across hosts (all-to-all: hier or "
-     "pairwise instead of direct). 0: no limit (docs/performance.md, Multi-host)."},
+     "pairwise instead of direct). 0: no limit (docs/results/multi-host.md)."},
     {"TPU_DIST_COMM_ID", cfgStr, "", TD_OFF(comm_id), 0, 0,
      "host:port of rank 0 for bootstrap without MPI (as NCCL_COMM_ID)."},
     {"TPU_DIST_HOSTID", cfgStr, "", TD_OFF(hostid), 0, 0,
@@ -141,7 +141,7 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_SOCKET_NSTREAMS", cfgInt, "1", TD_OFF(socket_nstreams), 1, 16,
      "TCP connections (streams) per peer pair (a pair uses the smaller of its two ranks' values); "
      "messages of 128 KiB and more are split across them. 1: measured best on links one "
-     "connection fills (docs/performance.md, Multi-host); raise it where one flow cannot fill the "
+     "connection fills (docs/results/multi-host.md); raise it where one flow cannot fill the "
      "link (a per-flow rate cap, a long fat pipe)."},
     {"TPU_DIST_CHUNK_BYTES", cfgLong, "131072", TD_OFF(chunk_bytes), 1, 1LL << 40,
      "Pipeline piece size in bytes: the executor slices each step into pieces of this size."},

@@ -27,12 +27,17 @@ for np in 2 3; do
   run $np bench/alltoallv_perf -b 1K -e 16K -f 4 -n 2 -c 1 -k 0.9
   run $np bench/alltoallv_perf -n 2 -c 1 -T 64 -H 32 -K 2 -k 1.2 -d bfloat16
 done
-# bench/paired (one A/A round of this tree against itself) and bench/callcost (valgrind)
+# bench/paired and bench/plantime (one A/A round of this tree against itself) and bench/callcost
+# (valgrind)
 tmp=$(mktemp -d)
 runs=$((runs+1))
 if out=$(timeout 120 bench/paired --rounds 1 --tools all_reduce_perf:8:64 --out "$tmp/p.csv" . . 2>&1) &&
    grep -q "^all_reduce_perf  *64 " <<<"$out"; then echo "ok: bench/paired"
 else fails=$((fails+1)); echo "FAIL: bench/paired"; echo "$out" | tail -8; fi
+runs=$((runs+1))
+if out=$(timeout 120 bench/plantime --rounds 1 --cases select-64 . . 2>&1) &&
+   grep -q "^select-64  *[0-9.]*  *[0-9.]*  *[0-9.]*$" <<<"$out"; then echo "ok: bench/plantime"
+else fails=$((fails+1)); echo "FAIL: bench/plantime"; echo "$out" | tail -8; fi
 runs=$((runs+1))
 if out=$(timeout 300 bench/callcost all_reduce_perf . 2>&1) && grep -q "instructions/call" <<<"$out"; then
   echo "ok: bench/callcost: $out"

@@ -5,7 +5,7 @@ checked exactly, then the host and transport facts printed for the suite to chec
     torchrun --nnodes 2 --nproc_per_node 2 --rdzv_backend c10d --rdzv_endpoint HOST0:PORT \\
         tests/cluster/torch_job.py
 
-TD_BENCH=1 (with TD_BACKEND=gloo or tpu_dist) times all-reduces instead (docs/performance.md).
+TD_BENCH=1 (with TD_BACKEND=gloo or tpu_dist) times all-reduces instead (docs/results/multi-host.md).
 """
 import os
 import socket

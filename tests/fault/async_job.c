@@ -235,7 +235,7 @@ static int modeAbort(int rank, int n) {
   r = tpudistCommAbort(c);
   double dt = nowMs() - t0;
   if (r != tpudistSuccess) FAIL("abort: %s", tpudistGetErrorString(r));
-  if (dt > 100.0) FAIL("abort during the creation took %.1f ms (limit 100)", dt);
+  PROMPT("abort during the creation", dt, TD_ABORT_MS, TD_ABORT_MARGIN_MS);
   checkNothingLeft("after abort");
   if (tpudistCommGetAsyncError(c, &st) != tpudistInvalidUsage)
     FAIL("the aborted handle is still valid");
@@ -255,9 +255,9 @@ static int modeTimeout(int rank, int n) {
   double dt = nowMs() - t0;
   if (st != tpudistTimeout)
     FAIL("creation without a peer ended in %s, expected a timeout", tpudistGetErrorString(st));
-  /* rank 0 times out itself; the others may hear of it from rank 0 first */
-  if ((rank == 0 && dt < 1400) || dt > 5000)
-    FAIL("the creation failed after %.0f ms (timeout 1500)", dt);
+  /* rank 0 times out itself, not before its timeout; the others may hear of it from rank 0 */
+  if (rank == 0 && dt < 1400) FAIL("the creation failed after %.0f ms, before its timeout", dt);
+  PROMPT("a creation without a peer times out", dt, cfg.timeoutMs, TD_TIMEOUT_MARGIN_MS);
   int x = 1;
   r = tpudistAllReduce(&x, &x, 1, tpudistInt32, tpudistSum, c, NULL);
   if (r != tpudistTimeout || !strstr(tpudistGetLastError(NULL), "creation"))
@@ -290,14 +290,14 @@ static int modeSplitAbort(int rank, int n) {
   double t0 = nowMs();
   if (tpudistCommAbort(child) != tpudistSuccess) FAIL("abort of split 1");
   double dt = nowMs() - t0;
-  if (dt > 100.0) FAIL("abort of a pending split took %.1f ms (limit 100)", dt);
+  PROMPT("abort of a pending split", dt, TD_ABORT_MS, TD_ABORT_MARGIN_MS);
   if (tpudistCommSplit(world, 0, 0, &child2, &cfg) != tpudistInProgress)
     FAIL("split 2 did not start");
   sleepMs(100);
   t0 = nowMs();
   if (tpudistCommAbort(world) != tpudistSuccess) FAIL("abort of the parent");
   double dt2 = nowMs() - t0;
-  if (dt2 > 150.0) FAIL("abort of the parent with a pending split took %.1f ms", dt2);
+  PROMPT("abort of the parent with a pending split", dt2, TD_ABORT_MS, TD_ABORT_MARGIN_MS);
   if (tpudistCommGetAsyncError(child2, &st) != tpudistSuccess || st != tpudistAborted)
     FAIL("the split of an aborted parent is in state %s", tpudistGetErrorString(st));
   if (tpudistCommDestroy(child2) != tpudistSuccess) FAIL("destroy of the aborted split");
@@ -407,7 +407,7 @@ static int modeShrinkAbort(int rank, int n) {
   r = tpudistCommAbort(next);
   double dt = nowMs() - t0;
   if (r != tpudistSuccess) FAIL("abort: %s", tpudistGetErrorString(r));
-  if (dt > 100.0) FAIL("abort during the shrink took %.1f ms (limit 100)", dt);
+  PROMPT("abort during the shrink", dt, TD_ABORT_MS, TD_ABORT_MARGIN_MS);
   checkNothingLeft("after abort");
   if (tpudistCommDestroy(world) != tpudistSuccess) FAIL("destroy of the shrunk communicator");
   printf("rank %d: abort of a pending shrink (as %s) returned in %.1f ms, nothing left\n", rank,
@@ -439,7 +439,7 @@ static int modeStore(int rank, int n) {
     double t0 = nowMs();
     tpudistCommAbort(c);
     double dt = nowMs() - t0;
-    if (dt > 100.0) FAIL("abort while waiting for the store took %.1f ms (limit 100)", dt);
+    PROMPT("abort while waiting for the store", dt, TD_ABORT_MS, TD_ABORT_MARGIN_MS);
     checkNothingLeft("after abort");
     printf("rank %d: abort while waiting for the store returned in %.1f ms\n", rank, dt);
     return gFail ? 1 : 0;

@@ -409,7 +409,7 @@ static int modeAbort(tpudistComm_t world, int rank, int n) {
     printf("rank 0: a wait on 8 deferred requests released %.2f ms after the abort (%s)\n", t - a.t,
            tpudistGetErrorString(r));
     if (r != tpudistAborted) FAIL("the waited request returned %d, not aborted", r);
-    if (t - a.t > 100.0) FAIL("released %.1f ms after the abort", t - a.t);
+    PROMPT("abort releases a deferred wait", t - a.t, TD_ABORT_MS, TD_ABORT_MARGIN_MS);
   } else {
     usleep(600000); /* never joins */
     tpudistCommAbort(d);
@@ -436,11 +436,12 @@ static int modeDead(tpudistComm_t world, int rank, int n) {
   for (int j = 0; j < 6; j++) failed += tpudistWait(req[j]) != tpudistSuccess;
   double el = nowMs() - t0;
   const char *tmo = getenv("TPU_DIST_TIMEOUT_MS");
-  double limit = (tmo ? atof(tmo) : 300000) + 2000;
+  double timeout = tmo ? atof(tmo) : 300000;
   printf("rank %d: %d of 6 deferred requests failed after %.0f ms (%s)\n", rank, failed, el,
          tpudistGetLastError(d));
   if (failed != 6) FAIL("%d of 6 deferred requests failed", failed);
-  if (el > limit) FAIL("took %.0f ms", el);
+  PROMPT("a dead peer fails deferred requests within the timeout", el, timeout,
+         TD_TIMEOUT_MARGIN_MS);
   tpudistCommAbort(d);
   _exit(gFail ? 1 : 0); /* the world communicator lost a rank too */
 }

@@ -123,7 +123,7 @@ static int modeKill(int rank, int n, int victim) {
    * (tpudistInvalidUsage) on its receiver, a remote error on the others. */
   if (r != tpudistRemoteError && (victim >= 0 || r != tpudistInvalidUsage))
     FAIL("expected tpudistRemoteError, got %d (%s)", r, msg);
-  if (t1 - t0 > timeout + 2000.0) FAIL("the error took %.0f ms (timeout %d ms)", t1 - t0, timeout);
+  PROMPT("a dead peer is an error within the timeout", t1 - t0, timeout, TD_TIMEOUT_MARGIN_MS);
   tpudistResult_t a = tpudistSuccess;
   if (tpudistCommGetAsyncError(c, &a) != tpudistSuccess || a != r)
     FAIL("async error %d, the call returned %d", a, r);
@@ -139,7 +139,7 @@ static int modeKill(int rank, int n, int victim) {
   }
   double d0 = nowMs();
   tpudistResult_t dr = tpudistCommDestroy(c);
-  if (nowMs() - d0 > 2000.0) FAIL("destroy after the failure took %.0f ms", nowMs() - d0);
+  PROMPT("destroy after a failure (no barrier)", nowMs() - d0, 0.0, 2000.0);
   (void)dr;
   rejoin(rank, n, victim, count, in, out);
   free(in);
@@ -207,8 +207,7 @@ static void abortOnce(tpudistComm_t world, int rank, int form) {
     printf("form %d: released %.2f ms after the abort (%s)\n", form, t - a.t_abort,
            tpudistGetErrorString(r));
     if (r != tpudistAborted) FAIL("form %d: the blocked call returned %d, not aborted", form, r);
-    if (t - a.t_abort > 100.0)
-      FAIL("form %d: released %.1f ms after the abort", form, t - a.t_abort);
+    PROMPT("abort releases a blocked call", t - a.t_abort, TD_ABORT_MS, TD_ABORT_MARGIN_MS);
     if (a.res != tpudistSuccess) FAIL("CommAbort returned %d", a.res);
   } else {
     /* Rank 1 never joins; it aborts its side once rank 0 is done. */
@@ -292,7 +291,7 @@ static int modeMismatch(int rank, int n) {
       r = tpudistBroadcast(in, out, 100, tpudistInt32, root, sub, NULL);
       expectMismatch(sub, r, n, rank, "root 1 on one rank");
     }
-    if (nowMs() - t0 > 5000.0) FAIL("the mismatch took %.0f ms to report", nowMs() - t0);
+    PROMPT("a mismatch is reported, not timed out", nowMs() - t0, 0.0, 5000.0);
     tpudistCommDestroy(sub);
   }
   tpudistCommDestroy(world);

@@ -134,9 +134,9 @@ static void shrinkAndCheck(tpudistComm_t c, int n, int me, const int *victims, i
     return;
   }
   printf("rank %d: shrink to %d ranks took %.0f ms\n", me, m, t1 - t0);
-  if (envInt("TD_MAX_SHRINK_MS", 0) && t1 - t0 > envInt("TD_MAX_SHRINK_MS", 0))
-    FAIL("the shrink took %.0f ms, more than TD_MAX_SHRINK_MS=%d", t1 - t0,
-         envInt("TD_MAX_SHRINK_MS", 0));
+  /* TD_MAX_SHRINK_MS: the caller's bound (a death is seen at once, so well below 2T) */
+  if (envInt("TD_MAX_SHRINK_MS", 0))
+    PROMPT("a shrink after a death", t1 - t0, 0.0, envInt("TD_MAX_SHRINK_MS", 0));
   checkNext(next, members, m, me);
   int failed[64], nf = 64;
   if (tpudistCommGetFailedRanks(c, failed, &nf) != tpudistSuccess)
@@ -147,7 +147,7 @@ static void shrinkAndCheck(tpudistComm_t c, int n, int me, const int *victims, i
     if (!dead[failed[i]]) FAIL("CommGetFailedRanks names rank %d, which is alive", failed[i]);
   double d0 = nowMs();
   tpudistCommDestroy(c);
-  if (nowMs() - d0 > 2000.0) FAIL("destroying the old communicator took %.0f ms", nowMs() - d0);
+  PROMPT("destroy of the shrunk-from communicator", nowMs() - d0, 0.0, 2000.0);
   if (tpudistCommDestroy(next) != tpudistSuccess)
     FAIL("destroying the shrunk communicator: %s", tpudistGetLastError(NULL));
 }
@@ -278,8 +278,11 @@ static int modeDieInShrink(tpudistComm_t world, int rank, int n, int victim, int
   return gFail != 0;
 }
 
+static double gRevokedAt; /* when revoker called tpudistCommRevoke (nowMs; read after the join) */
+
 static void *revoker(void *arg) {
   sleepMs(200);
+  gRevokedAt = nowMs();
   if (tpudistCommRevoke((tpudistComm_t)arg) != tpudistSuccess) FAIL("revoke from a thread");
   return NULL;
 }
@@ -292,12 +295,12 @@ static int modeRevoke(tpudistComm_t world, int rank, int n) {
     pthread_t th;
     pthread_create(&th, NULL, revoker, world);
     int32_t x[4] = {0}, y[4];
-    double t0 = nowMs();
     tpudistResult_t r = tpudistAllReduce(x, y, 4, tpudistInt32, tpudistSum, world, NULL);
+    double released = nowMs();
     pthread_join(th, NULL);
-    if (r != tpudistAborted || nowMs() - t0 > 2000.0)
-      FAIL("the revoked all-reduce returned %s after %.0f ms", tpudistGetErrorString(r),
-           nowMs() - t0);
+    if (r != tpudistAborted) FAIL("the revoked all-reduce returned %s", tpudistGetErrorString(r));
+    PROMPT("revoke releases a blocked call", released - gRevokedAt, TD_ABORT_MS,
+           TD_ABORT_MARGIN_MS);
   } else {
     sleepMs(1000); /* after rank 0's: a revoke releases this rank's connections, failing rank 0's
                     * pending all-reduce with tpudistRemoteError */

@@ -1,11 +1,10 @@
 #!/bin/sh
-# tests/sim/podscale.sh - plans and selection at pod scale, measured as CPU time (user + sys) and
-# peak RSS of the process (the test machine is shared: wall time is not checked):
-#  - one rank's plan at 8192 ranks (16x16x32): torus all-to-all within 1.5 s (target 1 s) and
-#    64 MiB, every other generator within 0.3 s (target 0.2 s);
-#  - the selection table at 8192 (16x16x32) and 9216 (16x24x24) ranks within 3 s (target 2 s) and
-#    64 MiB, with costed candidates for every collective (but send/recv) in every size bucket;
-#  - the simulator runs the torus all-to-all (no longer skipped) and the MoE layer (--moe).
+# tests/sim/podscale.sh - plans and selection at pod scale, within a bound on the peak RSS of the
+# process (CPU time is printed, never checked: bench/plantime times these against a baseline):
+#  - one rank's plan at 8192 ranks (16x16x32) from every generator, within 64 MiB;
+#  - the selection table at 8192 (16x16x32) and 9216 (16x24x24) ranks within 64 MiB, with costed
+#    candidates for every collective (but send/recv) in every size bucket;
+#  - the simulator runs the torus all-to-all and the MoE layer (--moe).
 # Run from the top of the tree.
 set -u
 INFO=${INFO:-tools/tpudist-info}
@@ -15,18 +14,17 @@ fail=0
 out=$(mktemp)
 trap 'rm -f "$out"' EXIT
 
-# measure NAME LIMIT_S LIMIT_KB CMD...: runs CMD into $out; sets cpu and rss
+# measure NAME LIMIT_KB CMD...: runs CMD into $out; sets cpu and rss
 measure() {
-  name=$1 lim=$2 limkb=$3
-  shift 3
+  name=$1 limkb=$2
+  shift 2
   /usr/bin/time -f "TIME %U %S %M" "$@" >"$out" 2>&1
   rc=$?
   set -- $(sed -n 's/^TIME \([0-9.]*\) \([0-9.]*\) \([0-9]*\)$/\1 \2 \3/p' "$out")
   cpu=$(echo "$1 + $2" | bc)
   rss=$3
-  echo "  [$name] cpu ${cpu} s (limit $lim), rss ${rss} KB (limit $limkb)"
+  echo "  [$name] cpu ${cpu} s, rss ${rss} KB (limit $limkb)"
   [ $rc -eq 0 ] || { echo "FAIL $name: exit $rc"; tail -3 "$out"; fail=1; return 1; }
-  [ "$(echo "$cpu < $lim" | bc)" = 1 ] || { echo "FAIL $name: ${cpu} s"; fail=1; }
   [ "$rss" -lt "$limkb" ] || { echo "FAIL $name: ${rss} KB"; fail=1; }
   return 0
 }
@@ -37,10 +35,9 @@ for pair in allreduce/ring allreduce/ring2 allreduce/tree allreduce/recdbl \
   reduce/chain allgather/ring allgather/recdbl allgather/torus reducescatter/ring \
   reducescatter/recdbl reducescatter/torus alltoall/pairwise alltoall/direct alltoall/bruck \
   alltoall/torus sendrecv/direct; do
-  coll=${pair%/*} algo=${pair#*/} lim=0.3
-  [ "$pair" = alltoall/torus ] && lim=1.5
+  coll=${pair%/*} algo=${pair#*/}
   for rank in 0 4097; do
-    measure "$pair rank $rank" $lim $MIB64 $INFO -d --coll "$coll" --algo "$algo" --rank $rank \
+    measure "$pair rank $rank" $MIB64 $INFO -d --coll "$coll" --algo "$algo" --rank $rank \
       --summary --topology 16x16x32 || continue
     grep -q '^total: sends' "$out" || { echo "FAIL $pair: no summary"; fail=1; }
   done
@@ -48,7 +45,7 @@ done
 
 for shape in 16x16x32 16x24x24; do
   echo "selection table on $shape"
-  measure "select $shape" 3 $MIB64 $INFO -s --topology $shape || continue
+  measure "select $shape" $MIB64 $INFO -s --topology $shape || continue
   head -1 "$out"
   # every collective but send/recv: some candidate costed (ALGO:T) in every bucket
   bad=$(grep '^select ' "$out" | grep -v '^select sendrecv' | grep -vc 'candidates=.*:[0-9]')
@@ -56,9 +53,9 @@ for shape in 16x16x32 16x24x24; do
 done
 
 echo "simulator: torus all-to-all, MoE layer"
-measure "sim alltoall torus 4x4x8" 60 $((4 * 1024 * 1024)) $SIM --preset v7 --topology 4x4x8 \
+measure "sim alltoall torus 4x4x8" $((4 * 1024 * 1024)) $SIM --preset v7 --topology 4x4x8 \
   --coll alltoall --bytes 4M --algo torus && grep 'alltoall torus' "$out"
-measure "sim moe 4x4x8" 120 $((4 * 1024 * 1024)) $SIM --preset v7 --topology 4x4x8 --moe \
+measure "sim moe 4x4x8" $((4 * 1024 * 1024)) $SIM --preset v7 --topology 4x4x8 --moe \
   --algos pairwise,torus && cat "$out" | grep -v '^TIME'
 rows=$(grep -Ec '^(local|spread) +(uniform|zipf) +(pairwise|torus) +[0-9]' "$out")
 [ "$rows" -eq 8 ] || { echo "FAIL moe: $rows of 8 rows"; fail=1; }

@@ -1,25 +1,23 @@
 #!/bin/sh
-# tests/sim/scale.sh - the simulator at pod scale, measured as CPU time (user + sys) and peak RSS of
-# the process (the test machine is shared: wall time is reported, not checked):
+# tests/sim/scale.sh - the simulator at pod scale, within bounds on the peak RSS of the process
+# (CPU and wall time are printed, never checked: bench/plantime times these against a baseline):
 #  - over 8192 chips (16x16x32), in the translation quotient (sim/sym.c; the test asserts that it
 #    engaged and how many ranks stood for all): the selected all-reduce (v5p figures, 1 GiB, torus,
-#    one rank) within 5 s, the selected all-to-all (v7, 1 GiB, direct, one rank) within 8 s and the
-#    pairwise all-to-all (v7, 1 GiB, one z-plane of 256 ranks) within 20 s (issue targets 30, 60
-#    and 60 s), each within 512 MiB (target 4 GiB). Measured 1.1-1.4 s, 1.9-2.1 s and 5.3-6.6 s,
-#    48, 48 and 128 MiB (2026-12-02, load average above 100).
+#    one rank), the selected all-to-all (v7, 1 GiB, direct, one rank) and the pairwise all-to-all
+#    (v7, 1 GiB, one z-plane of 256 ranks), each within 512 MiB;
 #  - every rank simulated, on a shape that breaks translations (twisted 8x16x16, 2048 chips:
-#    pairwise, 64 MiB) within 60 s and 8 GiB; with TD_FULL=1 the 4096-chip pairwise all-to-all
-#    (16x16x16, 256 MiB) every rank (--every-rank) within 240 s. Memory follows the steps in
-#    flight: fewer steps held than the plans have, at most 4 KiB of peak RSS per held step.
+#    pairwise, 64 MiB) within 8 GiB; with TD_FULL=1 the 4096-chip pairwise all-to-all (16x16x16,
+#    256 MiB) every rank (--every-rank). Memory follows the steps in flight: fewer steps held than
+#    the plans have, at most 4 KiB of peak RSS per held step.
 # Run from the top of the tree.
 set -u
 SIM=${SIM:-tools/tpudist-sim}
 fail=0
 
-# run NAME LIMIT_S LIMIT_KB REPS ARGS...: REPS ranks must stand for all (0: every rank simulated)
+# run NAME LIMIT_KB REPS ARGS...: REPS ranks must stand for all (0: every rank simulated)
 run() {
-  name=$1 lim=$2 limkb=$3 reps=$4
-  shift 4
+  name=$1 limkb=$2 reps=$3
+  shift 3
   out=$(/usr/bin/time -f "cpu %U %S rss %M wall %e" "$SIM" "$@" 2>&1)
   rc=$?
   echo "$out" | sed "s/^/  [$name] /"
@@ -29,8 +27,7 @@ run() {
   rss=$3
   held=$(echo "$out" | sed -n 's/.*steps held max \([0-9]*\).*/\1/p')
   msgs=$(echo "$out" | sed -n 's/.*messages \([0-9]*\).*/\1/p')
-  echo "  [$name] cpu ${cpu} s (limit $lim), rss ${rss} KB (limit $limkb), steps held $held, messages $msgs"
-  [ "$(echo "$cpu < $lim" | bc)" = 1 ] || { echo "FAIL $name: ${cpu} s"; fail=1; }
+  echo "  [$name] cpu ${cpu} s, rss ${rss} KB (limit $limkb), steps held $held, messages $msgs"
   [ "$rss" -lt "$limkb" ] || { echo "FAIL $name: ${rss} KB"; fail=1; }
   # windows, not plans: fewer steps held than the plans have (at most two per message)
   [ "$held" -lt $((2 * msgs)) ] || { echo "FAIL $name: held $held steps of $msgs messages"; fail=1; }
@@ -45,15 +42,15 @@ run() {
 
 MIB512=$((512 * 1024))
 GIB8=$((8 * 1024 * 1024))
-run allreduce-8192 ${LIMIT_S_AR:-5} $MIB512 1 --preset v5p --topology 16x16x32 --coll allreduce \
+run allreduce-8192 $MIB512 1 --preset v5p --topology 16x16x32 --coll allreduce \
   --bytes 1G --algo auto --dma 2
-run alltoall-8192 ${LIMIT_S_A2A:-8} $MIB512 1 --preset v7 --topology 16x16x32 --coll alltoall \
+run alltoall-8192 $MIB512 1 --preset v7 --topology 16x16x32 --coll alltoall \
   --bytes 1G --algo auto
-run alltoall-pairwise-8192 ${LIMIT_S_PW:-20} $MIB512 256 --preset v7 --topology 16x16x32 \
+run alltoall-pairwise-8192 $MIB512 256 --preset v7 --topology 16x16x32 \
   --coll alltoall --bytes 1G --algo pairwise --window 4096
-run alltoall-pairwise-2048-twisted ${LIMIT_S_TW:-60} $GIB8 0 --preset v5p --topology 8x16x16 \
+run alltoall-pairwise-2048-twisted $GIB8 0 --preset v5p --topology 8x16x16 \
   --twist --coll alltoall --bytes 64M --algo pairwise --window 1024
-[ "${TD_FULL:-0}" = 1 ] && run alltoall-pairwise-4096 ${LIMIT_S_FULL:-240} $GIB8 0 --preset v5p \
+[ "${TD_FULL:-0}" = 1 ] && run alltoall-pairwise-4096 $GIB8 0 --preset v5p \
   --topology 16x16x16 --coll alltoall --bytes 256M --algo pairwise --window 2048 --every-rank
 [ $fail -eq 0 ] && echo "sim-scale: ok"
 exit $fail

@@ -1,7 +1,7 @@
 /*
  * test_sim.c - the simulator (sim/): the network model against hand-computed flow times, every
  * generator in functional mode (real reductions checked against the collective's definition),
- * and published facts (shared/reference/tpu_topology.md §2, §3, §5, §6): the scaling book's worked
+ * and published facts (docs/simulator.md, "Presets"): the scaling book's worked
  * examples within 15%, the bidirectional ring all-gather approaching V/W, the twisted 4x4x8
  * all-to-all beating the plain one, the v5e/v6e pod figures; the translation quotient (rank 0
  * standing for every rank) against simulating every rank. Expected values come from the

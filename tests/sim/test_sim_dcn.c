@@ -2,8 +2,8 @@
  * test_sim_dcn.c - the simulator's DCN (sim/net.c; docs/simulator.md, "DCN: slices joined by host
  * NICs"): flows between slices against hand-computed times (the NICs, not ICI; a host's chips
  * sharing its NIC), and the published multislice fact: pure data parallelism across S slices of
- * M chips, the scaling book's T_comms = 8DF / (M W_dcn) (training.md; shared/reference
- * tpu_topology.md §5), the all-reduce of a layer's gradients V = 4DF bytes across slices, each
+ * M chips, the scaling book's T_comms = 8DF / (M W_dcn) (its training
+ * chapter), the all-reduce of a layer's gradients V = 4DF bytes across slices, each
  * chip carrying its 1/M share through its host's NIC. The simulated DCN phase of hier is checked
  * against the exact ring cost 2(S-1)/S V/(M W_dcn) within 5% at every S, and against the book's
  * large-S form 2V/(M W_dcn) within 15% from S = 8 (at S = 2 and 4 the ring's (S-1)/S, which the

@@ -16,8 +16,10 @@ from elastic import train  # noqa: E402  (not "train": test_ddp imports examples
 from harness import run_procs  # noqa: E402
 
 STEPS, KILL_STEP, TIMEOUT_S = 8, 4, 30
-DETECT_S = 5.0  # measured 0.03-0.16 s; far below the 30 s timeout, so it is detection, not it
-SHRINK_S = 5.0  # measured 0.01-0.1 s
+# promptness contracts, with margins for a loaded machine: detection was measured at 0.03-0.16 s,
+# far below the 30 s timeout (so it is detection, not the timeout); the shrink at 0.01-0.1 s
+DETECT_S = 5.0
+SHRINK_S = 5.0
 
 
 def _check_elastic(e, victim):

@@ -71,6 +71,7 @@ def test_survivors_make_a_new_group(how):
     for r in (0, 1):
         rec = res[r]
         assert rec["error"] and "tpu_dist" in rec["error"], rec
+        # promptness contracts: the error and the destroy within the timeout, plus margin
         assert rec["fail_s"] < 3 * TIMEOUT_S, rec
         assert rec["destroy_s"] < 3 * TIMEOUT_S, rec
         assert rec["gen1"] == (True, [[0, 1, 2], [100, 101, 102]]), rec

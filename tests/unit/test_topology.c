@@ -613,7 +613,7 @@ static void testTranslate(void) {
                           "4x3:wrap=0,1", "4x4x8:hosts=2,2,1", "3x2x2x2:wrap=1,0,1,1"};
   for (int si = 0; si < 6; si++) {
     tdTopo t;
-    char err[TD_ERRLEN] = "";
+    err[0] = '\0';
     CU_ASSERT_FATAL(topoParse(shapes[si], 0, &t, err) == tpudistSuccess);
     for (int q = 0; q < t.nranks; q += 3)
       for (int trial = 0; trial < 8; trial++) {

@@ -95,7 +95,7 @@ static void shmCommFini(tdNet *comm) {
   if (!c) return;
   /* segments a peer created (or began) that this rank never mapped are left to us */
   if (c->peers) shmUnlinkUnmapped(comm, c);
-  for (int i = 0; c->peers && i < c->nactive; i++) shmDisconnect(c, c->active[i]);
+  for (int k = 0; c->peers && k < c->nactive; k++) shmDisconnect(c, c->active[k]);
   freeUnexpList(c);
   while (c->reads) {
     tdShmCmaRead *r = c->reads;

@@ -235,9 +235,9 @@ static int acceptStep(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int64_t now) {
       close(a->fd);
       return 1;
     }
-    int want = TD_MAX(1, TD_MIN(c->nstreams, comm->peers ? comm->peers[p].sock_streams : 1));
-    if (k != want) {
-      dropWarn(comm, c, "dropped a hello from rank %d for %d streams: the pair has %d", p, k, want);
+    int pair = TD_MAX(1, TD_MIN(c->nstreams, comm->peers ? comm->peers[p].sock_streams : 1));
+    if (k != pair) {
+      dropWarn(comm, c, "dropped a hello from rank %d for %d streams: the pair has %d", p, k, pair);
       close(a->fd);
       return 1;
     }
