@@ -75,9 +75,8 @@ static int oversubscribed(const tdNet *comm) {
   int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
   if (cores <= 0) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
   if (cores <= 0 || !comm->peers) return 0;
-  int local = 0;
-  for (int r = 0; r < comm->nranks; r++)
-    local += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+  int local_rank, local;
+  netLocalRank(comm, &local_rank, &local);
   return local > cores;
 }
 

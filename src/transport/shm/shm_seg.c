@@ -127,9 +127,9 @@ static tpudistResult_t segOpen(tdNet *comm, tdShmCtx *c, tdShmPeer *pe) {
 
 /* The ring size of the segments this rank creates (shm.h): by the number of ranks on this host. */
 static uint64_t ringBytes(const tdNet *comm, const tdShmCtx *c) {
-  int others = 0;
-  for (int r = 0; r < comm->nranks; r++)
-    others += r != comm->rank && comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+  int local_rank, local;
+  netLocalRank(comm, &local_rank, &local);
+  int others = local - 1;
   uint64_t ring = TD_MIN(c->ring_max, c->rank_bytes / (uint64_t)TD_MAX(others, 1));
   return TD_MAX(ring & ~(uint64_t)4095, (uint64_t)TD_SHM_MIN_RING);
 }
