@@ -4,6 +4,8 @@
 suite layers 60 tests/arch/layers.sh
 suite unit-config 60 tests/unit/test_config
 suite unit-topology 60 tests/unit/test_topology
+# the host model's placement decisions over synthetic and XML machines (hwloc)
+suite unit-host 60 tests/unit/test_host
 suite unit-kernels 120 tests/unit/test_kernels
 suite unit-gen-colls 300 tests/unit/test_gen_colls
 suite unit-validate 60 tests/unit/test_validate
@@ -46,6 +48,8 @@ suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -
 # 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
 suite mpi-slices 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
 suite commid 120 tests/mpi/commid.sh
+# TPU_DIST_BIND on the real cores: ranks' affinity, a launcher's binding left alone
+suite bind 90 tests/mpi/bind.sh
 suite soak 180 tests/mpi/soak.sh
 suite shm-clean 120 tests/mpi/shm_clean.sh
 suite valgrind 300 tests/mpi/valgrind.sh
