@@ -46,6 +46,7 @@ void hostPlace(const tdHost *h, int local_rank, int local_size, int mode, const 
     snprintf(out->why, sizeof(out->why), "already bound by its launcher: left alone");
     return;
   }
+  int asked = mode;
   if (mode == TD_BIND_AUTO) mode = hostMultiNuma(h) ? TD_BIND_NUMA : TD_BIND_NONE;
   long r = local_rank, l = local_size;
   if (mode == TD_BIND_CORE) {
@@ -60,8 +61,8 @@ void hostPlace(const tdHost *h, int local_rank, int local_size, int mode, const 
     snprintf(out->why, sizeof(out->why), "local rank %d of %d on NUMA node %d of %d", local_rank,
              local_size, out->numa, h->nnuma);
   } else {
-    snprintf(out->why, sizeof(out->why), "TPU_DIST_BIND=%s%s: not bound", hostBindName(mode),
-             hostMultiNuma(h) ? "" : " (one NUMA node)");
+    snprintf(out->why, sizeof(out->why), "TPU_DIST_BIND=%s%s: not bound", hostBindName(asked),
+             asked == TD_BIND_AUTO ? " on one NUMA node" : "");
   }
 }
 

@@ -53,6 +53,9 @@ static void testOneNuma(void) {
     CU_ASSERT_STRING_EQUAL(hostMaskList(&h, mask, list, sizeof(list)), want);
   }
   CU_ASSERT_EQUAL(place(&h, 1, 4, TD_BIND_AUTO).action, TD_PLACE_NONE); /* one node: unbound */
+  CU_ASSERT_STRING_EQUAL(place(&h, 1, 4, TD_BIND_AUTO).why,
+                         "TPU_DIST_BIND=auto on one NUMA node: not bound");
+  CU_ASSERT_STRING_EQUAL(place(&h, 1, 4, TD_BIND_NONE).why, "TPU_DIST_BIND=none: not bound");
   CU_ASSERT_EQUAL(place(&h, 1, 4, TD_BIND_NONE).action, TD_PLACE_NONE);
   tdHostPlace p = place(&h, 3, 4, TD_BIND_NUMA);
   CU_ASSERT(p.action == TD_PLACE_NUMA && p.numa == 0);
