@@ -96,6 +96,11 @@ static tpudistResult_t fillHost(hwloc_topology_t t, tdHost *h, char *err) {
 static tpudistResult_t loadTopo(const char *synthetic, const char *xml, hwloc_topology_t *t,
                                 char *err) {
   if (hwloc_topology_init(t) != 0) return tdErr(err, tpudistSystemError, "hwloc: init failed");
+  /* what the model needs: no I/O devices, no instruction caches; the x86 backend (cpuid on every
+   * unit, moving the thread to each) adds nothing to what Linux's sysfs gives */
+  hwloc_topology_set_io_types_filter(*t, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_icache_types_filter(*t, HWLOC_TYPE_FILTER_KEEP_NONE);
+  hwloc_topology_set_components(*t, HWLOC_TOPOLOGY_COMPONENTS_FLAG_BLACKLIST, "x86");
   int rc = 0;
   if (synthetic)
     rc = hwloc_topology_set_synthetic(*t, synthetic);
@@ -128,7 +133,7 @@ tpudistResult_t hostDetect(const char *synthetic, const char *xml, tdHost *h, ch
 static struct {
   pthread_once_t once;
   pthread_mutex_t lock;
-  hwloc_topology_t topo; /* kept for binding */
+  hwloc_topology_t topo; /* kept until the placement is applied */
   tdHost host;
   uint8_t *bound; /* the process's units when read */
   tpudistResult_t res;
@@ -206,6 +211,8 @@ tpudistResult_t hostBindOnce(int local_rank, int local_size, int mode, tdHostPla
       res = applyPlace(h, &gThis.place, err);
     }
     gThis.decided = 1;
+    hwloc_topology_destroy(gThis.topo); /* bound once: the model is all that is used from now */
+    gThis.topo = NULL;
   }
   *out = gThis.place;
   pthread_mutex_unlock(&gThis.lock);
