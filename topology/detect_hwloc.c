@@ -9,6 +9,7 @@
 #include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <time.h>
 
 #include "host_detect.h"
 
@@ -143,6 +144,8 @@ static struct {
 } gThis = {.once = PTHREAD_ONCE_INIT, .lock = PTHREAD_MUTEX_INITIALIZER};
 
 static void readThis(void) {
+  struct timespec t0, t1;
+  clock_gettime(CLOCK_MONOTONIC, &t0);
   gThis.res = loadTopo(NULL, NULL, &gThis.topo, gThis.err);
   if (gThis.res != tpudistSuccess) return;
   fillSource(gThis.topo, NULL, NULL, &gThis.host);
@@ -160,6 +163,8 @@ static void readThis(void) {
   for (int i = 0; i < gThis.host.npus; i++)
     gThis.bound[i] = !known || hwloc_bitmap_isset(set, (unsigned)gThis.host.pus[i]);
   hwloc_bitmap_free(set);
+  clock_gettime(CLOCK_MONOTONIC, &t1);
+  gThis.host.read_ms = (t1.tv_sec - t0.tv_sec) * 1e3 + (t1.tv_nsec - t0.tv_nsec) / 1e6;
 }
 
 const tdHost *hostThis(const uint8_t **bound, char *err) {

@@ -38,6 +38,7 @@ typedef struct {
   uint64_t l2_bytes, l3_bytes;
   int l2_cores, l3_cores; /* cores sharing one instance (0: unknown) */
   int this_system;        /* 1: read from this machine (binding applies); 0: synthetic or XML */
+  double read_ms;         /* hostThis: how long hwloc took to read it */
   char source[160];       /* "this host", "synthetic: <description>" or "xml: <path>" */
 } tdHost;
 

@@ -28,9 +28,9 @@ tpudistResult_t commHostInit(tdComm *c, char *err) {
   if (first)
     TD_INFO(TD_SUBSYS_INIT,
             "%s: rank %d is local rank %d of %d on %s (%d packages, %d NUMA nodes, %d cores, %d "
-            "PUs); TPU_DIST_BIND=%s: %s; runs on PUs %s; pieces of %ld bytes%s",
+            "PUs, read in %.1f ms); TPU_DIST_BIND=%s: %s; runs on PUs %s; pieces of %ld bytes%s",
             c->net.name, c->net.rank, lr, ls, h->source, h->npackages, h->nnuma, h->ncores, h->npus,
-            hostBindName(cfg->bind), p.why, cpus, c->net.chunk_bytes,
+            h->read_ms, hostBindName(cfg->bind), p.why, cpus, c->net.chunk_bytes,
             cfg->chunk_bytes ? " (TPU_DIST_CHUNK_BYTES)" : " (from the caches)");
   return tpudistSuccess;
 }
