@@ -109,11 +109,10 @@ static tpudistResult_t loadTopo(const char *synthetic, const char *xml, hwloc_to
     rc = hwloc_topology_set_xml(*t, xml);
   if (rc == 0) rc = hwloc_topology_load(*t);
   if (rc != 0) {
+    const char *what = synthetic ? "the synthetic machine" : xml ? "the XML file" : "this host";
     hwloc_topology_destroy(*t);
-    return tdErr(err, tpudistInvalidArgument, "hwloc: cannot read %s%s",
-                 synthetic ? "synthetic "
-                 : xml     ? "XML file "
-                           : "this host's topology",
+    return tdErr(err, synthetic || xml ? tpudistInvalidArgument : tpudistSystemError,
+                 "hwloc: cannot read %s %s", what,
                  synthetic ? synthetic
                  : xml     ? xml
                            : "");
