@@ -5,7 +5,9 @@
 # core puts local rank r of L on core r*C/L (the cores read from /sys, in package and unit order),
 # also with more ranks than cores; a launcher's binding (taskset, mpirun --bind-to core) is left
 # alone and said so at INFO; mpirun --bind-to none with core binds; numa on a host of one node
-# binds to it; a synthetic topology (not this machine) binds nothing; a bad value is refused.
+# binds to it; a synthetic topology (not this machine) binds nothing; a bad value is refused;
+# TPU_DIST_SPIN_US stays on under the library's own binding and is ignored when a launcher put more
+# ranks than units together.
 # Run it unbound (its own affinity is what "where it was" means). Needs 2 cores.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -47,6 +49,12 @@ grep -q "TPU_DIST_BIND=core: local rank 1 of 2 on core $((C / 2)) of $C; runs on
   /tmp/td_bind_$$.out || { cat /tmp/td_bind_$$.out; fail "core: no INFO line for rank 1"; }
 job 4 core # more ranks than cores on a 2-core host: cores shared evenly
 expect 4 core-4
+# spinning (TPU_DIST_SPIN_US) counts the units the ranks had before the library bound them
+spin() { grep -c "TPU_DIST_SPIN_US ignored" /tmp/td_bind_$$.out; }
+job $C core env TPU_DIST_SPIN_US=50 TPU_DIST_DEBUG_SUBSYS=INIT,EXEC
+[ "$(spin)" = 0 ] || fail "core, $C ranks: spinning turned off by the library's own binding"
+job $((C + 1)) core env TPU_DIST_SPIN_US=50 TPU_DIST_DEBUG_SUBSYS=INIT,EXEC
+[ "$(spin)" = $((C + 1)) ] || fail "core, $((C + 1)) ranks: spinning kept with more ranks than units"
 last=${cores[$((C - 1))]}
 job 2 core taskset -c "$last"
 for r in 0 1; do
@@ -55,6 +63,8 @@ for r in 0 1; do
 done
 grep -q "TPU_DIST_BIND=core: already bound by its launcher: left alone; runs on PUs $last;" \
   /tmp/td_bind_$$.out || fail "taskset: the INFO line does not say so"
+job 2 core env TPU_DIST_SPIN_US=50 TPU_DIST_DEBUG_SUBSYS=INIT,EXEC taskset -c "$last"
+[ "$(spin)" = 2 ] || fail "taskset: 2 ranks on one unit kept spinning"
 job 2 numa # one NUMA node: bound to all of it (unchanged); several: r*N/L
 nodes=$(env -u TPU_DIST_COMM_ID $info --host | sed -n 's/^packages .* numa \([0-9]*\) .*/\1/p')
 if [ "$nodes" = 1 ]; then
