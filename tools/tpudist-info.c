@@ -16,6 +16,10 @@
  *                                    waits for (the job's secret from TPU_DIST_COMM_SECRET or
  *                                    TPU_DIST_COMM_SECRET_FILE); --dump: every rank also writes
  *                                    its flight record to its TPU_DIST_FR_DUMP_DIR
+ *   tpudist-info --host                the host as the library reads it (hwloc: packages, NUMA
+ *                                    nodes, cores, caches) and where this process runs; run as
+ *                                    every rank of a TPU_DIST_COMM_ID job, rank 0 prints where
+ *                                    each rank runs and how it was placed (TPU_DIST_BIND)
  *
  * Without --topology the tool sees what the library sees: TPU_DIST_TOPOLOGY, else the TPU
  * runtime's variables, else flat over --nranks; without --algo-override, TPU_DIST_ALGO.
@@ -26,6 +30,7 @@
 
 #include "algos.h"
 #include "boot_status.h"
+#include "info_host.h"
 #include "rt_config.h"
 #include "rt_topo.h"
 #include "sched_io.h"
@@ -45,7 +50,7 @@ static int usage(void) {
           "       -d --coll C [--algo A] (--nranks N | --topology T) --rank R [--root R]\n"
           "          [--count N] [--inplace] [--summary] |\n"
           "       -s (--topology T | --nranks N) [--algo-override SPEC] |\n"
-          "       --status HOST:PORT [--dump] [--timeout MS]\n");
+          "       --status HOST:PORT [--dump] [--timeout MS] | --host\n");
   return 2;
 }
 
@@ -65,6 +70,8 @@ static int parseArgs(int argc, char **argv, tdInfoArgs *a) {
       a->inplace = 1;
     else if (!strcmp(s, "--dump"))
       a->dump = 1;
+    else if (!strcmp(s, "--host"))
+      a->mode = 'H';
     else if (!v)
       return usage();
     else if (!strcmp(s, "--coll"))
@@ -291,6 +298,8 @@ int main(int argc, char **argv) {
       return selection(&a);
     case 'S':
       return status(&a);
+    case 'H':
+      return infoHost();
     default:
       return dumpOne(&a);
   }

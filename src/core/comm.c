@@ -118,6 +118,7 @@ static tpudistResult_t commSetup(tdComm *c, const tpudistConfig_t *uc, const tdP
   uint64_t t = clockNowNs();
   TD_CHECK(transportConnect(&c->net, err));
   double peers_ms = msSince(t);
+  TD_CHECK(commHostInit(c, err));
   t = clockNowNs();
   TD_CHECK(commTopoInit(c, uc, pv, members, err));
   TD_CHECK(commSelectInit(c, err));

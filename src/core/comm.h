@@ -216,6 +216,8 @@ static inline tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, co
 }
 
 /* ---- selection (comm_select.c) ---- */
+/* comm_host.c: this process's placement (once per process) and the communicator's piece size. */
+tpudistResult_t commHostInit(tdComm *c, char *err);
 tpudistResult_t commSelectInit(tdComm *comm, char *err);
 int commSelectCandidates(tdComm *comm, tdColl coll, uint64_t bytes, const char **names, int max);
 void commSelectFree(tdComm *comm);

@@ -22,7 +22,8 @@
 
 #define TD_NONE UINT32_MAX
 
-/* Piece size of a step of len bytes: TPU_DIST_CHUNK_BYTES, or larger so that the step has at most
+/* Piece size of a step of len bytes: the communicator's chunk (TPU_DIST_CHUNK_BYTES, else from
+ * the host's caches), or larger so that the step has at most
  * TPU_DIST_MAX_PIECES pieces (fewer descriptors, reads and acknowledgements per byte on long
  * steps). Both ends of a message compute it from the same length and configuration. Single-phase
  * all-to-all-v sends every message whole (one piece), since its two ends may disagree on the
@@ -30,7 +31,7 @@
 static size_t pieceBytes(const tdOp *op, size_t len) {
   if (op->vlocal) return SIZE_MAX >> 2;
   const tdConfig *cfg = op->net->cfg;
-  size_t p = (size_t)cfg->chunk_bytes;
+  size_t p = (size_t)op->net->chunk_bytes;
   if (cfg->max_pieces > 0 && len / (size_t)cfg->max_pieces > p)
     p = (len + (size_t)cfg->max_pieces - 1) / (size_t)cfg->max_pieces;
   p -= p % op->esize;

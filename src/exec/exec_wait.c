@@ -13,6 +13,7 @@
 #include <unistd.h>
 
 #include "exec.h"
+#include "host_detect.h"
 #include "rt_log.h"
 
 /* Sleeps until signalled or until clockNowNs() reaches until. Lock held. */
@@ -68,17 +69,28 @@ static void *progressMain(void *arg) {
   return NULL;
 }
 
-/* Ranks of this communicator on this host outnumber the cores this process may run on: a waiter
- * that spins holds a core its peer needs, so waits yield from the first idle pass. */
+/* Ranks of this communicator on this host outnumber the processing units this process could run
+ * on before the library bound it (hostThis: a launcher's binding counts, the library's own binding
+ * under TPU_DIST_BIND spreads the ranks and does not): a waiter that spins holds a unit its peer
+ * needs, so waits yield from the first idle pass. */
 static int oversubscribed(const tdNet *comm) {
+  char err[TD_ERRLEN];
+  const uint8_t *bound;
+  const tdHost *h = hostThis(&bound, err);
   cpu_set_t set;
-  int cores = sched_getaffinity(0, sizeof(set), &set) == 0 ? CPU_COUNT(&set) : 0;
-  if (cores <= 0) cores = (int)sysconf(_SC_NPROCESSORS_ONLN);
-  if (cores <= 0 || !comm->peers) return 0;
-  int local = 0;
-  for (int r = 0; r < comm->nranks; r++)
-    local += comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
-  return local > cores;
+  int pus = 0;
+  if (h && h->this_system)
+    for (int i = 0; i < h->npus; i++) pus += bound[i];
+  else if (sched_getaffinity(0, sizeof(set), &set) == 0)
+    pus = CPU_COUNT(&set);
+  if (pus <= 0 || !comm->peers) return 0;
+  int local_rank, local;
+  netLocalRank(comm, &local_rank, &local);
+  if (local > pus && comm->cfg->spin_us > 0)
+    TD_INFO(TD_SUBSYS_EXEC,
+            "%s: TPU_DIST_SPIN_US ignored: %d ranks on this host, %d units to run on", comm->name,
+            local, pus);
+  return local > pus;
 }
 
 tpudistResult_t execInit(tdExec *ex, tdNet *net, char *err) {

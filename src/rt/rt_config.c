@@ -12,6 +12,7 @@
 #include <stdlib.h>
 #include <string.h>
 
+#include "host.h"
 #include "rt_subsys.h"
 
 #define TD_OFF(field) offsetof(tdConfig, field)
@@ -22,6 +23,7 @@ static int cfgStr(const tdConfigVar *v, const char *text, void *dst, char *err);
 static int cfgLevel(const tdConfigVar *v, const char *text, void *dst, char *err);
 static int cfgSubsys(const tdConfigVar *v, const char *text, void *dst, char *err);
 static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err);
+static int cfgBind(const tdConfigVar *v, const char *text, void *dst, char *err);
 
 const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_TIMEOUT_MS", cfgInt, "300000", TD_OFF(timeout_ms), 1, INT_MAX,
@@ -143,8 +145,10 @@ const tdConfigVar tdConfigTable[] = {
      "messages of 128 KiB and more are split across them. 1: measured best on links one "
      "connection fills (docs/results/multi-host.md); raise it where one flow cannot fill the "
      "link (a per-flow rate cap, a long fat pipe)."},
-    {"TPU_DIST_CHUNK_BYTES", cfgLong, "131072", TD_OFF(chunk_bytes), 1, 1LL << 40,
-     "Pipeline piece size in bytes: the executor slices each step into pieces of this size."},
+    {"TPU_DIST_CHUNK_BYTES", cfgLong, "0", TD_OFF(chunk_bytes), 0, 1LL << 40,
+     "Pipeline piece size in bytes: the executor slices each step into pieces of this size. 0: "
+     "from the host's caches, an eighth of a core's share of L2 as a power of two in 64 KiB-1 "
+     "MiB (128 KiB on a 1 MiB L2, or when the caches are unknown; docs/host.md)."},
     {"TPU_DIST_MAX_PIECES", cfgInt, "32", TD_OFF(max_pieces), 0, 1 << 20,
      "Most pieces per step: longer steps get proportionally larger pieces (0: no limit)."},
     {"TPU_DIST_SMALL_BYTES", cfgInt, "2048", TD_OFF(small_bytes), 0, INT_MAX,
@@ -159,9 +163,17 @@ const tdConfigVar tdConfigTable[] = {
      "Ring bytes one rank may send through in all: a ring is this divided by the other ranks of "
      "the host, at most TPU_DIST_SHM_BUF_BYTES and at least 64 KiB (16 MiB: 1 MiB rings up to 17 "
      "ranks a host, 256 KiB at 64, 64 KiB at 256 and more)."},
+    {"TPU_DIST_BIND", cfgBind, "none", TD_OFF(bind), 0, 0,
+     "Binding of each process at its first communicator: none (the default: left where the "
+     "launcher or the OS put it, right for torch jobs whose processes need their cores for "
+     "compute), core (local rank r of L on core r*C/L of the host's C cores), numa (on NUMA node "
+     "r*N/L of N) or auto (numa on a host of several NUMA nodes, else none). A process the "
+     "launcher already bound (mpirun --bind-to, taskset, a cpuset narrower than the host) is left "
+     "alone and says so at INFO (docs/host.md)."},
     {"TPU_DIST_SPIN_US", cfgInt, "0", TD_OFF(spin_us), 0, 10000000,
      "Microseconds a wait spins before it starts yielding (sched_yield for 2 ms, then short "
-     "sleeps). Ignored (0) when the ranks on this host outnumber the cores this process may use."},
+     "sleeps). Ignored (0) when the ranks on this host outnumber the processing units this process "
+     "could use before the library bound it (TPU_DIST_BIND)."},
     {"TPU_DIST_PROGRESS_THREAD", cfgInt, "1", TD_OFF(progress_thread), 0, 1,
      "1: a background progress thread per communicator drives non-blocking requests."},
     {"TPU_DIST_SHM_CMA_MIN_BYTES", cfgLong, "16384", TD_OFF(shm_cma_min_bytes), 1, 1LL << 40,
@@ -250,6 +262,15 @@ static int cfgMode(const tdConfigVar *v, const char *text, void *dst, char *err)
   int m = configModeParse(text);
   if (m < 0)
     return snprintf(err, TD_ERRLEN, "%s=%s: not strict, debug or defer", v->name, text), -1;
+  *(int *)dst = m;
+  return 0;
+}
+
+/* TPU_DIST_BIND: none, core, numa or auto (host.h). */
+static int cfgBind(const tdConfigVar *v, const char *text, void *dst, char *err) {
+  int m = hostBindParse(text);
+  if (m < 0)
+    return snprintf(err, TD_ERRLEN, "%s=%s: not none, core, numa or auto", v->name, text), -1;
   *(int *)dst = m;
   return 0;
 }

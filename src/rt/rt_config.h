@@ -52,7 +52,8 @@ typedef struct {
   const char *transports;    /* TPU_DIST_TRANSPORTS */
   const char *socket_ifname; /* TPU_DIST_SOCKET_IFNAME */
   int socket_nstreams;       /* TPU_DIST_SOCKET_NSTREAMS: TCP connections per peer pair */
-  long chunk_bytes;          /* TPU_DIST_CHUNK_BYTES: pipeline piece size */
+  long chunk_bytes;          /* TPU_DIST_CHUNK_BYTES: pipeline piece size (0: from the caches) */
+  int bind;                  /* TPU_DIST_BIND: TD_BIND_* (host.h) */
   int max_pieces;            /* TPU_DIST_MAX_PIECES: pieces per step at most */
   int small_bytes;           /* TPU_DIST_SMALL_BYTES: slot all-reduce up to this size */
   int shm_cma;               /* TPU_DIST_SHM_CMA: single-copy reads */

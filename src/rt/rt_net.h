@@ -38,6 +38,7 @@ typedef struct tdNet {
   tdPeerInfo *peers;             /* nranks entries, exchanged at bootstrap */
   struct tdBootstrap *bootstrap; /* out-of-band channel (allgather, barrier) */
   const tdConfig *cfg;
+  long chunk_bytes; /* pipeline piece size: TPU_DIST_CHUNK_BYTES, else from the host's caches */
   int timeout_ms;
   volatile int aborted; /* set by tpudistCommAbort from any thread */
   /* transports */
@@ -53,6 +54,16 @@ static inline int netTransportIndex(const tdNet *net, const struct tdTransport *
   for (int i = 0; i < net->ntransports; i++)
     if (net->transports[i] == t) return i;
   return -1;
+}
+
+/* This rank's place among the ranks of its host (same host_hash): *local_rank of *local_size. */
+static inline void netLocalRank(const tdNet *net, int *local_rank, int *local_size) {
+  uint64_t me = net->peers[net->rank].host_hash;
+  *local_rank = *local_size = 0;
+  for (int r = 0; r < net->nranks; r++) {
+    *local_rank += r < net->rank && net->peers[r].host_hash == me;
+    *local_size += net->peers[r].host_hash == me;
+  }
 }
 
 /* Sets the error recorder's log identity from the name and rank (after either changes). */

@@ -18,6 +18,7 @@
 #include <unistd.h>
 
 #include "bootstrap.h"
+#include "host.h"
 #include "kernels.h"
 #include "rt_clock.h"
 #include "rt_config.h"
@@ -267,6 +268,7 @@ tpudistResult_t transportTestComm(struct tdBootstrap *bs, const tdConfig *cfg, t
   comm->comm_hash = bootstrapCommHash(bs);
   comm->bootstrap = bs;
   comm->cfg = cfg ? cfg : configGet();
+  comm->chunk_bytes = hostChunkBytes(NULL, comm->cfg->chunk_bytes); /* no host read in tests */
   comm->timeout_ms = comm->cfg->timeout_ms;
   snprintf(comm->name, sizeof(comm->name), "comm-%016llx", (unsigned long long)comm->comm_hash);
   netNameErrors(comm);

@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # tests/bench/smoke.sh - every *_perf tool at tiny sizes with -c 1 (exact checks) at 2 and 3
 # ranks, both implementations, plus skewed and MoE-shaped all-to-all-v. Fails on any #wrong,
-# any error, or a missing "Avg bus bandwidth" line.
+# any error, or a missing "Avg bus bandwidth" line; also the copy bound with 3 processes at once.
 set -u
 cd "$(dirname "$0")/../.."
 fails=0 runs=0
@@ -42,6 +42,11 @@ runs=$((runs+1))
 if out=$(timeout 300 bench/callcost all_reduce_perf . 2>&1) && grep -q "instructions/call" <<<"$out"; then
   echo "ok: bench/callcost: $out"
 else fails=$((fails+1)); echo "FAIL: bench/callcost"; echo "$out" | tail -8; fi
+runs=$((runs+1))
+# the copy bound: 1 and 3 processes copying at once, one "bytes GB/s" line per size
+if out=$(timeout 60 bench/memcpy_bw 65536 262144 3 3 2>&1) &&
+   [ "$(awk 'NF == 2 && $2 > 0 {n++} END {print n}' <<<"$out")" = 3 ]; then echo "ok: bench/memcpy_bw 3 procs"
+else fails=$((fails+1)); echo "FAIL: bench/memcpy_bw"; echo "$out" | tail -8; fi
 rm -rf "$tmp"
 echo "$((runs-fails)) passed, $fails failed"
 [ $fails -eq 0 ]

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # tests/mpi/tools_info.sh - tpudist-info: docs/env.md is what `-c --markdown` generates (no drift
 # from the configuration table); -a lists every collective; -d dumps a schedule in the text format
-# and --summary accounts its bytes; -s prints the selection table; bad arguments exit non-zero.
+# and --summary accounts its bytes; -s prints the selection table; --host prints the host (this one
+# and a synthetic one); bad arguments exit non-zero.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 info=tools/tpudist-info
@@ -31,4 +32,16 @@ out=$(TPU_DIST_TIMEOUT_MS=12ms $info -c 2>&1 >/dev/null) && fail "TPU_DIST_TIMEO
 echo "$out" | grep 'TPU_DIST_TIMEOUT_MS=12ms: not an integer' >/dev/null || fail "bad value message: $out"
 out=$(TPU_DIST_SHM_CMA=2 $info -c 2>&1 >/dev/null) && fail "TPU_DIST_SHM_CMA=2 accepted"
 echo "$out" | grep 'TPU_DIST_SHM_CMA=2: out of range \[0, 1\]' >/dev/null || fail "range message: $out"
+# --host: what the library reads with hwloc; a synthetic machine (HWLOC_SYNTHETIC) in full
+out=$(env -u TPU_DIST_COMM_ID $info --host) || fail "--host failed"
+grep -q '^host: this host$' <<<"$out" || fail "--host: $out"
+grep -q "^packages [0-9]* numa [0-9]* cores [0-9]* pus $(nproc)\$" <<<"$out" || fail "--host pus: $out"
+grep -q "^this process host .* pid [0-9]* pus $(awk '/^Cpus_allowed_list/ {print $2}' /proc/self/status) " \
+  <<<"$out" || fail "--host: this process: $out"
+out=$(env -u TPU_DIST_COMM_ID HWLOC_SYNTHETIC="pack:2 numa:2 l3:1(size=32MiB) core:16 l2:1(size=2MiB) pu:1" \
+  $info --host) || fail "--host (synthetic) failed"
+for want in '^packages 2 numa 4 cores 64 pus 64$' '^caches: L1d=none L2=2MiB L3=32MiB/16cores$' \
+  '^chunk from caches: 262144 bytes$' '^numa 2 (os 2): 1024 MiB, cores 16, pus 16: 32-47$'; do
+  grep -q "$want" <<<"$out" || fail "--host (synthetic) lacks $want: $out"
+done
 echo "tools-info: ok"

@@ -16,6 +16,7 @@
 #include "exec.h"
 #include "exec_rig.h"
 #include "fork_ranks.h"
+#include "host.h"
 #include "registry.h"
 #include "rt_config.h"
 
@@ -161,7 +162,8 @@ static int runRank(int rank, int n, const tpudistUniqueId *id, const char *trans
                     a->coll == TD_COLL_REDUCESCATTER;
       for (int t = 0; t < (reduces ? 3 : 2); t++) {
         Case k = {a->coll, inplace, types[t][0], types[t][1]};
-        gCfg.chunk_bytes = t % 2 ? 64 : configGet()->chunk_bytes; /* pieces inside members */
+        net->chunk_bytes = t % 2 ? 64 : hostChunkBytes(NULL, gCfg.chunk_bytes); /* pieces inside
+                                                                                  members */
         int line = oneCase(&ex, s, &k, rank, n, &seq);
         if (line)
           fprintf(stderr, "rank %d: %s/%s inplace %d dtype %d op %d differs (line %d)\n", rank,

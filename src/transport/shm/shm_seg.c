@@ -2,10 +2,13 @@
  * shm_seg.c - shared-memory segments of the shm transport (layout in shm.h): lazy creation by
  * either side of a pair (O_CREAT|O_EXCL decides who creates), a free-space check of /dev/shm
  * before creating (a clear error naming the bytes needed and available), space reserved with
- * posix_fallocate so a full /dev/shm is an error here and never a SIGBUS later, unlinking as soon
- * as both sides have mapped, the CMA probe (the receiver reads the sender's header through
- * process_vm_readv once; a refusal or TPU_DIST_SHM_CMA=0 means the ring carries everything), and
- * peer liveness through a pidfd (a peer that exited fails its transfers instead of hanging them).
+ * posix_fallocate so a full /dev/shm is an error here and never a SIGBUS later (each ring by the
+ * side that writes it, so that its pages are first touched by their owner and lie on its NUMA
+ * node: the creator allocates the header, the control pages and its own ring, the other side its
+ * ring when it maps), unlinking as soon as both sides have mapped, the CMA probe (the receiver
+ * reads the sender's header through process_vm_readv once; a refusal or TPU_DIST_SHM_CMA=0 means
+ * the ring carries everything), and peer liveness through a pidfd (a peer that exited fails its
+ * transfers instead of hanging them).
  */
 #include <errno.h>
 #include <fcntl.h>
@@ -32,6 +35,17 @@ int64_t shmNowMs(void) {
 
 static size_t segBytes(uint64_t ring_bytes) {
   return TD_SHM_HDR_BYTES + 2 * TD_SHM_CTL_BYTES + 2 * (size_t)ring_bytes;
+}
+
+/* Offset of the ring that side writes. */
+static size_t ringOff(uint64_t ring_bytes, int side) {
+  return TD_SHM_HDR_BYTES + 2 * TD_SHM_CTL_BYTES + (size_t)side * (size_t)ring_bytes;
+}
+
+/* Maps the pages of [off, off + len) of m, already allocated, so that the hot path takes no fault
+ * (MAP_POPULATE would also allocate the peer's ring here, on this rank's node). */
+static void mapPages(char *m, size_t off, size_t len) {
+  for (size_t i = 0; i < len; i += 4096) (void)*(volatile char *)(m + off + i);
 }
 
 /* Points the peer's views into its mapping. */
@@ -69,11 +83,13 @@ static tpudistResult_t segCreate(tdNet *comm, tdShmCtx *c, tdShmPeer *pe, int fd
                           "TPU_DIST_SHM_BUF_BYTES, or set TPU_DIST_TRANSPORTS=socket)",
                           avail, TD_MIN(comm->rank, p), TD_MAX(comm->rank, p), bytes);
   }
-  int e = ftruncate(fd, (off_t)bytes) != 0 ? errno : posix_fallocate(fd, 0, (off_t)bytes);
-  void *m =
-      e ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
+  size_t own = ringOff(c->ring_bytes, pe->side);
+  int e = ftruncate(fd, (off_t)bytes) != 0 ? errno : posix_fallocate(fd, 0, (off_t)ringOff(0, 0));
+  if (!e) e = posix_fallocate(fd, (off_t)own, (off_t)c->ring_bytes);
+  void *m = e ? MAP_FAILED : mmap(NULL, bytes, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
   if (!e && m == MAP_FAILED) e = errno;
   close(fd);
+  if (!e) mapPages(m, 0, ringOff(0, 0)), mapPages(m, own, c->ring_bytes);
   if (e) {
     shm_unlink(pe->name);
     return transportError(comm, e == ENOSPC ? tpudistNoMemory : tpudistSystemError,
@@ -105,17 +121,30 @@ static tpudistResult_t segOpen(tdNet *comm, tdShmCtx *c, tdShmPeer *pe) {
     close(fd);
     return tpudistSuccess; /* still being sized */
   }
-  void *m =
-      mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED | MAP_POPULATE, fd, 0);
-  close(fd);
-  if (m == MAP_FAILED)
-    return transportError(comm, tpudistSystemError, "shm: map %s: %s", pe->name, strerror(errno));
+  void *m = mmap(NULL, (size_t)st.st_size, PROT_READ | PROT_WRITE, MAP_SHARED, fd, 0);
+  if (m == MAP_FAILED) {
+    int e = errno;
+    close(fd);
+    return transportError(comm, tpudistSystemError, "shm: map %s: %s", pe->name, strerror(e));
+  }
   tdShmSegHdr *h = m;
   if (__atomic_load_n(&h->magic, __ATOMIC_ACQUIRE) != TD_SHM_MAGIC ||
       segBytes(h->ring_bytes) != (size_t)st.st_size) {
     munmap(m, (size_t)st.st_size);
+    close(fd);
     return tpudistSuccess; /* not initialised yet */
   }
+  /* this side's ring: allocated here, by its writer (the creator left it a hole) */
+  size_t own = ringOff(h->ring_bytes, pe->side);
+  int e = posix_fallocate(fd, (off_t)own, (off_t)h->ring_bytes);
+  close(fd);
+  if (e) {
+    munmap(m, (size_t)st.st_size);
+    return transportError(comm, e == ENOSPC ? tpudistNoMemory : tpudistSystemError,
+                          "shm: cannot reserve the %llu-byte ring of %s in /dev/shm: %s",
+                          (unsigned long long)h->ring_bytes, pe->name, strerror(e));
+  }
+  mapPages(m, 0, (size_t)st.st_size);
   pe->map = m;
   pe->map_bytes = (size_t)st.st_size;
   pe->creator = 0;
@@ -127,9 +156,9 @@ static tpudistResult_t segOpen(tdNet *comm, tdShmCtx *c, tdShmPeer *pe) {
 
 /* The ring size of the segments this rank creates (shm.h): by the number of ranks on this host. */
 static uint64_t ringBytes(const tdNet *comm, const tdShmCtx *c) {
-  int others = 0;
-  for (int r = 0; r < comm->nranks; r++)
-    others += r != comm->rank && comm->peers[r].host_hash == comm->peers[comm->rank].host_hash;
+  int local_rank, local;
+  netLocalRank(comm, &local_rank, &local);
+  int others = local - 1;
   uint64_t ring = TD_MIN(c->ring_max, c->rank_bytes / (uint64_t)TD_MAX(others, 1));
   return TD_MAX(ring & ~(uint64_t)4095, (uint64_t)TD_SHM_MIN_RING);
 }
