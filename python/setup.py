@@ -2,7 +2,8 @@
 
 libtpu_dist is found with pkg-config (tpu_dist.pc after `make install`, or the build tree's
 tpu_dist-uninstalled.pc with PKG_CONFIG_PATH=<top of the build tree>); an rpath to its directory
-is added so no LD_LIBRARY_PATH is needed. TD_WERROR=1 turns warnings into errors (the tests build
+is added so no LD_LIBRARY_PATH is needed. PKG_CONFIG names the pkg-config command (e.g.
+"pkg-config --define-prefix" for an install tree copied to another place). TD_WERROR=1 turns warnings into errors (the tests build
 that way on every torch they cover).
 """
 import os
@@ -14,7 +15,8 @@ from torch.utils.cpp_extension import BuildExtension, CppExtension
 
 
 def pkg_config(flag):
-    out = subprocess.check_output(["pkg-config", flag, "tpu_dist"], text=True)
+    cmd = shlex.split(os.environ.get("PKG_CONFIG", "pkg-config"))
+    out = subprocess.check_output(cmd + [flag, "tpu_dist"], text=True)
     return shlex.split(out)
 
 

@@ -50,10 +50,21 @@ tpudistRedOp_t reduceOp(const c10d::ReduceOp &op, at::ScalarType t) {
     case c10d::ReduceOp::AVG:
       TORCH_CHECK(!isBool, "tpu_dist: AVG is not defined for bool tensors");
       return tpudistAvg;
+    case c10d::ReduceOp::PREMUL_SUM:  // the inputs are premultiplied (premultiplied())
+      TORCH_CHECK(at::isFloatingType(t) || at::isComplexType(t),
+                  "tpu_dist: PREMUL_SUM needs a floating-point tensor, got ", t);
+      return tpudistSum;
     default:
       TORCH_CHECK(false, "tpu_dist: unsupported reduce op ", (int)op.op_);
   }
   return tpudistSum;
+}
+
+// PREMUL_SUM: this rank's input times the reduction's factor, computed as torch multiplies (in the
+// tensor's own dtype); the library then sums. Any other op: the input itself.
+at::Tensor premultiplied(const at::Tensor &in, const c10d::ReduceOp &op) {
+  if (op.op_ != c10d::ReduceOp::PREMUL_SUM) return in;
+  return in.mul(premulFactor(op).to(in.device()));
 }
 
 // Complex tensors travel as pairs of reals.
@@ -108,7 +119,7 @@ void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int roo
   // int16 reduces exactly through int32 (sum/prod wrap mod 2^16 either way; avg truncates the
   // true mean).
   bool widen = t.scalar_type() == at::kShort;
-  at::Tensor src = asReal(in.contiguous());
+  at::Tensor src = asReal(premultiplied(in, op).contiguous());
   OutBuf out(t);
   at::Tensor dst = asReal(out.buf);
   if (widen) {
@@ -355,7 +366,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::scatter(
 void ProcessGroupTpuDist::reduceScatterOne(at::Tensor &o, const at::Tensor &i, c10d::ReduceOp op,
                                            const WorkTpuDist &w) {
   bool widen = o.scalar_type() == at::kShort;
-  at::Tensor src = asReal(i.contiguous());
+  at::Tensor src = asReal(premultiplied(i, op).contiguous());
   OutBuf out(o);
   at::Tensor dst = asReal(out.buf);
   if (widen) {

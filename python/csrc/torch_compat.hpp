@@ -19,6 +19,10 @@
 // numbers, supportsSplitting.
 #define TD_TORCH_2_0 TD_TORCH_AT_LEAST(2, 0)
 
+// 2.6: a PREMUL_SUM reduction carries one factor (PreMulSumSupplement::tensor_factor; 1.13 keeps
+// a vector of them, one per input tensor).
+#define TD_TORCH_2_6 TD_TORCH_AT_LEAST(2, 6)
+
 // 2.14: c10d::ProcessGroup no longer has setSequenceNumberForGroup (sequence numbers start at 0
 // everywhere); Backend::shrink(ranks_to_exclude, flags, options), supportsShrinking,
 // Backend::split(store, ranks, options), Backend::merge, getError (ErrorType), setTimeout,
@@ -55,7 +59,23 @@
 #define TD_OVERRIDE_2_14
 #endif
 
+#include <ATen/ATen.h>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+
 namespace tpu_dist {
+
+// The factor of a PREMUL_SUM reduction (a double or a one-element tensor) as a 0-dim tensor.
+inline at::Tensor premulFactor(const c10d::ReduceOp &op) {
+  auto *sup = dynamic_cast<c10d::NCCLPreMulSumSupplement *>(op.supplement_.get());
+  TORCH_CHECK(sup, "tpu_dist: PREMUL_SUM without its factor");
+#if TD_TORCH_2_6
+  if (sup->tensor_factor.defined()) return sup->tensor_factor.reshape({});
+#else
+  if (!sup->tensor_factors.empty()) return sup->tensor_factors[0].reshape({});
+#endif
+  return at::scalar_tensor(sup->double_factor, at::kDouble);
+}
+
 #if TD_TORCH_2_0
 using BaseGroup = c10d::Backend;
 #else

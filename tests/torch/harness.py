@@ -40,7 +40,8 @@ def _worker(rank, world, init_file, module_name, entry, results):
 def run_job(world, module_name, entry="cases", timeout_s=None):
     """Runs every case of module_name.entry(world) on `world` ranks; returns failures by rank.
     A job still running after timeout_s (TD_TORCH_JOB_TIMEOUT_S, default 600) is killed and
-    fails: nothing hangs forever."""
+    fails: nothing hangs forever. A rank that exits non-zero (teardown included) fails the job
+    (torch's spawn context raises, naming the rank and its exit code or signal)."""
     if timeout_s is None:
         timeout_s = float(os.environ.get("TD_TORCH_JOB_TIMEOUT_S", "600"))
     with tempfile.TemporaryDirectory() as d:
@@ -56,6 +57,8 @@ def run_job(world, module_name, entry="cases", timeout_s=None):
                     p.kill()
                 raise TimeoutError("%s on %d ranks still running after %.0f s: killed" %
                                    (module_name, world, timeout_s))
+        codes = [p.exitcode for p in ctx.processes]
+        assert codes == [0] * world, "%s: exit codes %s" % (module_name, codes)
         return dict(results)
 
 

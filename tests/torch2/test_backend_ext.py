@@ -188,6 +188,7 @@ def test_creation(how, world):
     codes, hung, out = harness.run_procs(
         _worker, lambda r, d, o: (r, world, how, d, o), world, limit_s=240)
     assert not hung, "ranks %s still running after 240 s" % hung
+    assert codes == [0] * world, "exit codes %s" % codes
     assert sorted(out) == list(range(world)), (codes, out)
     failures = ["rank %d:\n%s" % (r, tb) for r, tb in sorted(out.items()) if tb]
     assert not failures, "\n".join(failures)
