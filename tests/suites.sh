@@ -62,6 +62,22 @@ suite torch torch 900 tests/torch/run.sh
 suite torch2 torch 2400 tests/torch2/run.sh trixie
 suite torch2.14 torch 2400 tests/torch2/run.sh sid
 suite bench-smoke integration 600 tests/bench/smoke.sh
+suite unit-sock-streams 180 tests/unit/test_sock_streams
+# the ofi transport over libfabric's tcp;ofi_rxm (loopback) and shm providers: tagged and RMA
+# paths exact from 0 to 16 MiB, any-source, mismatches, dead peers, ofi off (docs/transports.md)
+suite unit-ofi 120 tests/unit/test_ofi
+suite unit-exec 180 tests/unit/test_exec
+suite unit-exec-parts 180 tests/unit/test_exec_parts
+suite sim 600 tests/sim/test_sim
+suite sim-dcn 180 tests/sim/test_sim_dcn
+suite sim-scale 900 tests/sim/scale.sh
+suite pod-scale 300 tests/sim/podscale.sh
+suite sched 600 tests/sched/test_sched
+suite torch 900 tests/torch/run.sh
+# torch 2.x (Debian 13 trixie: torch 2.6, gcc 14, Open MPI 5.0) in a debootstrapped root cached
+# outside the tree (TD_TRIXIE_ROOT); the budget includes making the root on a fresh machine
+suite torch2 2400 tests/torch2/run.sh
+suite bench-smoke 600 tests/bench/smoke.sh
 # runtime (tests/mpi): every collective checked exactly under mpirun, then jobs without mpirun
 suite mpi-np1 integration 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
 suite mpi-np2 integration 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi
