@@ -87,6 +87,17 @@ suite mpi-np8 integration 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/m
 suite mpi-socket integration 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
 suite mpi-socket-streams integration 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
 suite mpi-torus integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
+suite mpi-np1 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
+suite mpi-np2 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi
+suite mpi-np3 150 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 3 tests/mpi/test_mpi
+suite mpi-np4 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/mpi/test_mpi
+suite mpi-np8 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
+suite mpi-socket 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
+suite mpi-socket-streams 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
+# the same over the ofi transport alone: libfabric's tcp;ofi_rxm on loopback, then its shm provider
+suite mpi-ofi 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=ofi TPU_DIST_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo TPU_DIST_SOCKET_IFNAME=lo mpirun -np 3 tests/mpi/test_mpi
+suite mpi-ofi-shm 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=ofi TPU_DIST_OFI_PROVIDER=shm mpirun -np 3 tests/mpi/test_mpi
+suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
 # 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
 suite mpi-slices integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
 suite commid integration 120 tests/mpi/commid.sh
@@ -128,6 +139,14 @@ suite fault-badargs integration 90 tests/fault/jobs.sh badargs
 suite fault-mismatch integration 90 tests/fault/jobs.sh mismatch
 suite fault-debug integration 90 tests/fault/jobs.sh debug
 suite mpi-debug integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debug mpirun -np 3 tests/mpi/test_mpi
+suite fault-shrink 120 tests/fault/shrink.sh
+suite fault-chaos 900 tests/fault/chaos.sh
+# kill, abort and shrink over the ofi transport (tcp;ofi_rxm on loopback)
+suite fault-ofi 240 tests/fault/ofi.sh
+suite fault-badargs 90 tests/fault/jobs.sh badargs
+suite fault-mismatch 90 tests/fault/jobs.sh mismatch
+suite fault-debug 90 tests/fault/jobs.sh debug
+suite mpi-debug 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debug mpirun -np 3 tests/mpi/test_mpi
 # defer mode: the whole MPI suite deferred (alone and with TPU_DIST_CHECK), then defer against
 # strict bit for bit at 2-4 ranks, divergent flush points, abort and a dead peer (tests/fault/defer.sh)
 suite mpi-defer integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer mpirun -np 3 tests/mpi/test_mpi

@@ -220,6 +220,7 @@ static tdOfiReq *reqNew(tdOfiComm *c, tdXfer *x) {
   r->main.req = r->fin.req = r;
   r->x = x;
   r->peer = x->peer;
+  r->live = 1;
   r->lnext = c->live;
   if (c->live) c->live->lprev = r;
   c->live = r;
@@ -240,7 +241,8 @@ void ofiReqFinish(tdOfiComm *c, tdOfiReq *r, tpudistResult_t res) {
 }
 
 void ofiReqRelease(tdOfiComm *c, tdOfiReq *r) {
-  if (r->x || r->main.busy || r->fin.busy || r->queued || r->state != OR_WAIT) return;
+  if (!r->live || r->x || r->main.busy || r->fin.busy || r->queued || r->state != OR_WAIT) return;
+  r->live = 0;
   if (r->mr) ofiMrPut(c, r->mr);
   if (r->stage) ofiStagePut(r->stage);
   if (r->lprev)

@@ -102,6 +102,7 @@ typedef struct tdOfiReq {
   tdOfiRts rts;          /* RMA send: the announcement; receive: a copy of the one received */
   int queued;            /* in the retry queue */
   int counted;           /* counted in its peer's busy count */
+  int live;              /* in the live list (else free) */
   struct tdOfiReq *next; /* retry queue or free list */
   struct tdOfiReq *lprev, *lnext; /* live requests */
 } tdOfiReq;
