@@ -5,11 +5,15 @@
  * registered memory, 4 KiB and up), receives posted before and after arrival, reducing receives,
  * the same send buffer reused with new contents (registration cache), any-source receives, a
  * length mismatch on either path, a key that does not fit the tag, a peer that exits or releases
- * its communicator, and ofi left off with the reason (no RDMA device and no provider named, or an
- * unknown provider) while sockets carry the traffic. Every byte is checked.
+ * its communicator, and ofi left off with the reason (no RDMA device and no provider named, an
+ * unknown provider, libfabric hidden) while sockets carry the traffic. Every byte is checked.
  */
+#include <errno.h>
+#include <glob.h>
+#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
+#include <sys/mount.h>
 
 #include "../cu_main.h"
 #include "bootstrap.h"
@@ -307,10 +311,41 @@ static void testOff(void) {
   gTransports = "ofi";
 }
 
+/* Without libfabric (each libfabric.so.1 of the system hidden under /dev/null in a private mount
+ * namespace): ofi says why it is off and sockets carry the job. Needs CAP_SYS_ADMIN (root). */
+static int bodyAbsent(void) {
+  if (unshare(CLONE_NEWNS) != 0 || mount("none", "/", NULL, MS_REC | MS_PRIVATE, NULL) != 0) {
+    fprintf(stderr, "libfabric absent: skipped (no private mount namespace: %s)\n",
+            strerror(errno));
+    return 0;
+  }
+  glob_t g;
+  CHILD_CHECK(glob("/usr/{lib,lib64,local/lib}{,/*}/libfabric.so.1", GLOB_BRACE, NULL, &g) == 0);
+  for (size_t i = 0; i < g.gl_pathc; i++)
+    CHILD_CHECK(mount("/dev/null", g.gl_pathv[i], NULL, MS_BIND, NULL) == 0);
+  globfree(&g);
+  char why[TD_ERRLEN];
+  CHILD_CHECK(ofiLib(why) == NULL && strstr(why, "libfabric cannot be loaded"));
+  gTransports = "ofi,socket";
+  gProvider = "tcp;ofi_rxm";
+  CHILD_CHECK(runRanks(2, bodyOff, NULL, 40) == 0);
+  return 0;
+}
+
+static void testAbsent(void) {
+  fflush(NULL);
+  pid_t pid = fork();
+  if (pid == 0) _exit(bodyAbsent());
+  int st = -1;
+  waitpid(pid, &st, 0);
+  CU_ASSERT(WIFEXITED(st) && WEXITSTATUS(st) == 0);
+}
+
 int main(void) {
   setenv("FI_TCP_IFACE", "lo", 1); /* loopback only */
   CU_TestInfo tests[] = {
       {"off: the next transport carries", testOff},
+      {"libfabric absent: the next transport carries", testAbsent},
       {"tcp;ofi_rxm 2 ranks: tagged, RMA, no cache", testTcp2},
       {"tcp;ofi_rxm 4 ranks: tagged, RMA, no cache", testTcp4},
       {"shm provider 3 ranks: tagged, RMA, no cache", testShm3},

@@ -27,7 +27,7 @@ static void *sym(void *h, const char *name) {
 static void libLoad(void) {
   void *h = dlopen("libfabric.so.1", RTLD_NOW | RTLD_LOCAL);
   if (!h) {
-    snprintf(gWhy, sizeof(gWhy), "libfabric is not installed (%s)", dlerror());
+    snprintf(gWhy, sizeof(gWhy), "libfabric cannot be loaded (%s)", dlerror());
     return;
   }
   gLib.getinfo = (int (*)(uint32_t, const char *, const char *, uint64_t, const struct fi_info *,
