@@ -175,3 +175,6 @@ suite mpi-a2av-2phase-check integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DI
 # mpirun with a hostfile across 2 and 4 hosts (selection picks hier on 2; every hier forced on 4),
 # COMM_ID on a second network, a host killed, a link cut, an intruder at every listener of a job
 suite cluster integration 600 tests/cluster/run.sh
+suite cluster 600 tests/cluster/run.sh
+# the exact MPI suite on 2 hosts x 2 ranks over the ofi transport (tcp;ofi_rxm), then over sockets
+suite cluster-ofi 300 tests/cluster/ofi.sh

@@ -366,9 +366,12 @@ static tpudistResult_t ofiPostRecv(tdNet *comm, tdXfer *x) {
   return ofiReqNext(comm, c, r);
 }
 
-/* Every 100 ms: a busy peer whose process is gone or that released the communicator fails. */
-static tpudistResult_t checkLiveness(tdNet *comm, tdOfiComm *c) {
+/* After 100 ms without a completion, and every 100 ms while that lasts: a busy peer whose process
+ * is gone or that released the communicator fails. (While completions flow, nobody waits on a
+ * dead peer for long, and no probe connection is made.) */
+static tpudistResult_t checkLiveness(tdNet *comm, tdOfiComm *c, int moved) {
   int64_t now = netNowMs();
+  if (moved || !c->next_live_ms) c->next_live_ms = now + 100;
   if (now < c->next_live_ms) return tpudistSuccess;
   c->next_live_ms = now + 100;
   tpudistResult_t first = tpudistSuccess;
@@ -394,7 +397,7 @@ static tpudistResult_t ofiProgress(tdNet *comm, int *progressed) {
   if (!c || !c->ep) return tpudistSuccess;
   tpudistResult_t res = ofiPollCq(comm, c, &moved);
   tpudistResult_t r2 = ofiRetry(comm, c, &moved);
-  tpudistResult_t r3 = c->live ? checkLiveness(comm, c) : tpudistSuccess;
+  tpudistResult_t r3 = c->live ? checkLiveness(comm, c, moved) : tpudistSuccess;
   *progressed = moved;
   return res != tpudistSuccess ? res : r2 != tpudistSuccess ? r2 : r3;
 }

@@ -123,7 +123,7 @@ typedef struct {
   fi_addr_t *addr;      /* per peer: its address in the AV (FI_ADDR_NOTAVAIL until inserted) */
   int *busy;            /* per peer: transfers pending */
   char **why;           /* per peer: why it failed (NULL while healthy) */
-  int64_t next_live_ms; /* next liveness check */
+  int64_t next_live_ms; /* next liveness check (100 ms after the last completion) */
   tdOfiReq *live;       /* requests with operations in the provider or queued */
   tdOfiReq *retry_head, *retry_tail; /* requests whose next operation met FI_EAGAIN */
   tdOfiReq *spare;                   /* free requests */
