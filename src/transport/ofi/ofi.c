@@ -202,73 +202,6 @@ static void ofiCommFini(tdNet *comm) {
   comm->tp_ctx[i] = NULL;
 }
 
-int ofiPeerAddr(tdNet *comm, tdOfiComm *c, int p) {
-  if (c->addr[p] != FI_ADDR_NOTAVAIL) return 0;
-  int n = fi_av_insert(c->av, comm->peers[p].ofi_addr, 1, &c->addr[p], 0, NULL);
-  if (n == 1) return 0;
-  c->addr[p] = FI_ADDR_NOTAVAIL;
-  return n < 0 ? n : -FI_EINVAL;
-}
-
-static tdOfiReq *reqNew(tdOfiComm *c, tdXfer *x) {
-  tdOfiReq *r = c->spare;
-  if (r)
-    c->spare = r->next;
-  else if (!(r = malloc(sizeof(*r))))
-    return NULL;
-  memset(r, 0, sizeof(*r));
-  r->main.req = r->fin.req = r;
-  r->x = x;
-  r->peer = x->peer;
-  r->live = 1;
-  r->lnext = c->live;
-  if (c->live) c->live->lprev = r;
-  c->live = r;
-  return r;
-}
-
-tdXfer *ofiReqDetach(tdOfiComm *c, tdOfiReq *r) {
-  tdXfer *x = r->x;
-  r->x = NULL;
-  if (x && r->counted) c->busy[r->peer]--;
-  r->counted = 0;
-  return x;
-}
-
-void ofiReqFinish(tdOfiComm *c, tdOfiReq *r, tpudistResult_t res) {
-  tdXfer *x = ofiReqDetach(c, r);
-  if (x) transportComplete(x, res, r->peer);
-}
-
-void ofiReqRelease(tdOfiComm *c, tdOfiReq *r) {
-  if (!r->live || r->x || r->main.busy || r->fin.busy || r->queued || r->state != OR_WAIT) return;
-  r->live = 0;
-  if (r->mr) ofiMrPut(c, r->mr);
-  if (r->stage) ofiStagePut(r->stage);
-  if (r->lprev)
-    r->lprev->lnext = r->lnext;
-  else
-    c->live = r->lnext;
-  if (r->lnext) r->lnext->lprev = r->lprev;
-  r->next = c->spare;
-  c->spare = r;
-}
-
-tpudistResult_t ofiPeerFail(tdNet *comm, tdOfiComm *c, int p, const char *why) {
-  if (!c->why[p]) c->why[p] = strdup(why);
-  for (tdOfiReq *r = c->live, *next; r; r = next) {
-    next = r->lnext;
-    if (r->peer != p) continue;
-    if (r->main.busy) fi_cancel(&c->ep->fid, &r->main.fc);
-    if (r->fin.busy) fi_cancel(&c->ep->fid, &r->fin.fc);
-    if (!r->queued) r->state = OR_WAIT; /* nothing more is sent to it */
-    ofiReqFinish(c, r, tpudistRemoteError);
-    ofiReqRelease(c, r);
-  }
-  return transportError(comm, tpudistRemoteError, "ofi: rank %d: %s", p,
-                        c->why[p] ? c->why[p] : why);
-}
-
 /* A new request for x, or an error (x completed) if its peer failed or its key does not fit. */
 static tpudistResult_t reqStart(tdNet *comm, tdOfiComm *c, tdXfer *x, tdOfiReq **out) {
   char err[TD_ERRLEN];
@@ -289,7 +222,7 @@ static tpudistResult_t reqStart(tdNet *comm, tdOfiComm *c, tdXfer *x, tdOfiReq *
     return transportError(comm, tpudistRemoteError, "ofi: the address of rank %d: %s", p,
                           c->lib->strerror(-rc));
   }
-  tdOfiReq *r = reqNew(c, x);
+  tdOfiReq *r = ofiReqNew(c, x);
   if (!r) {
     transportComplete(x, tpudistNoMemory, p);
     return transportError(comm, tpudistNoMemory, "ofi transport: out of memory");

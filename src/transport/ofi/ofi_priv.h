@@ -1,7 +1,7 @@
 /*
- * ofi_priv.h - the ofi transport's state, shared by ofi.c (set-up, posts, progress, failures),
- * ofi_req.c (each transfer's libfabric operations and their completions) and ofi_mr.c
- * (registration cache, staging buffers).
+ * ofi_priv.h - the ofi transport's state, shared by ofi.c (set-up, posts, progress, liveness),
+ * ofi_req.c (requests, failed peers, each transfer's libfabric operations and their completions;
+ * it calls nothing of ofi.c) and ofi_mr.c (registration cache, staging buffers).
  *
  * Every transfer gets a request (tdOfiReq). Small and medium messages are one tagged message
  * (fi_tsenddata / fi_trecv) into the receive's buffer. A message of at least
@@ -136,6 +136,10 @@ typedef struct {
 
 /* ofi.c */
 tdOfiComm *ofiComm(tdNet *comm);
+
+/* ofi_req.c */
+/* A new live request for x (peer, no operation yet); NULL when out of memory. */
+tdOfiReq *ofiReqNew(tdOfiComm *c, tdXfer *x);
 /* Fails every transfer pending with peer p (tpudistRemoteError naming it and why) and every later
  * post to it; cancels its operations in the provider. Returns the recorded error. */
 tpudistResult_t ofiPeerFail(tdNet *comm, tdOfiComm *c, int p, const char *why);
@@ -147,8 +151,6 @@ tdXfer *ofiReqDetach(tdOfiComm *c, tdOfiReq *r);
 void ofiReqFinish(tdOfiComm *c, tdOfiReq *r, tpudistResult_t res);
 /* Frees r once it has no transfer, no operation in the provider and nothing left to issue. */
 void ofiReqRelease(tdOfiComm *c, tdOfiReq *r);
-
-/* ofi_req.c */
 /* The tag of key (fin: the FIN's); -1 with a reason in err if a field does not fit. */
 int ofiTag(const tdOfiComm *c, const tdMsgKey *k, int fin, uint64_t *tag, char *err);
 /* Issues req's next operation; 0, 1 if the provider said FI_EAGAIN (queued for a retry), or a
