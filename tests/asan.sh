@@ -47,7 +47,7 @@ run() {
 }
 # (unit-select is left out: its CPU-time bound on building a selection table does not hold at
 # sanitizer speed)
-for t in topology host kernels validate sched_io fuse cost bootstrap transport exec_parts; do
+for t in topology host kernels validate sched_io fuse cost bootstrap transport ofi exec_parts; do
   [ -x tests/unit/test_$t ] && run unit-$t tests/unit/test_$t
 done
 # every generator through the validator, flat shapes up to 16 ranks and the small tori

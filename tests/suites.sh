@@ -31,6 +31,9 @@ suite unit-transport quick 180 tests/unit/test_transport
 suite unit-host quick 60 tests/unit/test_host
 # the socket transport's streams: split messages exact and in order at 1-16 streams, mixed counts
 suite unit-sock-streams quick 180 tests/unit/test_sock_streams
+# the ofi transport over libfabric's tcp;ofi_rxm (loopback) and shm providers: tagged and RMA
+# paths exact from 0 to 16 MiB, any-source, mismatches, dead peers, ofi off (docs/transports.md)
+suite unit-ofi integration 120 tests/unit/test_ofi
 suite unit-exec quick 180 tests/unit/test_exec
 suite unit-exec-parts quick 180 tests/unit/test_exec_parts
 suite sim integration 600 tests/sim/test_sim
@@ -53,6 +56,9 @@ suite mpi-np4 integration 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/m
 suite mpi-np8 integration 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
 suite mpi-socket integration 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
 suite mpi-socket-streams integration 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
+# the same over the ofi transport alone: libfabric's tcp;ofi_rxm on loopback, then its shm provider
+suite mpi-ofi integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=ofi TPU_DIST_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo TPU_DIST_SOCKET_IFNAME=lo mpirun -np 3 tests/mpi/test_mpi
+suite mpi-ofi-shm integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=ofi TPU_DIST_OFI_PROVIDER=shm mpirun -np 3 tests/mpi/test_mpi
 suite mpi-torus integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
 # 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
 suite mpi-slices integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
@@ -82,6 +88,8 @@ suite fault-abort integration 60 tests/fault/jobs.sh abort
 # coordinator dying in its shrink) and revoke; then the seeded
 # chaos trials (random kills in random collective mixes; seed printed, rerun with TD_CHAOS_SEED)
 suite fault-shrink integration 120 tests/fault/shrink.sh
+# kill, abort and shrink over the ofi transport (tcp;ofi_rxm on loopback)
+suite fault-ofi integration 240 tests/fault/ofi.sh
 suite fault-chaos stress 900 tests/fault/chaos.sh
 suite fault-badargs integration 90 tests/fault/jobs.sh badargs
 suite fault-mismatch integration 90 tests/fault/jobs.sh mismatch
@@ -115,3 +123,5 @@ suite mpi-a2av-2phase-check integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DI
 # mpirun with a hostfile across 2 and 4 hosts (selection picks hier on 2; every hier forced on 4),
 # COMM_ID on a second network, a host killed, a link cut, an intruder at every listener of a job
 suite cluster integration 600 tests/cluster/run.sh
+# the exact MPI suite on 2 hosts x 2 ranks over the ofi transport (tcp;ofi_rxm), then over sockets
+suite cluster-ofi integration 300 tests/cluster/ofi.sh

@@ -137,7 +137,8 @@ const tdConfigVar tdConfigTable[] = {
     {"SLURM_LOCALID", cfgInt, "-1", TD_OFF(slurm_localid), -1, INT_MAX,
      "Rank inside its host under srun (logged by tpudistCommInitEnv)."},
     {"TPU_DIST_TRANSPORTS", cfgStr, "", TD_OFF(transports), 0, 0,
-     "Comma list overriding the transport order, e.g. socket or self,shm,socket."},
+     "Comma list overriding the transport order (default shm,ofi,socket; self is always first), "
+     "e.g. socket or ofi."},
     {"TPU_DIST_SOCKET_IFNAME", cfgStr, "", TD_OFF(socket_ifname), 0, 0,
      "Interface (prefix) for TCP; loopback is allowed (default: first up interface, else lo)."},
     {"TPU_DIST_SOCKET_NSTREAMS", cfgInt, "1", TD_OFF(socket_nstreams), 1, 16,
@@ -182,6 +183,15 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_SHM_CMA_PULL_MS", cfgInt, "5", TD_OFF(shm_cma_pull_ms), 0, INT_MAX,
      "A single-copy shm message still unmatched after this many ms is copied out, so its send "
      "completes."},
+    {"TPU_DIST_OFI_PROVIDER", cfgStr, "", TD_OFF(ofi_provider), 0, 0,
+     "libfabric provider of the ofi transport, e.g. verbs;ofi_rxm, efa, tcp;ofi_rxm or shm "
+     "(default: the fabric's first RDMA provider (verbs, efa, psm2, psm3, cxi) where an RDMA "
+     "device is present, else none: ofi stays off and sockets carry the traffic)."},
+    {"TPU_DIST_OFI_RMA_MIN_BYTES", cfgLong, "262144", TD_OFF(ofi_rma_min_bytes), 0, 1LL << 40,
+     "Smallest ofi message the receiver reads from the sender's registered memory (RMA) instead "
+     "of a tagged message, where the provider has RMA (0: tagged messages only)."},
+    {"TPU_DIST_OFI_MR_CACHE", cfgInt, "16", TD_OFF(ofi_mr_cache), 0, 4096,
+     "Memory registrations of ofi RMA send buffers kept for reuse (0: register every message)."},
     {NULL, NULL, NULL, 0, 0, 0, NULL},
 };
 

@@ -64,6 +64,9 @@ typedef struct {
   long shm_cma_min_bytes;    /* TPU_DIST_SHM_CMA_MIN_BYTES: smallest message read with CMA */
   const char *fault;         /* TPU_DIST_FAULT: fault injection (transport/fault) */
   int shm_cma_pull_ms;       /* TPU_DIST_SHM_CMA_PULL_MS: copy out unmatched CMA messages after */
+  const char *ofi_provider;  /* TPU_DIST_OFI_PROVIDER: libfabric provider ("": an RDMA one) */
+  long ofi_rma_min_bytes; /* TPU_DIST_OFI_RMA_MIN_BYTES: smallest message read by RMA (0 never) */
+  int ofi_mr_cache;       /* TPU_DIST_OFI_MR_CACHE: memory registrations kept for reuse */
 } tdConfig;
 
 struct tdConfigVar;

@@ -25,6 +25,9 @@ typedef struct {
   int32_t sock_streams;           /* socket transport: TPU_DIST_SOCKET_NSTREAMS of this rank */
   char shm_name[TD_ADDR_BYTES];   /* shm transport segment prefix */
   char agree_addr[TD_ADDR_BYTES]; /* bootstrap agreement listener (survivors meet there) */
+  char ofi_addr[TD_ADDR_BYTES];   /* ofi transport endpoint name (fi_getname) */
+  uint32_t ofi_addrlen;           /* its bytes; 0: ofi is off on this rank */
+  uint32_t ofi_prov;              /* hash of the ofi provider's name (peers must agree) */
 } tdPeerInfo;
 
 struct tdBootstrap;

@@ -1,5 +1,5 @@
 /*
- * registry.c - the static ordered transport registry (self, shm, socket), per-peer transport
+ * registry.c - the static ordered transport registry (self, shm, ofi, socket), per-peer transport
  * choice, any-source receives, and the small helpers transports share (see registry.h).
  *
  * The registry's per-communicator state (the any-source queue) lives in the same allocation as
@@ -24,7 +24,7 @@
 #include "rt_config.h"
 #include "rt_log.h"
 
-static const tdTransport *const gRegistry[] = {&tdTransportSelf, &tdTransportShm,
+static const tdTransport *const gRegistry[] = {&tdTransportSelf, &tdTransportShm, &tdTransportOfi,
                                                &tdTransportSocket};
 #define TD_NREGISTRY ((int)TD_ARRAY_SIZE(gRegistry))
 
@@ -59,7 +59,7 @@ tpudistResult_t transportSetup(tdNet *comm, char *err) {
   comm->ntransports = 0;
   regAdd(comm, &tdTransportSelf);
   if (cfg->fault && *cfg->fault) regAdd(comm, &tdTransportFault);
-  if (!list || !*list) list = "shm,socket";
+  if (!list || !*list) list = "shm,ofi,socket";
   for (const char *p = list; *p;) {
     while (*p == ',' || *p == ' ') p++;
     size_t n = strcspn(p, ", ");
@@ -67,7 +67,7 @@ tpudistResult_t transportSetup(tdNet *comm, char *err) {
     const tdTransport *t = regFind(p, n);
     if (!t)
       return tdErr(err, tpudistInvalidArgument,
-                   "TPU_DIST_TRANSPORTS: unknown transport '%.*s' (known: self, shm, socket)",
+                   "TPU_DIST_TRANSPORTS: unknown transport '%.*s' (known: self, shm, ofi, socket)",
                    (int)n, p);
     regAdd(comm, t);
     p += n;

@@ -8,7 +8,7 @@
  * three), then transportPostSend / transportPostRecv / transportProgressAll, and transportFiniAll.
  *
  * "self" is always enabled and first (a rank's messages to itself); TPU_DIST_TRANSPORTS lists the
- * others in order (default "shm,socket"); an unknown name is an error.
+ * others in order (default "shm,ofi,socket"); an unknown name is an error.
  *
  * Any-source receives (peer -1) go through transportPostRecv: each transport is asked to match
  * the receive against what already arrived (the transport's postRecv is called with

@@ -1,5 +1,5 @@
 /*
- * transport.h - the one ops table every transport implements (self, shm, socket, ib, and wrapping
+ * transport.h - the one ops table every transport implements (self, shm, ofi, socket, and wrapping
  * transports such as fault injection), with a non-blocking contract.
  *
  * Model: tagged messages between ranks of one communicator. A message is identified by a key
@@ -42,7 +42,7 @@ typedef struct tdXfer {
 } tdXfer;
 
 typedef struct tdTransport {
-  const char *name; /* "self", "shm", "socket", "ib", ... */
+  const char *name; /* "self", "shm", "ofi", "socket", ... */
   /* 1 if this transport can reach peer from this rank. */
   int (*canReach)(tdNet *comm, int peer);
   /* Per-communicator setup (listeners, segments); fills the local parts of info. */
@@ -79,5 +79,6 @@ typedef struct tdTransport {
 extern const tdTransport tdTransportSelf;
 extern const tdTransport tdTransportShm;
 extern const tdTransport tdTransportSocket;
+extern const tdTransport tdTransportOfi;
 
 #endif /* TD_TRANSPORT_H_ */

@@ -6,6 +6,8 @@
 # Afterwards no /dev/shm segment may remain.
 # Runs in a private mount namespace with its own /dev/shm, so other jobs do not interfere.
 #   kill.sh [SIZES...]    default: 2 4 8
+# TPU_DIST_TRANSPORTS set outside replaces each variant's transports (the victims stay), e.g.
+#   TPU_DIST_TRANSPORTS=ofi TPU_DIST_OFI_PROVIDER='tcp;ofi_rxm' tests/fault/kill.sh 2 4
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/mpi/launch.sh
@@ -14,11 +16,12 @@ export TPU_DIST_TIMEOUT_MS=${TPU_DIST_TIMEOUT_MS:-5000}
 sizes=("$@")
 [ ${#sizes[@]} -gt 0 ] || sizes=(2 4 8)
 rc=0
+outer_tp=${TPU_DIST_TRANSPORTS:-}
 for n in "${sizes[@]}"; do
   # the middle rank over shm, rank 0 (the bootstrap root) over socket, both at a random moment;
   # then the last rank right at the start, before most pairs have connected
   for variant in shm,socket:mid socket:root shm,socket:start; do
-    tp=${variant%%:*}
+    tp=${outer_tp:-${variant%%:*}}
     case $variant in
       *:mid) victim=$((n / 2)); unset TD_FAULT_KILL_MS ;;
       *:root) victim=0; unset TD_FAULT_KILL_MS ;;
