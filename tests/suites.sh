@@ -71,6 +71,19 @@ suite mpi-np8 integration 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/m
 suite mpi-socket integration 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
 suite mpi-socket-streams integration 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
 suite mpi-torus integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
+suite mpi-np1 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
+suite mpi-np2 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi
+suite mpi-np3 150 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 3 tests/mpi/test_mpi
+suite mpi-np4 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/mpi/test_mpi
+suite mpi-np8 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
+suite mpi-socket 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
+suite mpi-socket-streams 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
+# TLS on the socket transport: the exact MPI suite with the PSK of the job's key (3 ranks, 2 streams),
+# then certificates made at test time, a TPU_DIST_COMM_ID job in PSK mode (also under valgrind) and
+# bad input refused on both ranks (tests/mpi/tls.sh); the attacks from outside: fault-hostile
+suite mpi-tls 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_TLS=1 TPU_DIST_SOCKET_NSTREAMS=2 mpirun -np 3 tests/mpi/test_mpi
+suite tls 180 tests/mpi/tls.sh
+suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
 # 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
 suite mpi-slices integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
 suite commid integration 120 tests/mpi/commid.sh
@@ -103,6 +116,10 @@ suite many-ranks stress 1200 tests/mpi/many_ranks_suite.sh
 # 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)
 suite fault-kill integration 300 tests/fault/kill.sh
 suite fault-abort integration 60 tests/fault/jobs.sh abort
+# 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender),
+# then beside 3-rank TLS jobs (no TLS, wrong certificate, different PSK, truncated/tampered records)
+suite fault-kill 300 tests/fault/kill.sh
+suite fault-abort 60 tests/fault/jobs.sh abort
 # survivors shrink (agreed failed set, explicit list, split, tori, TCP, each rank its own host, the
 # coordinator dying in its shrink) and revoke; then the seeded
 # chaos trials (random kills in random collective mixes; seed printed, rerun with TD_CHAOS_SEED)

@@ -44,11 +44,13 @@ static int bioRead(BIO *b, char *buf, int len) {
   ssize_t n = recv((int)(intptr_t)BIO_get_data(b), buf, (size_t)len, MSG_DONTWAIT);
   BIO_clear_retry_flags(b);
   if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) BIO_set_retry_read(b);
+  if (n == 0) BIO_set_flags(b, BIO_FLAGS_IN_EOF); /* libssl tells a cut record by it */
   return (int)n;
 }
 
 static long bioCtrl(BIO *b, int cmd, long num, void *ptr) {
-  (void)b, (void)num, (void)ptr;
+  (void)num, (void)ptr;
+  if (cmd == BIO_CTRL_EOF) return BIO_test_flags(b, BIO_FLAGS_IN_EOF) != 0;
   return cmd == BIO_CTRL_FLUSH;
 }
 
@@ -63,7 +65,7 @@ static BIO_METHOD *bioMethod(void) {
 
 /* The reason of the last libssl failure (its error queue, emptied), else fallback. */
 static void tlsReason(char *buf, size_t n, const char *fallback) {
-  unsigned long e = ERR_peek_last_error();
+  unsigned long e = ERR_peek_error(); /* the first: the cause */
   if (e)
     ERR_error_string_n(e, buf, n);
   else
@@ -216,9 +218,9 @@ static int tlsFailure(SSL *ssl, int ret, short *want, char *why, size_t n) {
     return TD_TLS_CLOSED;
   }
   unsigned long last = ERR_peek_last_error();
-  if (e == SSL_ERROR_SYSCALL && !last) {
+  if (e == SSL_ERROR_SYSCALL && !last) { /* reset or closed: lost, not refused by TLS */
     snprintf(why, n, "%s", errno ? strerror(errno) : "closed the connection (no TLS close_notify)");
-    return errno ? TD_TLS_ERROR : TD_TLS_CLOSED;
+    return TD_TLS_CLOSED;
   }
 #ifdef SSL_R_UNEXPECTED_EOF_WHILE_READING
   if (ERR_GET_REASON(last) == SSL_R_UNEXPECTED_EOF_WHILE_READING) {
@@ -287,9 +289,13 @@ int sockIoPending(SSL *ssl) {
 
 void sockIoClose(int fd, SSL *ssl, int notify) {
   if (ssl) {
+    char sink[4096];
     if (notify && SSL_is_init_finished(ssl)) SSL_shutdown(ssl); /* close_notify, not waited for */
     SSL_free(ssl);
     ERR_clear_error();
+    /* Bytes left unread make close() send a reset, which can destroy the alert just sent before
+     * the peer reads it: read what is there (bounded) first. */
+    for (int i = 0; i < 16 && recv(fd, sink, sizeof(sink), MSG_DONTWAIT) > 0; i++) continue;
   }
   if (fd >= 0) close(fd);
 }
