@@ -11,6 +11,9 @@
  * proof. Verdict 1 adopts the connection as the pair's stream `stream`; 2 refuses it (simultaneous
  * connects: the lower rank's connection wins, see socket.c). Every stream of a pair is a connection
  * of its own with its own handshake; a hello whose stream count is not the pair's is dropped.
+ * With TPU_DIST_TLS=1 a TLS 1.3 handshake comes first on both sides (state SK_TLS; a pending
+ * connection's ssl) and these messages travel inside TLS (sock_tls.c); a TLS refusal fails the
+ * pair at once on the connecting side, and is dropped and logged on the listening side.
  *
  * Floods: at most TPU_DIST_MAX_HANDSHAKES accepted connections are in their handshake at once; a
  * new one beyond drops the oldest that has not sent a byte (else the oldest); each has

@@ -9,13 +9,15 @@
  * challenge-response over the job's key (sock_auth.c) before a byte of data flows. If both sides
  * connect a stream at once, the connection opened by the lower rank wins: the lower rank refuses
  * the higher rank's connection while its own is pending, and the higher rank drops its own attempt
- * when the lower rank's is adopted.
+ * when the lower rank's is adopted. With TPU_DIST_TLS=1 each connection first runs a TLS 1.3
+ * handshake and everything after it travels in TLS records (sock_tls.c); the ranks publish their
+ * TLS mode, and a pair whose modes differ fails at its first use.
  *
  * Framing: a 32-byte header {seq, stream, ordinal, piece, part, len} then the part's payload bytes,
- * written with sendmsg(MSG_NOSIGNAL) (never SIGPIPE). A send completes once all its bytes are in
- * the kernel. A closed or failed connection fails the whole pair: every transfer pending with that
- * peer fails with tpudistRemoteError naming the peer; a peer closing with nothing pending (normal
- * shutdown) only fails later posts to it.
+ * written with sendmsg(MSG_NOSIGNAL) (never SIGPIPE; in TLS, send(MSG_NOSIGNAL) under libssl). A
+ * send completes once all its bytes are in the kernel. A closed or failed connection fails the
+ * whole pair: every transfer pending with that peer fails with tpudistRemoteError naming the peer;
+ * a peer closing with nothing pending (normal shutdown) only fails later posts to it.
  */
 #include <errno.h>
 #include <poll.h>

@@ -1,7 +1,8 @@
 /*
  * socket_priv.h - the socket transport's state, shared by socket.c (peers, posts, progress),
  * sock_send.c (splitting messages over a pair's streams), sock_recv.c (frames in: matching, parts,
- * unexpected messages) and sock_auth.c (the authentication handshake of every new connection).
+ * unexpected messages), sock_auth.c (the authentication handshake of every new connection) and
+ * sock_tls.c (TLS 1.3 under all of it, TPU_DIST_TLS).
  *
  * A peer pair talks over nstreams TCP connections ("streams", TPU_DIST_SOCKET_NSTREAMS, the smaller
  * of the two ranks' values). A message of at least 2 x TD_SOCK_MIN_PART bytes is split into up to
