@@ -27,6 +27,7 @@
 #define TD_TLS_PSK_LABEL "tpu_dist/sock/tls-psk/v1"
 #define TD_TLS_PSK_ID "tpu_dist"
 #define TD_TLS_READ_BUF (64 * 1024) /* read ahead: fewer system calls per record */
+#define TD_TLS_RECORD 16384         /* the most plaintext one record carries */
 
 #define TD_TLS_PSK_SUITE "TLS_AES_128_GCM_SHA256"
 static const unsigned char kPskCipher[2] = {0x13, 0x01}; /* TD_TLS_PSK_SUITE */
@@ -260,6 +261,18 @@ ssize_t sockIoSend(int fd, SSL *ssl, const struct iovec *iov, int niov, char *wh
     ssize_t r = sendmsg(fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT);
     if (r < 0) snprintf(why, n, "%s", strerror(errno));
     return r;
+  }
+  size_t all = 0;
+  for (int i = 0; i < niov; i++) all += iov[i].iov_len;
+  if (niov > 1 && all <= TD_TLS_RECORD) { /* a small frame: header and payload in one record */
+    char one[TD_TLS_RECORD];
+    size_t k = 0;
+    for (int i = 0; i < niov; i++) {
+      memcpy(one + k, iov[i].iov_base, iov[i].iov_len);
+      k += iov[i].iov_len;
+    }
+    struct iovec single = {one, all};
+    return sockIoSend(fd, ssl, &single, 1, why, n);
   }
   /* Record after record until the socket is full; a write that must wait is retried later with
    * the same bytes (where the caller resumes). */
