@@ -56,6 +56,17 @@ suite sim-scale stress 900 tests/sim/scale.sh
 suite pod-scale stress 300 tests/sim/podscale.sh
 suite sched quick 600 tests/sched/test_sched
 suite torch torch 900 tests/torch/run.sh
+suite unit-sock-streams 180 tests/unit/test_sock_streams
+# the same in TLS (TPU_DIST_TLS=1, the job key's PSK): 1-16 streams, each its own TLS session
+suite unit-sock-streams-tls 180 env TPU_DIST_TLS=1 tests/unit/test_sock_streams
+suite unit-exec 180 tests/unit/test_exec
+suite unit-exec-parts 180 tests/unit/test_exec_parts
+suite sim 600 tests/sim/test_sim
+suite sim-dcn 180 tests/sim/test_sim_dcn
+suite sim-scale 900 tests/sim/scale.sh
+suite pod-scale 300 tests/sim/podscale.sh
+suite sched 600 tests/sched/test_sched
+suite torch 900 tests/torch/run.sh
 # torch 2.x in debootstrapped roots cached outside the tree (tests/torch2/root.sh): Debian 13
 # trixie (torch 2.6, gcc 14, Open MPI 5.0) and Debian sid (torch 2.14, gcc 16, Open MPI 6.0); each
 # budget includes making its root on a fresh machine (about 5 minutes with a near mirror)

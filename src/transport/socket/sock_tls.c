@@ -16,6 +16,7 @@
 #include <openssl/err.h>
 #include <openssl/ssl.h>
 #include <poll.h>
+#include <pthread.h>
 #include <stdint.h>
 #include <string.h>
 #include <sys/socket.h>
@@ -30,6 +31,7 @@
 #define TD_TLS_RECORD 16384         /* the most plaintext one record carries */
 
 #define TD_TLS_PSK_SUITE "TLS_AES_128_GCM_SHA256"
+#define TD_TLS_SUITES TD_TLS_PSK_SUITE ":TLS_AES_256_GCM_SHA384:TLS_CHACHA20_POLY1305_SHA256"
 static const unsigned char kPskCipher[2] = {0x13, 0x01}; /* TD_TLS_PSK_SUITE */
 
 /* The connection's bytes go through send(MSG_NOSIGNAL) and recv: libssl's own socket BIO writes
@@ -55,13 +57,22 @@ static long bioCtrl(BIO *b, int cmd, long num, void *ptr) {
   return cmd == BIO_CTRL_FLUSH;
 }
 
-static BIO_METHOD *bioMethod(void) {
+/* One method for the process (a new BIO type index per communicator would run out). */
+static BIO_METHOD *gBioMethod;
+static pthread_once_t gBioOnce = PTHREAD_ONCE_INIT;
+
+static void bioMethodMake(void) {
   BIO_METHOD *m = BIO_meth_new(BIO_get_new_index() | BIO_TYPE_SOURCE_SINK, "tpu_dist socket");
   if (m && BIO_meth_set_write(m, bioWrite) && BIO_meth_set_read(m, bioRead) &&
       BIO_meth_set_ctrl(m, bioCtrl))
-    return m;
-  BIO_meth_free(m);
-  return NULL;
+    gBioMethod = m;
+  else
+    BIO_meth_free(m);
+}
+
+static BIO_METHOD *bioMethod(void) {
+  pthread_once(&gBioOnce, bioMethodMake);
+  return gBioMethod;
 }
 
 /* The reason of the last libssl failure (its error queue, emptied), else fallback. */
@@ -162,10 +173,12 @@ tpudistResult_t sockTlsInit(tdNet *comm, tdSockCtx *c, const tdConfig *cfg, char
   SSL_CTX_set_mode(ctx, SSL_MODE_ENABLE_PARTIAL_WRITE | SSL_MODE_ACCEPT_MOVING_WRITE_BUFFER);
   SSL_CTX_set_read_ahead(ctx, 1);
   SSL_CTX_set_default_read_buffer_len(ctx, TD_TLS_READ_BUF);
+  /* AES-128-GCM first in both modes (the fastest with AES instructions); PSK mode only it: the
+   * suite must use the PSK's hash */
+  if (!SSL_CTX_set_ciphersuites(ctx, mode == TD_TLS_PSK ? TD_TLS_PSK_SUITE : TD_TLS_SUITES))
+    return tdErr(err, tpudistSystemError, "TLS: this libssl has none of %s", TD_TLS_SUITES);
   if (mode == TD_TLS_CERT) return tlsCerts(ctx, cfg, err);
   authChildKey(&c->key, TD_TLS_PSK_LABEL, 0, &c->psk);
-  if (!SSL_CTX_set_ciphersuites(ctx, TD_TLS_PSK_SUITE)) /* the suite of the PSK's hash */
-    return tdErr(err, tpudistSystemError, "TLS: this libssl has no %s", TD_TLS_PSK_SUITE);
   SSL_CTX_set_psk_use_session_callback(ctx, pskUse);
   SSL_CTX_set_psk_find_session_callback(ctx, pskFind);
   return tpudistSuccess;
@@ -173,7 +186,6 @@ tpudistResult_t sockTlsInit(tdNet *comm, tdSockCtx *c, const tdConfig *cfg, char
 
 void sockTlsFini(tdSockCtx *c) {
   SSL_CTX_free(c->tls);
-  BIO_meth_free(c->tls_bio);
   c->tls = NULL;
   c->tls_bio = NULL;
   OPENSSL_cleanse(&c->psk, sizeof(c->psk));

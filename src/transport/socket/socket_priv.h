@@ -139,10 +139,10 @@ typedef struct tdSockAccept {
 typedef struct {
   int lfd;
   tdKey key;
-  SSL_CTX *tls;        /* TPU_DIST_TLS=1, else NULL */
-  BIO_METHOD *tls_bio; /* the sessions' socket I/O (sock_tls.c) */
-  int tls_mode;        /* TD_TLS_* */
-  tdKey psk;           /* TD_TLS_PSK: derived from key */
+  SSL_CTX *tls;              /* TPU_DIST_TLS=1, else NULL */
+  const BIO_METHOD *tls_bio; /* the sessions' socket I/O (sock_tls.c, one per process) */
+  int tls_mode;              /* TD_TLS_* */
+  tdKey psk;                 /* TD_TLS_PSK: derived from key */
   int handshake_ms, max_handshakes, nstreams;
   long dropped; /* hostile or broken connections refused (logged sparingly) */
   tdSockPeer *peers;
