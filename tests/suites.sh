@@ -128,7 +128,8 @@ suite many-ranks stress 1200 tests/mpi/many_ranks_suite.sh
 suite fault-kill integration 300 tests/fault/kill.sh
 suite fault-abort integration 60 tests/fault/jobs.sh abort
 # 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender),
-# then beside 3-rank TLS jobs (no TLS, wrong certificate, different PSK, truncated/tampered records)
+# then beside 3-rank TLS jobs (no TLS, wrong certificate, different PSK, truncated/tampered records;
+# the certificate round under valgrind)
 suite fault-kill 300 tests/fault/kill.sh
 suite fault-abort 60 tests/fault/jobs.sh abort
 # survivors shrink (agreed failed set, explicit list, split, tori, TCP, each rank its own host, the
