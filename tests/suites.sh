@@ -151,6 +151,14 @@ suite tools-info integration 60 tests/mpi/tools_info.sh
 suite mpi-knobs integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
 suite fault-flight integration 60 tests/fault/jobs.sh flight
 suite fault-inject integration 240 tests/fault/inject.sh
+suite mpi-defer 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer mpirun -np 3 tests/mpi/test_mpi
+suite mpi-defer-check 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer TPU_DIST_CHECK=1 TPU_DIST_PROGRESS_THREAD=0 mpirun -np 4 tests/mpi/test_mpi
+suite fault-defer 120 sh -c 'for m in exact diverge abort dead; do tests/fault/defer.sh $m || exit 1; done'
+suite fault-hostile 180 tests/fault/hostile.sh
+suite tools-info 60 tests/mpi/tools_info.sh
+suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
+suite fault-flight 60 tests/fault/jobs.sh flight
+suite fault-inject 240 tests/fault/inject.sh
 # non-blocking init/split/shrink (exact results, abort mid-creation, a peer that never arrives), the JSON
 # flight record after a forced timeout, the health query of a job with a stalled rank
 suite fault-async integration 120 tests/fault/async.sh
