@@ -75,7 +75,7 @@ static BIO_METHOD *bioMethod(void) {
   return gBioMethod;
 }
 
-/* The reason of the last libssl failure (its error queue, emptied), else fallback. */
+/* The reason of a libssl failure (the first on its error queue, then emptied), else fallback. */
 static void tlsReason(char *buf, size_t n, const char *fallback) {
   unsigned long e = ERR_peek_error(); /* the first: the cause */
   if (e)
