@@ -56,17 +56,6 @@ suite sim-scale stress 900 tests/sim/scale.sh
 suite pod-scale stress 300 tests/sim/podscale.sh
 suite sched quick 600 tests/sched/test_sched
 suite torch torch 900 tests/torch/run.sh
-suite unit-sock-streams 180 tests/unit/test_sock_streams
-# the same in TLS (TPU_DIST_TLS=1, the job key's PSK): 1-16 streams, each its own TLS session
-suite unit-sock-streams-tls 180 env TPU_DIST_TLS=1 tests/unit/test_sock_streams
-suite unit-exec 180 tests/unit/test_exec
-suite unit-exec-parts 180 tests/unit/test_exec_parts
-suite sim 600 tests/sim/test_sim
-suite sim-dcn 180 tests/sim/test_sim_dcn
-suite sim-scale 900 tests/sim/scale.sh
-suite pod-scale 300 tests/sim/podscale.sh
-suite sched 600 tests/sched/test_sched
-suite torch 900 tests/torch/run.sh
 # torch 2.x in debootstrapped roots cached outside the tree (tests/torch2/root.sh): Debian 13
 # trixie (torch 2.6, gcc 14, Open MPI 5.0) and Debian sid (torch 2.14, gcc 16, Open MPI 6.0); each
 # budget includes making its root on a fresh machine (about 5 minutes with a near mirror)
@@ -81,20 +70,14 @@ suite mpi-np4 integration 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/m
 suite mpi-np8 integration 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
 suite mpi-socket integration 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
 suite mpi-socket-streams integration 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
+# TLS on the socket transport: the stream tests (1-16 streams, each its own session) and the exact
+# MPI suite with the PSK of the job's key (3 ranks, 2 streams), then certificates made at test time,
+# a TPU_DIST_COMM_ID job in PSK mode (also under valgrind) and bad input refused on both ranks
+# (tests/mpi/tls.sh); the attacks from outside: fault-hostile
+suite unit-sock-streams-tls integration 180 env TPU_DIST_TLS=1 tests/unit/test_sock_streams
+suite mpi-tls integration 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_TLS=1 TPU_DIST_SOCKET_NSTREAMS=2 mpirun -np 3 tests/mpi/test_mpi
+suite tls integration 180 tests/mpi/tls.sh
 suite mpi-torus integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
-suite mpi-np1 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
-suite mpi-np2 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi
-suite mpi-np3 150 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 3 tests/mpi/test_mpi
-suite mpi-np4 180 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 4 tests/mpi/test_mpi
-suite mpi-np8 300 env TPU_DIST_TIMEOUT_MS=90000 mpirun -np 8 tests/mpi/test_mpi
-suite mpi-socket 120 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket mpirun -np 2 tests/mpi/test_mpi
-suite mpi-socket-streams 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_SOCKET_NSTREAMS=4 mpirun -np 3 tests/mpi/test_mpi
-# TLS on the socket transport: the exact MPI suite with the PSK of the job's key (3 ranks, 2 streams),
-# then certificates made at test time, a TPU_DIST_COMM_ID job in PSK mode (also under valgrind) and
-# bad input refused on both ranks (tests/mpi/tls.sh); the attacks from outside: fault-hostile
-suite mpi-tls 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_TLS=1 TPU_DIST_SOCKET_NSTREAMS=2 mpirun -np 3 tests/mpi/test_mpi
-suite tls 180 tests/mpi/tls.sh
-suite mpi-torus 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
 # 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
 suite mpi-slices integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
 suite commid integration 120 tests/mpi/commid.sh
@@ -124,14 +107,11 @@ suite dead-peer integration 90 tests/mpi/dead_peer.sh
 # checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus
 suite many-ranks stress 1200 tests/mpi/many_ranks_suite.sh
 # fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, a hostile peer beside an
-# 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)
-suite fault-kill integration 300 tests/fault/kill.sh
-suite fault-abort integration 60 tests/fault/jobs.sh abort
 # 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender),
 # then beside 3-rank TLS jobs (no TLS, wrong certificate, different PSK, truncated/tampered records;
 # the certificate round under valgrind)
-suite fault-kill 300 tests/fault/kill.sh
-suite fault-abort 60 tests/fault/jobs.sh abort
+suite fault-kill integration 300 tests/fault/kill.sh
+suite fault-abort integration 60 tests/fault/jobs.sh abort
 # survivors shrink (agreed failed set, explicit list, split, tori, TCP, each rank its own host, the
 # coordinator dying in its shrink) and revoke; then the seeded
 # chaos trials (random kills in random collective mixes; seed printed, rerun with TD_CHAOS_SEED)
@@ -146,19 +126,11 @@ suite mpi-debug integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debu
 suite mpi-defer integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer mpirun -np 3 tests/mpi/test_mpi
 suite mpi-defer-check integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer TPU_DIST_CHECK=1 TPU_DIST_PROGRESS_THREAD=0 mpirun -np 4 tests/mpi/test_mpi
 suite fault-defer integration 120 sh -c 'for m in exact diverge abort dead; do tests/fault/defer.sh $m || exit 1; done'
-suite fault-hostile integration 120 tests/fault/hostile.sh
+suite fault-hostile integration 180 tests/fault/hostile.sh
 suite tools-info integration 60 tests/mpi/tools_info.sh
 suite mpi-knobs integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
 suite fault-flight integration 60 tests/fault/jobs.sh flight
 suite fault-inject integration 240 tests/fault/inject.sh
-suite mpi-defer 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer mpirun -np 3 tests/mpi/test_mpi
-suite mpi-defer-check 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer TPU_DIST_CHECK=1 TPU_DIST_PROGRESS_THREAD=0 mpirun -np 4 tests/mpi/test_mpi
-suite fault-defer 120 sh -c 'for m in exact diverge abort dead; do tests/fault/defer.sh $m || exit 1; done'
-suite fault-hostile 180 tests/fault/hostile.sh
-suite tools-info 60 tests/mpi/tools_info.sh
-suite mpi-knobs 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
-suite fault-flight 60 tests/fault/jobs.sh flight
-suite fault-inject 240 tests/fault/inject.sh
 # non-blocking init/split/shrink (exact results, abort mid-creation, a peer that never arrives), the JSON
 # flight record after a forced timeout, the health query of a job with a stalled rank
 suite fault-async integration 120 tests/fault/async.sh
