@@ -59,6 +59,13 @@ suite mpi-socket-streams integration 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_
 # the same over the ofi transport alone: libfabric's tcp;ofi_rxm on loopback, then its shm provider
 suite mpi-ofi integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=ofi TPU_DIST_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo TPU_DIST_SOCKET_IFNAME=lo mpirun -np 3 tests/mpi/test_mpi
 suite mpi-ofi-shm integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=ofi TPU_DIST_OFI_PROVIDER=shm mpirun -np 3 tests/mpi/test_mpi
+# TLS on the socket transport: the stream tests (1-16 streams, each its own session) and the exact
+# MPI suite with the PSK of the job's key (3 ranks, 2 streams), then certificates made at test time,
+# a TPU_DIST_COMM_ID job in PSK mode (also under valgrind) and bad input refused on both ranks
+# (tests/mpi/tls.sh); the attacks from outside: fault-hostile
+suite unit-sock-streams-tls integration 180 env TPU_DIST_TLS=1 tests/unit/test_sock_streams
+suite mpi-tls integration 150 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TRANSPORTS=socket TPU_DIST_TLS=1 TPU_DIST_SOCKET_NSTREAMS=2 mpirun -np 3 tests/mpi/test_mpi
+suite tls integration 180 tests/mpi/tls.sh
 suite mpi-torus integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2x2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=torus
 # 2 slices of 2 joined by DCN: selection picks hier from 1 MiB (exact), something else below
 suite mpi-slices integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_TOPOLOGY=2:slices=2 mpirun -np 4 tests/mpi/test_mpi --expect-algo allreduce=hier --expect-other-below
@@ -81,7 +88,9 @@ suite dead-peer integration 90 tests/mpi/dead_peer.sh
 # checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus
 suite many-ranks stress 1200 tests/mpi/many_ranks_suite.sh
 # fault (tests/fault): dead peers, abort, invalid arguments, TPU_DIST_CHECK, a hostile peer beside an
-# 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender)
+# 8-rank job (replay, reflection, wrong secret, 2,000 idle connections, oversized header, slow sender),
+# then beside 3-rank TLS jobs (no TLS, wrong certificate, different PSK, truncated/tampered records;
+# the certificate round under valgrind)
 suite fault-kill integration 300 tests/fault/kill.sh
 suite fault-abort integration 60 tests/fault/jobs.sh abort
 # survivors shrink (agreed failed set, explicit list, split, tori, TCP, each rank its own host, the
@@ -100,7 +109,7 @@ suite mpi-debug integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=debu
 suite mpi-defer integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer mpirun -np 3 tests/mpi/test_mpi
 suite mpi-defer-check integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_MODE=defer TPU_DIST_CHECK=1 TPU_DIST_PROGRESS_THREAD=0 mpirun -np 4 tests/mpi/test_mpi
 suite fault-defer integration 120 sh -c 'for m in exact diverge abort dead; do tests/fault/defer.sh $m || exit 1; done'
-suite fault-hostile integration 120 tests/fault/hostile.sh
+suite fault-hostile integration 180 tests/fault/hostile.sh
 suite tools-info integration 60 tests/mpi/tools_info.sh
 suite mpi-knobs integration 180 env TPU_DIST_TIMEOUT_MS=60000 TPU_DIST_PROGRESS_THREAD=0 TPU_DIST_SPIN_US=0 TPU_DIST_CHUNK_BYTES=4096 TPU_DIST_MAX_PIECES=3 mpirun -np 3 tests/mpi/test_mpi
 suite fault-flight integration 60 tests/fault/jobs.sh flight

@@ -146,6 +146,16 @@ const tdConfigVar tdConfigTable[] = {
      "messages of 128 KiB and more are split across them. 1: measured best on links one "
      "connection fills (docs/results/multi-host.md); raise it where one flow cannot fill the "
      "link (a per-flow rate cap, a long fat pipe)."},
+    {"TPU_DIST_TLS", cfgInt, "0", TD_OFF(tls), 0, 1,
+     "1: the socket transport's streams run TLS 1.3 (libssl): certificates both ways when "
+     "TPU_DIST_TLS_CERT, TPU_DIST_TLS_KEY and TPU_DIST_TLS_CA are set, else a pre-shared key "
+     "derived from the job secret. Every rank of a job must agree (docs/transports.md, TLS)."},
+    {"TPU_DIST_TLS_CERT", cfgStr, "", TD_OFF(tls_cert), 0, 0,
+     "PEM certificate (chain) this rank presents with TPU_DIST_TLS=1."},
+    {"TPU_DIST_TLS_KEY", cfgStr, "", TD_OFF(tls_key), 0, 0,
+     "PEM private key of TPU_DIST_TLS_CERT."},
+    {"TPU_DIST_TLS_CA", cfgStr, "", TD_OFF(tls_ca), 0, 0,
+     "PEM certificate authorities a peer's certificate must chain to (checked both ways)."},
     {"TPU_DIST_CHUNK_BYTES", cfgLong, "0", TD_OFF(chunk_bytes), 0, 1LL << 40,
      "Pipeline piece size in bytes: the executor slices each step into pieces of this size. 0: "
      "from the host's caches, an eighth of a core's share of L2 as a power of two in 64 KiB-1 "

@@ -52,6 +52,10 @@ typedef struct {
   const char *transports;    /* TPU_DIST_TRANSPORTS */
   const char *socket_ifname; /* TPU_DIST_SOCKET_IFNAME */
   int socket_nstreams;       /* TPU_DIST_SOCKET_NSTREAMS: TCP connections per peer pair */
+  int tls;                   /* TPU_DIST_TLS: TLS 1.3 on the socket transport's streams */
+  const char *tls_cert;      /* TPU_DIST_TLS_CERT: PEM certificate (chain) */
+  const char *tls_key;       /* TPU_DIST_TLS_KEY: its private key */
+  const char *tls_ca;        /* TPU_DIST_TLS_CA: PEM CAs a peer's certificate chains to */
   long chunk_bytes;          /* TPU_DIST_CHUNK_BYTES: pipeline piece size (0: from the caches) */
   int bind;                  /* TPU_DIST_BIND: TD_BIND_* (host.h) */
   int max_pieces;            /* TPU_DIST_MAX_PIECES: pieces per step at most */

@@ -23,6 +23,7 @@ typedef struct {
   uint32_t version;               /* TPUDIST_VERSION_CODE */
   char sock_addr[TD_ADDR_BYTES];  /* socket transport listen address (sockaddr storage) */
   int32_t sock_streams;           /* socket transport: TPU_DIST_SOCKET_NSTREAMS of this rank */
+  int32_t sock_tls;               /* socket transport: 0 clear, 1 TLS (certificates), 2 TLS (PSK) */
   char shm_name[TD_ADDR_BYTES];   /* shm transport segment prefix */
   char agree_addr[TD_ADDR_BYTES]; /* bootstrap agreement listener (survivors meet there) */
   char ofi_addr[TD_ADDR_BYTES];   /* ofi transport endpoint name (fi_getname) */

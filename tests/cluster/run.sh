@@ -5,7 +5,7 @@
 #   1. mpirun with a hostfile and the cluster's rsh agent: tests/mpi/test_mpi exact across
 #      2 hosts x 2 ranks and 4 hosts x 2 ranks; inside a host ranks use shm, across hosts TCP;
 #      on 2 hosts selection picks hier for all-reduces from 1 MiB (the cost model's DCN), another
-#      algorithm below; every hierarchical algorithm (hier: all-reduce, all-gather,
+#      algorithm below; test_mpi again on 2 hosts x 2 ranks with TLS (TPU_DIST_TLS=1, 2 streams); every hierarchical algorithm (hier: all-reduce, all-gather,
 #      reduce-scatter, broadcast, reduce, all-to-all, all-to-all-v) forced on 4 hosts, small and
 #      large sizes, exact; a 16 MiB all-to-all on 4 hosts x 2 ranks (bench/alltoall_perf, checked)
 #      at 10% of its link bound or more
@@ -73,6 +73,18 @@ for h in 2 4; do
   grep -q ": rank 0 of $((2 * h)), topology flat($((2 * h))):hosts=2," <<<"$out" ||
     fail "$h hosts: the world communicator's topology is not flat($((2 * h))):hosts=2"
 done
+
+echo "== mpirun: test_mpi on 2 hosts x 2 ranks, TLS (the job key's PSK) on 2 streams per pair"
+t0=$SECONDS
+out=$(TPU_DIST_DEBUG=INFO mpi 2 2 -x TPU_DIST_TLS=1 -x TPU_DIST_SOCKET_NSTREAMS=2 \
+  "$B/tests/mpi/test_mpi" 2>&1)
+st=$?
+grep -E '^test_mpi|FAIL' <<<"$out" | head -20
+echo "TLS: $((SECONDS - t0)) s"
+[ $st -eq 0 ] || fail "test_mpi with TLS on 2 hosts: status $st"
+grep -q "test_mpi np 4: [0-9]* checks, 0 failures" <<<"$out" || fail "TLS on 2 hosts: no clean summary"
+grep -q "2 streams per peer, TLS with the job's key" <<<"$out" || fail "TLS on 2 hosts: no TLS listener"
+grep -q ': rank 0 reaches rank 2 with socket' <<<"$out" || fail "TLS on 2 hosts: no pair over TCP"
 
 echo "== mpirun: every hier algorithm forced (hosts as the outer level) on 4 hosts x 2 ranks"
 hier=allreduce=hier,allgather=hier,reducescatter=hier,broadcast=hier,reduce=hier,alltoall=hier,alltoallv=hier

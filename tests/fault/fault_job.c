@@ -29,6 +29,7 @@
  *                               operation's sequence, count, datatype, algorithm and state).
  * Exit status 0 on success; each failure is printed with the rank.
  */
+#include <dirent.h>
 #include <errno.h>
 #include <pthread.h>
 #include <signal.h>
@@ -383,11 +384,21 @@ static int modeFlight(int rank, int n) {
 
 /* ---- the job beside a hostile peer (tests/fault/hostile.sh) ----------------------------- */
 
+/* Descriptors this process holds. */
+static int openFds(void) {
+  DIR *d = opendir("/proc/self/fd");
+  int n = 0;
+  for (struct dirent *e; d && (e = readdir(d));) n += e->d_name[0] != '.';
+  if (d) closedir(d);
+  return n - 1; /* the directory itself */
+}
+
 /* Exactly checked all-reduces (1, 1000 and 65536 elements) until rank 0 has run TD_HOSTILE_MS
  * and, where TD_HOSTILE_STOP names a file, until that file exists (the attacker is done: the job
  * must outlive the attacks however late they start; at most 20 times TD_HOSTILE_MS); prints init
  * time and time per iteration. Rank 0 writes every rank's socket-transport listener
- * port to TD_HOSTILE_PORTS (what an attacker would find with a port scan). */
+ * port to TD_HOSTILE_PORTS (what an attacker would find with a port scan). Each rank prints the
+ * descriptors it holds after its first iteration and at the end (the attacks closed: equal). */
 static int modeHostile(int rank, int n) {
   double t0 = nowMs();
   tpudistComm_t c = initEnv(n, rank);
@@ -410,6 +421,7 @@ static int modeHostile(int rank, int n) {
   for (int q = 0; q < n; q++) vals[q] = q + 1;
   size_t counts[] = {1, 1000, 65536};
   double t1 = nowMs();
+  int fds0 = -1;
   while (!stop && !gFail) {
     for (int k = 0; k < 3; k++)
       if (checkedAllReduce(c, rank + 1, n, vals, counts[k], in, out) != tpudistSuccess)
@@ -419,8 +431,10 @@ static int modeHostile(int rank, int n) {
         rank == 0 && ran > ms && (!stopfile || access(stopfile, F_OK) == 0 || ran > 20.0 * ms);
     if (tpudistAllReduce(&mine, &stop, 1, tpudistInt32, tpudistSum, c, NULL) != tpudistSuccess)
       FAIL("stop flag: %s", tpudistGetLastError(c));
-    iters++;
+    if (iters++ == 0) fds0 = openFds();
   }
+  printf("rank %d: %d descriptors after the first iteration, %d at the end\n", rank, fds0,
+         openFds());
   double el = nowMs() - t1;
   if (tpudistCommDestroy(c) != tpudistSuccess) FAIL("destroy: %s", tpudistGetLastError(NULL));
   free(in);

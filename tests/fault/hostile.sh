@@ -9,12 +9,19 @@
 #   own traffic (AF_PACKET sniffer) replayed, a reflected challenge, a wrong secret, an oversized
 #   header, 2,000 idle connections over the 8 listeners, a slow sender, a never-finished handshake
 #   (the job runs on until both attackers are done: TD_HOSTILE_STOP).
+# Then TLS (TPU_DIST_TLS=1, tests/fault/tls_peer), a 3-rank job with certificates made here, then
+# one with the PSK of its secret: at a listener, a peer without TLS, a ClientHello record cut short,
+# a certificate from another CA, no certificate, a truncated and a tampered record after a valid
+# handshake (certificates), a different PSK (PSK). The job's ranks must log each refusal with its
+# TLS reason, finish exact, and hold as many descriptors at the end as after their first iteration;
+# in the certificate round they run under valgrind (no memcheck error, no definite leak).
 # Every attack must be refused (hostile_peer checks each), the job must finish with exact results;
 # the job's slowdown against the same job alone is printed, and first the handshakes' cost per
 # connection (tests/fault/handshake_cost). TPU_DIST_HANDSHAKE_MS=2000 here.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 source tests/mpi/launch.sh
+source tests/mpi/tls_certs.sh
 bd=${TD_BUILDDIR:-.}
 job=$bd/tests/fault/fault_job
 peer=$bd/tests/fault/hostile_peer
@@ -71,4 +78,44 @@ echo "hostile: per iteration ${a:-?} ms alone, ${h:-?} ms beside the attacks" \
   "init $(initms "$tmp/alone.log") ms alone, $(initms "$tmp/job.log") ms under the flood"
 [ $drc -eq 0 ] && [ $src -eq 0 ] || { echo "hostile: an attack was not refused"; exit 1; }
 [ $jrc -eq 0 ] && grep -q "results exact" "$tmp/job.log" || { echo "hostile: the job failed"; exit 1; }
+
+# TLS: the job (mode: cert or psk, its environment set by the caller; TD_TLS_WRAP: a command its
+# ranks run under) beside tls_peer MODE ARGS.
+tlsRound() {
+  local mode=$1 d=$tmp/tls-$1
+  shift
+  mkdir -p "$d"
+  echo "== TLS ($mode): a 3-rank job beside tests/fault/tls_peer ${TD_TLS_WRAP:+(under valgrind)}"
+  TPU_DIST_TLS=1 TPU_DIST_DEBUG=WARN TPU_DIST_DEBUG_SUBSYS=SOCK TD_HOSTILE_MS=1000 \
+    TD_HOSTILE_PORTS=$d/ports TD_HOSTILE_STOP=$d/stop launch 3 ${TD_TLS_WRAP:-} $job hostile >"$d/job.log" 2>&1 &
+  local jp=$! prc jrc
+  for _ in $(seq 600); do [ -s "$d/ports" ] && break; sleep 0.1; done
+  $bd/tests/fault/tls_peer "$mode" "$@" "$(sed -n 2p "$d/ports")"
+  prc=$?
+  touch "$d/stop"
+  wait $jp
+  jrc=$?
+  grep -E "rank [0-9]: .*descriptors|FAIL|ERROR|==[0-9]+==" "$d/job.log"
+  echo "-- the listener's side:"
+  grep -o "refused a connection in its TLS handshake.*\|dropped a connection that did not finish.*" \
+    "$d/job.log" | sort | uniq -c
+  [ $prc -eq 0 ] || { echo "hostile: a TLS attack was not refused"; exit 1; }
+  [ $jrc -eq 0 ] && grep -q "results exact" "$d/job.log" || { echo "hostile: the TLS job failed"; tail -20 "$d/job.log"; exit 1; }
+  ! grep -q -E "==[0-9]+==" "$d/job.log" || { echo "hostile: valgrind found errors in the TLS job"; exit 1; }
+  grep "descriptors" "$d/job.log" | awk '$5 != $(NF-3) {bad=1} END {exit bad}' ||
+    { echo "hostile: a rank of the TLS job holds more descriptors after the attacks"; exit 1; }
+}
+tls_certs "$tmp/pki" "tpu_dist test CA" rank || { echo "hostile: openssl failed"; exit 1; }
+tls_certs "$tmp/rogue" "rogue CA" rogue || { echo "hostile: openssl failed"; exit 1; }
+unset TPU_DIST_COMM_ID_FIXED
+# the certificate round under valgrind: the refusals leak nothing (no definite leak, no error)
+TD_TLS_WRAP="./libtool --mode=execute valgrind -q --error-exitcode=99 --leak-check=full
+  --errors-for-leak-kinds=definite --suppressions=tests/valgrind.supp" TPU_DIST_HANDSHAKE_MS=4000 \
+  TPU_DIST_TLS_CERT=$tmp/pki/rank.pem TPU_DIST_TLS_KEY=$tmp/pki/rank.key TPU_DIST_TLS_CA=$tmp/pki/ca.pem \
+  tlsRound cert "$tmp/pki/ca.pem" "$tmp/pki/rank.pem" "$tmp/pki/rank.key" "$tmp/rogue/rogue.pem" "$tmp/rogue/rogue.key"
+for w in "certificate verify failed\|peer did not return a certificate\|certificate required" "truncated" "bad record mac\|decryption failed"; do
+  grep -q "$w" "$tmp/tls-cert/job.log" || { echo "hostile: the job did not log a refusal for '$w'"; exit 1; }
+done
+TPU_DIST_COMM_SECRET=hostile-tls-secret tlsRound psk
+grep -q "binder\|decrypt" "$tmp/tls-psk/job.log" || { echo "hostile: the job did not log the different PSK"; exit 1; }
 echo "hostile: every attack refused, the job exact"

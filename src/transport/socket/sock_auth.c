@@ -11,6 +11,9 @@
  * proof. Verdict 1 adopts the connection as the pair's stream `stream`; 2 refuses it (simultaneous
  * connects: the lower rank's connection wins, see socket.c). Every stream of a pair is a connection
  * of its own with its own handshake; a hello whose stream count is not the pair's is dropped.
+ * With TPU_DIST_TLS=1 a TLS 1.3 handshake comes first on both sides (state SK_TLS; a pending
+ * connection's ssl) and these messages travel inside TLS (sock_tls.c); a TLS refusal fails the
+ * pair at once on the connecting side, and is dropped and logged on the listening side.
  *
  * Floods: at most TPU_DIST_MAX_HANDSHAKES accepted connections are in their handshake at once; a
  * new one beyond drops the oldest that has not sent a byte (else the oldest); each has
@@ -89,11 +92,12 @@ tpudistResult_t sockConnectorBegin(tdNet *comm, tdSockCtx *c, int p, int s, char
   return tpudistSuccess;
 }
 
-/* Sends what is left of hs_out. 1 when all is sent, 0 when the socket is full, -1 on error. */
-static int hsFlush(tdSockConn *pe) {
+/* Sends what is left of hs_out. 1 when all is sent, 0 when the socket is full, -1 on error (why).
+ */
+static int hsFlush(tdSockConn *pe, char *why, size_t wn) {
   while (pe->hs_done < pe->hs_out_len) {
-    ssize_t n = send(pe->fd, pe->hs_out + pe->hs_done, pe->hs_out_len - pe->hs_done,
-                     MSG_NOSIGNAL | MSG_DONTWAIT);
+    struct iovec iov = {pe->hs_out + pe->hs_done, pe->hs_out_len - pe->hs_done};
+    ssize_t n = sockIoSend(pe->fd, pe->ssl, &iov, 1, why, wn);
     if (n > 0) {
       pe->hs_done += (size_t)n;
       continue;
@@ -103,6 +107,14 @@ static int hsFlush(tdSockConn *pe) {
   return 1;
 }
 
+/* One read of a handshake message: > 0 bytes, 0 nothing yet, -1 lost (why), -2 refused by TLS. */
+static ssize_t hsRecv(int fd, SSL *ssl, void *buf, size_t len, char *why, size_t wn) {
+  ssize_t n = sockIoRecv(fd, ssl, buf, len, why, wn);
+  if (n > 0) return n;
+  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return 0;
+  return n < 0 && ssl && errno == EPROTO ? -2 : -1;
+}
+
 /* The connection closed before the verdict: connect again while the timeout allows. */
 static tpudistResult_t connectorLost(tdNet *comm, tdSockCtx *c, int p, int s, const char *why) {
   tdSockConn *pe = &c->peers[p].conn[s];
@@ -110,8 +122,9 @@ static tpudistResult_t connectorLost(tdNet *comm, tdSockCtx *c, int p, int s, co
     TD_INFO(TD_SUBSYS_SOCK,
             "%s rank %d: handshake with rank %d (stream %d) lost (%s): connecting again",
             comm->name, comm->rank, p, s, why);
-    close(pe->fd);
+    sockIoClose(pe->fd, pe->ssl, 0);
     pe->fd = -1;
+    pe->ssl = NULL;
     return sockStartConnect(comm, c, p, s);
   }
   char msg[160];
@@ -137,36 +150,72 @@ static tpudistResult_t connectorVerdict(tdNet *comm, tdSockCtx *c, int p, int s)
   if (v == 2 && comm->rank > p) { /* the lower rank's own connection wins */
     TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
              comm->name, comm->rank, p);
-    close(pe->fd);
+    sockIoClose(pe->fd, pe->ssl, 1);
     pe->fd = -1;
+    pe->ssl = NULL;
     pe->state = SK_WAITPEER;
     return tpudistSuccess;
   }
   return sockPeerFail(comm, c, p, SK_FAILED, "handshake refused by the peer");
 }
 
+/* A TLS refusal ends the pair at once (a connection lost is tried again instead). */
+static tpudistResult_t connectorTlsRefused(tdNet *comm, tdSockCtx *c, int p, const char *why) {
+  char msg[200];
+  snprintf(msg, sizeof(msg), "TLS refused (%s)", why);
+  return sockPeerFail(comm, c, p, SK_FAILED, msg);
+}
+
+/* The TCP connect finished: 1 to go on with the handshake, 0 to wait, -1 failed (res set). */
+static int connectorConnected(tdNet *comm, tdSockCtx *c, int p, int s, short rev,
+                              tpudistResult_t *res) {
+  tdSockConn *pe = &c->peers[p].conn[s];
+  char why[160];
+  int soerr = 0;
+  socklen_t sl = sizeof(soerr);
+  if (!(rev & (POLLOUT | POLLERR | POLLHUP))) return 0;
+  getsockopt(pe->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
+  if (soerr) {
+    snprintf(why, sizeof(why), "connect failed: %s", strerror(soerr));
+    *res = sockPeerFail(comm, c, p, SK_FAILED, why);
+    return -1;
+  }
+  pe->state = SK_CHALLENGE;
+  if (!c->tls) return 1;
+  if (!(pe->ssl = sockTlsNew(c, pe->fd, 1, why))) {
+    *res = sockPeerFail(comm, c, p, SK_FAILED, why);
+    return -1;
+  }
+  pe->state = SK_TLS;
+  pe->tls_want = POLLOUT;
+  return 1;
+}
+
 tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, int s, short rev, int *moved) {
   tdSockConn *pe = &c->peers[p].conn[s];
   char why[160];
+  tpudistResult_t res = tpudistSuccess;
   if (pe->state == SK_CONNECTING) {
-    int soerr = 0;
-    socklen_t sl = sizeof(soerr);
-    if (!(rev & (POLLOUT | POLLERR | POLLHUP))) return tpudistSuccess;
-    getsockopt(pe->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
-    if (soerr) {
-      snprintf(why, sizeof(why), "connect failed: %s", strerror(soerr));
-      return sockPeerFail(comm, c, p, SK_FAILED, why);
-    }
-    pe->state = SK_CHALLENGE;
+    int k = connectorConnected(comm, c, p, s, rev, &res);
+    if (k <= 0) return res;
     *moved = 1;
   }
-  int f = hsFlush(pe);
-  if (f < 0) return connectorLost(comm, c, p, s, strerror(errno));
+  if (pe->state == SK_TLS) {
+    int t = sockTlsHandshake(pe->ssl, &pe->tls_want, why, sizeof(why));
+    if (t == TD_TLS_AGAIN) return tpudistSuccess;
+    *moved = 1;
+    if (t == TD_TLS_CLOSED) return connectorLost(comm, c, p, s, why);
+    if (t == TD_TLS_ERROR) return connectorTlsRefused(comm, c, p, why);
+    pe->state = SK_CHALLENGE;
+  }
+  int f = hsFlush(pe, why, sizeof(why));
+  if (f < 0) return connectorLost(comm, c, p, s, why);
   size_t want = pe->state == SK_CHALLENGE ? TD_NONCE_BYTES : TD_SOCK_VERDICT_BYTES;
-  ssize_t n = recv(pe->fd, pe->hs_in + pe->hs_got, want - pe->hs_got, MSG_DONTWAIT);
-  if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return tpudistSuccess;
+  ssize_t n = hsRecv(pe->fd, pe->ssl, pe->hs_in + pe->hs_got, want - pe->hs_got, why, sizeof(why));
+  if (n == 0) return tpudistSuccess;
   *moved = 1;
-  if (n <= 0) return connectorLost(comm, c, p, s, n < 0 ? strerror(errno) : "peer closed");
+  if (n == -2) return connectorTlsRefused(comm, c, p, why);
+  if (n < 0) return connectorLost(comm, c, p, s, why);
   pe->hs_got += (size_t)n;
   if (pe->hs_got < want) return tpudistSuccess;
   pe->hs_got = 0;
@@ -176,7 +225,7 @@ tpudistResult_t sockConnectorStep(tdNet *comm, tdSockCtx *c, int p, int s, short
   pe->hs_out_len = TD_MAC_BYTES;
   pe->hs_done = 0;
   pe->state = SK_VERDICT;
-  if (hsFlush(pe) < 0) return connectorLost(comm, c, p, s, strerror(errno));
+  if (hsFlush(pe, why, sizeof(why)) < 0) return connectorLost(comm, c, p, s, why);
   return tpudistSuccess;
 }
 
@@ -196,65 +245,87 @@ static void acceptProved(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int p, int 
     verdict = 2;
   out[0] = (uint8_t)verdict;
   authProof(&c->key, TD_SOCK_LABEL_RESP, &a->hello, sizeof(a->hello), a->nonce_r, verdict, out + 1);
-  int sent = send(a->fd, out, sizeof(out), MSG_NOSIGNAL | MSG_DONTWAIT) == (ssize_t)sizeof(out);
+  char why[160];
+  struct iovec iov = {out, sizeof(out)};
+  int sent = sockIoSend(a->fd, a->ssl, &iov, 1, why, sizeof(why)) == (ssize_t)sizeof(out);
   if (verdict == 1 && sent) {
     if (pe->fd >= 0) { /* our own attempt (we are the higher rank) loses */
       TD_TRACE(TD_SUBSYS_SOCK, "%s rank %d: simultaneous connect with rank %d, lower rank's wins",
                comm->name, comm->rank, p);
-      close(pe->fd);
+      sockIoClose(pe->fd, pe->ssl, 0);
     }
     pe->fd = a->fd;
+    pe->ssl = a->ssl;
     pe->state = SK_READY;
     TD_INFO(TD_SUBSYS_SOCK, "%s rank %d accepted rank %d (stream %d of %d)", comm->name, comm->rank,
             p, s, peer->nconn);
     return;
   }
-  close(a->fd);
+  sockIoClose(a->fd, a->ssl, 1);
+}
+
+/* Drops pending connection a (closed, its session freed). Returns 1 (finished). */
+static int acceptDrop(tdSockAccept *a) {
+  sockIoClose(a->fd, a->ssl, 0);
+  return 1;
+}
+
+/* The TLS handshake of a pending connection: 1 when done, 0 in progress, -1 dropped. */
+static int acceptTls(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int64_t now) {
+  char why[160];
+  if (!a->ssl || SSL_is_init_finished(a->ssl)) return 1;
+  int t = sockTlsHandshake(a->ssl, &a->tls_want, why, sizeof(why));
+  if (t == TD_TLS_DONE) return 1;
+  if (t == TD_TLS_AGAIN && now - a->since_ms <= c->handshake_ms) return 0;
+  if (t == TD_TLS_AGAIN) snprintf(why, sizeof(why), "deadline");
+  dropWarn(comm, c, "refused a connection in its TLS handshake: %s", why);
+  acceptDrop(a);
+  return -1;
+}
+
+/* The hello is in: check it and send the challenge. 1 when finished (dropped), else 0. */
+static int acceptHello(tdNet *comm, tdSockCtx *c, tdSockAccept *a) {
+  int p = -1, s = 0, k = 0;
+  char why[160];
+  if (!sockHelloCheck(&a->hello, sizeof(a->hello), comm->comm_hash, comm->rank, comm->nranks, &p,
+                      &s, &k)) {
+    dropWarn(comm, c, "dropped a connection with a wrong hello");
+    return acceptDrop(a);
+  }
+  int pair = TD_MAX(1, TD_MIN(c->nstreams, comm->peers ? comm->peers[p].sock_streams : 1));
+  if (k != pair) {
+    dropWarn(comm, c, "dropped a hello from rank %d for %d streams: the pair has %d", p, k, pair);
+    return acceptDrop(a);
+  }
+  struct iovec iov = {a->nonce_r, sizeof(a->nonce_r)};
+  if (authRandom(a->nonce_r, sizeof(a->nonce_r), NULL) != tpudistSuccess ||
+      sockIoSend(a->fd, a->ssl, &iov, 1, why, sizeof(why)) != (ssize_t)sizeof(a->nonce_r))
+    return acceptDrop(a);
+  a->stage = 1;
+  return 0;
 }
 
 /* Moves one pending connection on. Returns 1 when it is finished (adopted or dropped). */
 static int acceptStep(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int64_t now) {
-  char *dst = a->stage == 0 ? (char *)&a->hello : (char *)a->proof;
+  int t = acceptTls(comm, c, a, now);
+  if (t <= 0) return t < 0;
+  char *dst = a->stage == 0 ? (char *)&a->hello : (char *)a->proof, why[160];
   size_t want = a->stage == 0 ? sizeof(a->hello) : sizeof(a->proof);
-  ssize_t n = recv(a->fd, dst + a->got, want - a->got, MSG_DONTWAIT);
+  ssize_t n = sockIoRecv(a->fd, a->ssl, dst + a->got, want - a->got, why, sizeof(why));
   if (n > 0) a->got += (size_t)n;
   int gone = n == 0 || (n < 0 && errno != EAGAIN && errno != EWOULDBLOCK && errno != EINTR);
   if (gone || (a->got < want && now - a->since_ms > c->handshake_ms)) {
     dropWarn(comm, c, "dropped a connection that did not finish its handshake (%s)",
-             gone ? "closed" : "deadline");
-    close(a->fd);
-    return 1;
+             gone ? why : "deadline");
+    return acceptDrop(a);
   }
   if (a->got < want) return 0;
   a->got = 0;
-  int p = -1, s = 0, k = 0;
-  if (a->stage == 0) {
-    if (!sockHelloCheck(&a->hello, sizeof(a->hello), comm->comm_hash, comm->rank, comm->nranks, &p,
-                        &s, &k)) {
-      dropWarn(comm, c, "dropped a connection with a wrong hello");
-      close(a->fd);
-      return 1;
-    }
-    int pair = TD_MAX(1, TD_MIN(c->nstreams, comm->peers ? comm->peers[p].sock_streams : 1));
-    if (k != pair) {
-      dropWarn(comm, c, "dropped a hello from rank %d for %d streams: the pair has %d", p, k, pair);
-      close(a->fd);
-      return 1;
-    }
-    if (authRandom(a->nonce_r, sizeof(a->nonce_r), NULL) != tpudistSuccess ||
-        send(a->fd, a->nonce_r, sizeof(a->nonce_r), MSG_NOSIGNAL | MSG_DONTWAIT) !=
-            (ssize_t)sizeof(a->nonce_r)) {
-      close(a->fd);
-      return 1;
-    }
-    a->stage = 1;
-    return 0;
-  }
-  p = a->hello.from;
+  if (a->stage == 0) return acceptHello(comm, c, a);
+  int p = a->hello.from;
   if (!sockProofCheck(&c->key, &a->hello, a->nonce_r, a->proof)) {
     dropWarn(comm, c, "refused a connection claiming rank %d: wrong proof of the job secret", p);
-    close(a->fd);
-    return 1;
+    return acceptDrop(a);
   }
   acceptProved(comm, c, a, p, (int)a->hello.stream);
   return 1;
@@ -273,14 +344,15 @@ static void acceptMakeRoom(tdNet *comm, tdSockCtx *c) {
   *victim = v->next;
   dropWarn(comm, c, "dropped a connection: %d handshakes in progress at once (a flood?)",
            c->naccepting);
-  close(v->fd);
+  sockIoClose(v->fd, v->ssl, 0);
   free(v);
   c->naccepting--;
 }
 
 int sockAcceptPollFill(tdSockCtx *c, struct pollfd *pfd) {
   int n = 0;
-  for (tdSockAccept *a = c->accepting; a; a = a->next) pfd[n++] = (struct pollfd){a->fd, POLLIN, 0};
+  for (tdSockAccept *a = c->accepting; a; a = a->next)
+    pfd[n++] = (struct pollfd){a->fd, (short)(POLLIN | (a->ssl ? a->tls_want : 0)), 0};
   return n;
 }
 
@@ -289,7 +361,8 @@ void sockAcceptProgress(tdNet *comm, tdSockCtx *c, const struct pollfd *pfd, int
   int i = 0;
   for (tdSockAccept **pp = &c->accepting; *pp; i++) {
     tdSockAccept *a = *pp;
-    int due = i >= n || pfd[i].revents || now - a->since_ms > c->handshake_ms;
+    int due =
+        i >= n || pfd[i].revents || now - a->since_ms > c->handshake_ms || sockIoPending(a->ssl);
     if (due && acceptStep(comm, c, a, now)) {
       *pp = a->next;
       free(a);
@@ -312,6 +385,11 @@ void sockAcceptProgress(tdNet *comm, tdSockCtx *c, const struct pollfd *pfd, int
     a->fd = fd;
     a->since_ms = now;
     *moved = 1;
+    if (c->tls && !(a->ssl = sockTlsNew(c, fd, 0, err))) {
+      close(fd);
+      free(a);
+      continue;
+    }
     if (acceptStep(comm, c, a, now)) { /* the hello is often there already */
       free(a);
       continue;

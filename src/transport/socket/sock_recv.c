@@ -17,7 +17,6 @@
 #include <errno.h>
 #include <stdlib.h>
 #include <string.h>
-#include <sys/socket.h>
 
 #include "kernels.h"
 #include "socket_priv.h"
@@ -304,11 +303,10 @@ tpudistResult_t sockProgressRecv(tdNet *comm, tdSockCtx *c, int p, int s, int *m
     } else if (!(dst = rxTarget(c, cn, &room))) {
       return noMemory(comm, c, p);
     }
-    ssize_t n = room ? recv(cn->fd, dst, room, MSG_DONTWAIT) : 0;
+    char why[160];
+    ssize_t n = room ? sockIoRecv(cn->fd, cn->ssl, dst, room, why, sizeof(why)) : 0;
     if (n < 0 && (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR)) return tpudistSuccess;
     if (n <= 0 && room) {
-      char why[160];
-      snprintf(why, sizeof(why), "%s", n == 0 ? "rank closed the connection" : strerror(errno));
       int mid = cn->rx != RX_HDR || cn->rgot > 0;
       return sockPeerFail(comm, c, p, mid ? SK_FAILED : SK_CLOSED, why);
     }

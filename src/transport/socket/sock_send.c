@@ -14,8 +14,6 @@
 #include <errno.h>
 #include <stdint.h>
 #include <string.h>
-#include <sys/socket.h>
-#include <sys/uio.h>
 
 #include "socket_priv.h"
 
@@ -99,13 +97,12 @@ tpudistResult_t sockProgressSend(tdNet *comm, tdSockCtx *c, int p, int s, int *m
     if (cn->sent < hs) iov[niov++] = (struct iovec){(char *)&cn->shdr + cn->sent, hs - cn->sent};
     size_t poff = cn->sent > hs ? cn->sent - hs : 0;
     if (len > poff) iov[niov++] = (struct iovec){(char *)x->buf + off + poff, len - poff};
-    struct msghdr mh = {.msg_iov = iov, .msg_iovlen = (size_t)niov};
-    ssize_t w = niov ? sendmsg(cn->fd, &mh, MSG_NOSIGNAL | MSG_DONTWAIT) : 0;
+    char why[160], msg[200];
+    ssize_t w = niov ? sockIoSend(cn->fd, cn->ssl, iov, niov, why, sizeof(why)) : 0;
     if (w < 0) {
       if (errno == EAGAIN || errno == EWOULDBLOCK || errno == EINTR) return tpudistSuccess;
-      char why[160];
-      snprintf(why, sizeof(why), "send failed: %s", strerror(errno));
-      return sockPeerFail(comm, c, p, SK_FAILED, why);
+      snprintf(msg, sizeof(msg), "send failed: %s", why);
+      return sockPeerFail(comm, c, p, SK_FAILED, msg);
     }
     size_t was = cn->sent;
     cn->sent += (size_t)w;

@@ -9,13 +9,15 @@
  * challenge-response over the job's key (sock_auth.c) before a byte of data flows. If both sides
  * connect a stream at once, the connection opened by the lower rank wins: the lower rank refuses
  * the higher rank's connection while its own is pending, and the higher rank drops its own attempt
- * when the lower rank's is adopted.
+ * when the lower rank's is adopted. With TPU_DIST_TLS=1 each connection first runs a TLS 1.3
+ * handshake and everything after it travels in TLS records (sock_tls.c); the ranks publish their
+ * TLS mode, and a pair whose modes differ fails at its first use.
  *
  * Framing: a 32-byte header {seq, stream, ordinal, piece, part, len} then the part's payload bytes,
- * written with sendmsg(MSG_NOSIGNAL) (never SIGPIPE). A send completes once all its bytes are in
- * the kernel. A closed or failed connection fails the whole pair: every transfer pending with that
- * peer fails with tpudistRemoteError naming the peer; a peer closing with nothing pending (normal
- * shutdown) only fails later posts to it.
+ * written with sendmsg(MSG_NOSIGNAL) (never SIGPIPE; in TLS, send(MSG_NOSIGNAL) under libssl). A
+ * send completes once all its bytes are in the kernel. A closed or failed connection fails the
+ * whole pair: every transfer pending with that peer fails with tpudistRemoteError naming the peer;
+ * a peer closing with nothing pending (normal shutdown) only fails later posts to it.
  */
 #include <errno.h>
 #include <poll.h>
@@ -67,13 +69,17 @@ static tpudistResult_t sockCommInit(tdNet *comm, tdPeerInfo *info) {
     return transportError(comm, tpudistNoMemory, "socket transport: out of memory");
   memset(c->stage, 0, TD_SOCK_STAGE); /* touched at setup, never faulted on the hot path */
   if (comm->bootstrap) c->key = *bootstrapKey(comm->bootstrap);
+  if (sockTlsInit(comm, c, cfg, err) != tpudistSuccess)
+    return transportError(comm, tpudistInvalidUsage, "socket transport: %s", err);
   if (netLocalAddr(cfg->socket_ifname, &local, err) != tpudistSuccess ||
       netListen(&local, &c->lfd, &bound, err) != tpudistSuccess)
     return transportError(comm, tpudistSystemError, "socket transport: %s", err);
   memcpy(info->sock_addr, &bound, sizeof(bound));
   info->sock_streams = c->nstreams;
-  TD_INFO(TD_SUBSYS_SOCK, "%s rank %d listens on %s, %d streams per peer", comm->name, comm->rank,
-          netAddrStr(&bound, err, sizeof(err)), c->nstreams);
+  info->sock_tls = c->tls_mode;
+  TD_INFO(TD_SUBSYS_SOCK, "%s rank %d listens on %s, %d streams per peer, %s", comm->name,
+          comm->rank, netAddrStr(&bound, err, sizeof(err)), c->nstreams,
+          sockTlsModeName(c->tls_mode));
   return tpudistSuccess;
 }
 
@@ -93,8 +99,7 @@ static void sockCommFini(tdNet *comm) {
   if (c->lfd >= 0) close(c->lfd);
   for (int p = 0; c->peers && p < comm->nranks; p++) {
     tdSockPeer *pe = &c->peers[p];
-    for (int s = 0; s < pe->nconn; s++)
-      if (pe->conn[s].fd >= 0) close(pe->conn[s].fd);
+    for (int s = 0; s < pe->nconn; s++) sockIoClose(pe->conn[s].fd, pe->conn[s].ssl, 1);
     for (tdSockMsg *m = pe->open, *next; m; m = next) {
       next = m->onext;
       if (m->queued) continue; /* freed with the unexpected queue */
@@ -106,7 +111,7 @@ static void sockCommFini(tdNet *comm) {
   while (c->accepting) {
     tdSockAccept *a = c->accepting;
     c->accepting = a->next;
-    close(a->fd);
+    sockIoClose(a->fd, a->ssl, 0);
     free(a);
   }
   msgListFree(c->unexp_head);
@@ -117,6 +122,7 @@ static void sockCommFini(tdNet *comm) {
   free(c->pfd_conn);
   free(c->active);
   free(c->stage);
+  sockTlsFini(c);
   free(c);
   comm->tp_ctx[i] = NULL;
 }
@@ -126,8 +132,9 @@ tpudistResult_t sockPeerFail(tdNet *comm, tdSockCtx *c, int p, int state, const 
   int pending = 0;
   for (int s = 0; s < pe->nconn; s++) {
     tdSockConn *cn = &pe->conn[s];
-    if (cn->fd >= 0) close(cn->fd);
+    sockIoClose(cn->fd, cn->ssl, state == SK_CLOSED);
     cn->fd = -1;
+    cn->ssl = NULL;
     cn->state = state;
     cn->cur = NULL;
     cn->sent = cn->qbytes = 0;
@@ -149,6 +156,13 @@ tpudistResult_t sockPeerConns(tdNet *comm, tdSockCtx *c, int p) {
   if (pe->state != SK_NONE) return tpudistSuccess;
   int theirs = comm->peers ? comm->peers[p].sock_streams : 1;
   int k = TD_MAX(1, TD_MIN(c->nstreams, theirs));
+  int tls = comm->peers ? comm->peers[p].sock_tls : c->tls_mode;
+  if (tls != c->tls_mode) {
+    char why[160];
+    snprintf(why, sizeof(why), "it uses %s, this rank %s (TPU_DIST_TLS and its files must agree)",
+             sockTlsModeName(tls), sockTlsModeName(c->tls_mode));
+    return sockPeerFail(comm, c, p, SK_FAILED, why);
+  }
   pe->conn = calloc((size_t)k, sizeof(tdSockConn));
   if (!pe->conn) return sockPeerFail(comm, c, p, SK_FAILED, "out of memory for its connections");
   pe->nconn = k;
@@ -217,7 +231,8 @@ static tpudistResult_t connProgress(tdNet *comm, tdSockCtx *c, int p, int s, sho
                                     int *moved) {
   tdSockConn *cn = &c->peers[p].conn[s];
   tpudistResult_t res = tpudistSuccess;
-  if (cn->state == SK_CONNECTING || cn->state == SK_CHALLENGE || cn->state == SK_VERDICT)
+  if (cn->state == SK_CONNECTING || cn->state == SK_TLS || cn->state == SK_CHALLENGE ||
+      cn->state == SK_VERDICT)
     res = sockConnectorStep(comm, c, p, s, rev, moved);
   if (res == tpudistSuccess && cn->state == SK_READY && (rev & POLLOUT))
     res = sockProgressSend(comm, c, p, s, moved);
@@ -248,7 +263,8 @@ static tpudistResult_t sockProgress(tdNet *comm, int *progressed) {
       if (cn->fd < 0) continue;
       short ev = POLLIN;
       if (cn->state == SK_CONNECTING || (cn->state == SK_READY && cn->cur) ||
-          (cn->hs_done < cn->hs_out_len && cn->state != SK_READY))
+          (cn->hs_done < cn->hs_out_len && cn->state != SK_READY) ||
+          (cn->state == SK_TLS && cn->tls_want == POLLOUT))
         ev |= POLLOUT;
       c->pfd[n] = (struct pollfd){cn->fd, ev, 0};
       c->pfd_conn[n] = s;
@@ -261,6 +277,7 @@ static tpudistResult_t sockProgress(tdNet *comm, int *progressed) {
   for (int i = 1; i < nconns; i++) {
     int p = c->pfd_peer[i], s = c->pfd_conn[i];
     short rev = c->pfd[i].revents;
+    if (sockIoPending(c->peers[p].conn[s].ssl)) rev |= POLLIN; /* TLS read ahead */
     if (!rev || c->peers[p].conn[s].fd != c->pfd[i].fd) continue;
     tpudistResult_t res = connProgress(comm, c, p, s, rev, &moved);
     if (res != tpudistSuccess && first == tpudistSuccess) first = res;
@@ -272,8 +289,7 @@ static tpudistResult_t sockProgress(tdNet *comm, int *progressed) {
 void sockTestAdopt(tdNet *comm, int p, int fd) {
   tdSockCtx *c = sockCtx(comm);
   tdSockPeer *pe = &c->peers[p];
-  for (int s = 0; s < pe->nconn; s++)
-    if (pe->conn[s].fd >= 0) close(pe->conn[s].fd);
+  for (int s = 0; s < pe->nconn; s++) sockIoClose(pe->conn[s].fd, pe->conn[s].ssl, 0);
   for (tdSockMsg **pp = &c->unexp_head; *pp;) {
     tdSockMsg *m = *pp;
     if (m->waiter) {

@@ -1,7 +1,8 @@
 /*
  * socket_priv.h - the socket transport's state, shared by socket.c (peers, posts, progress),
  * sock_send.c (splitting messages over a pair's streams), sock_recv.c (frames in: matching, parts,
- * unexpected messages) and sock_auth.c (the authentication handshake of every new connection).
+ * unexpected messages), sock_auth.c (the authentication handshake of every new connection) and
+ * sock_tls.c (TLS 1.3 under all of it, TPU_DIST_TLS).
  *
  * A peer pair talks over nstreams TCP connections ("streams", TPU_DIST_SOCKET_NSTREAMS, the smaller
  * of the two ranks' values). A message of at least 2 x TD_SOCK_MIN_PART bytes is split into up to
@@ -11,7 +12,9 @@
 #ifndef TD_SOCKET_PRIV_H_
 #define TD_SOCKET_PRIV_H_
 
+#include <openssl/ssl.h>
 #include <poll.h>
+#include <sys/uio.h>
 
 #include "auth.h"
 #include "registry.h"
@@ -24,12 +27,18 @@
 #define TD_SOCK_MIN_PART (64u * 1024) /* smallest part of a split message */
 #define TD_SOCK_STAGE (256 * 1024)    /* staging buffer of reducing receives */
 
-/* Connection states. SK_CHALLENGE: hello sent, waiting for the nonce; SK_VERDICT: proof sent,
- * waiting for the verdict and the responder's proof. A peer's state is SK_NONE (never used),
- * SK_READY (in use: its connections are in these states), SK_CLOSED or SK_FAILED. */
+/* TLS modes (TPU_DIST_TLS, sock_tls.c; tdPeerInfo.sock_tls) and the outcomes of its steps. */
+enum { TD_TLS_OFF, TD_TLS_CERT, TD_TLS_PSK };
+enum { TD_TLS_DONE, TD_TLS_AGAIN, TD_TLS_CLOSED, TD_TLS_ERROR };
+
+/* Connection states. SK_TLS: connected, in its TLS handshake (TPU_DIST_TLS); SK_CHALLENGE: hello
+ * sent, waiting for the nonce; SK_VERDICT: proof sent, waiting for the verdict and the responder's
+ * proof. A peer's state is SK_NONE (never used), SK_READY (in use: its connections are in these
+ * states), SK_CLOSED or SK_FAILED. */
 enum {
   SK_NONE,
   SK_CONNECTING,
+  SK_TLS,
   SK_CHALLENGE,
   SK_VERDICT,
   SK_WAITPEER,
@@ -78,6 +87,8 @@ typedef struct tdSockMsg {
 /* One TCP connection of a pair: its handshake, the frame it sends, the frame it receives. */
 typedef struct {
   int state, fd;
+  SSL *ssl;                            /* TLS session (TPU_DIST_TLS), else NULL */
+  short tls_want;                      /* SK_TLS, or a read that must write: the event awaited */
   tdSockHello hello;                   /* connector: the hello this rank sent */
   uint8_t nonce_r[TD_NONCE_BYTES];     /* connector: the responder's challenge */
   uint8_t hs_out[TD_SOCK_HELLO_BYTES]; /* handshake bytes still to send */
@@ -114,6 +125,8 @@ typedef struct {
 
 typedef struct tdSockAccept {
   int fd;
+  SSL *ssl;         /* TLS (TPU_DIST_TLS): its handshake comes first */
+  short tls_want;   /* the poll event the TLS handshake waits for */
   int stage;        /* 0: reading the hello; 1: challenge sent, reading the proof */
   int64_t since_ms; /* accepted at; past TPU_DIST_HANDSHAKE_MS unfinished it is dropped */
   size_t got;
@@ -126,6 +139,10 @@ typedef struct tdSockAccept {
 typedef struct {
   int lfd;
   tdKey key;
+  SSL_CTX *tls;              /* TPU_DIST_TLS=1, else NULL */
+  const BIO_METHOD *tls_bio; /* the sessions' socket I/O (sock_tls.c, one per process) */
+  int tls_mode;              /* TD_TLS_* */
+  tdKey psk;                 /* TD_TLS_PSK: derived from key */
   int handshake_ms, max_handshakes, nstreams;
   long dropped; /* hostile or broken connections refused (logged sparingly) */
   tdSockPeer *peers;
@@ -176,5 +193,24 @@ int sockAcceptPollFill(tdSockCtx *c, struct pollfd *pfd);
 void sockAcceptProgress(tdNet *comm, tdSockCtx *c, const struct pollfd *pfd, int n, int *moved);
 /* Starts the connector's handshake on a new connection (the hello goes out when writable). */
 tpudistResult_t sockConnectorBegin(tdNet *comm, tdSockCtx *c, int p, int s, char *err);
+
+/* sock_tls.c: TLS on the streams. sockTlsInit makes the context the configuration asks for
+ * (none without TPU_DIST_TLS); sockTlsNew a session on fd (client: the connector's side). */
+tpudistResult_t sockTlsInit(tdNet *comm, tdSockCtx *c, const tdConfig *cfg, char *err);
+void sockTlsFini(tdSockCtx *c);
+const char *sockTlsModeName(int mode);
+SSL *sockTlsNew(tdSockCtx *c, int fd, int client, char *err);
+/* One step of the handshake: TD_TLS_DONE, TD_TLS_AGAIN (*want: the poll event it waits for),
+ * TD_TLS_CLOSED or TD_TLS_ERROR (why: the reason). */
+int sockTlsHandshake(SSL *ssl, short *want, char *why, size_t n);
+/* A connection's reads and writes, in TLS or in clear (ssl NULL), as recv and sendmsg on a
+ * non-blocking socket: bytes moved; 0 (recv): the peer closed; -1 with errno EAGAIN (try again on
+ * the next poll) or another errno and the reason in why. */
+ssize_t sockIoRecv(int fd, SSL *ssl, void *buf, size_t len, char *why, size_t n);
+ssize_t sockIoSend(int fd, SSL *ssl, const struct iovec *iov, int niov, char *why, size_t n);
+/* 1 if TLS holds received bytes not yet read (poll does not see them). */
+int sockIoPending(SSL *ssl);
+/* Closes fd and frees its session (notify: send a TLS close_notify first, without waiting). */
+void sockIoClose(int fd, SSL *ssl, int notify);
 
 #endif /* TD_SOCKET_PRIV_H_ */
