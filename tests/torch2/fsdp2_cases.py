@@ -139,16 +139,18 @@ def _tp_case(rank, world):
 
 def _placements_1d():
     from torch.distributed.tensor import Partial, Replicate, Shard
-    # Partial is reached from Replicate (as torch allows) and left for each of the others
-    return [[Shard(0)], [Shard(1)], [Replicate()], [Partial()], [Shard(1)], [Replicate()],
-            [Partial()], [Shard(0)], [Replicate()], [Partial()], [Replicate()]]
+    # Partial is reached from a Shard (as torch allows) and left for each of the others
+    return [[Shard(0)], [Shard(1)], [Replicate()], [Shard(0)], [Partial()], [Shard(1)],
+            [Replicate()], [Shard(1)], [Partial()], [Replicate()], [Shard(0)], [Partial()],
+            [Shard(0)]]
 
 
 def _placements_2d():
     from torch.distributed.tensor import Partial, Replicate, Shard
     return [[Shard(0), Shard(1)], [Replicate(), Shard(0)], [Shard(1), Replicate()],
-            [Replicate(), Replicate()], [Partial(), Shard(0)], [Shard(1), Shard(0)],
-            [Replicate(), Replicate()], [Replicate(), Partial()], [Shard(0), Shard(1)]]
+            [Replicate(), Replicate()], [Shard(0), Shard(1)], [Partial(), Shard(1)],
+            [Shard(1), Shard(0)], [Replicate(), Replicate()], [Replicate(), Shard(0)],
+            [Replicate(), Partial()], [Shard(0), Shard(1)]]
 
 
 def _redistribute_case(two_d):
