@@ -133,7 +133,7 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
     /* a fused receive: its forward starts once the first piece has landed (and is reduced) */
     const simFlow *f = &e->net.flows[fid];
     double p = TD_MIN(bytes, e->cfg->piece_bytes > 0 ? e->cfg->piece_bytes : bytes);
-    double t = e->now + f->lat + (f->rate > 0 && f->rate < 1e299 ? p / f->rate : 0);
+    double t = e->now + f->lat + (f->rate > 0 && f->rate < 1e299 ? p / netFlowRate(f) : 0);
     if (tdStepSemTable[r->step.t.op].flags & TD_SEM_REDUCES) t += 3.0 * p / e->cfg->p.mem_bw;
     r->piece = p;
     r->recv_flow = fid;
@@ -409,6 +409,7 @@ static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
 void simConfigDefault(simConfig *c, const simPreset *p, const tdTopo *topo) {
   memset(c, 0, sizeof(*c));
   c->p = *p;
+  c->p.link_bw = p->link_bw * (p->link_eff > 0 ? p->link_eff : 1); /* what transfers reach */
   c->topo = topo;
   c->window = 256;
   c->fuse = 1;
@@ -457,6 +458,7 @@ static void engineResult(simEngine *e, simResult *res) {
   double k = (double)orbit;
   res->time = e->now;
   for (int r = 0; r < e->nranks; r++) res->time = TD_MAX(res->time, e->ranks[r].finish);
+  res->time += e->cfg->p.launch; /* every rank starts launch later: the same run, shifted */
   res->messages = e->messages * orbit;
   res->wire_bytes = e->wire_bytes * k;
   res->nlinks = (int)n->nlinks;

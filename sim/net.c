@@ -113,12 +113,13 @@ void netFree(simNet *n) {
 
 /* ---- routes ---- */
 static tpudistResult_t addRes(simFlow *f, uint32_t r) {
-  if (f->nres == SIM_INLINE_RES && !f->heap) {
-    f->heap = malloc(sizeof(uint32_t) * SIM_INLINE_RES * 8);
-    if (!f->heap) return tpudistNoMemory;
-    memcpy(f->heap, f->res_inline, sizeof(f->res_inline));
-  } else if (f->nres >= SIM_INLINE_RES * 8) {
-    return tpudistInternalError; /* routes are far shorter */
+  uint32_t cap = f->heap ? f->capres : SIM_INLINE_RES;
+  if (f->nres == cap) {
+    uint32_t *h = realloc(f->heap, sizeof(uint32_t) * cap * 2);
+    if (!h) return tpudistNoMemory;
+    if (!f->heap) memcpy(h, f->res_inline, sizeof(f->res_inline));
+    f->heap = h;
+    f->capres = cap * 2;
   }
   SIM_FLOW_RES(f)[f->nres++] = r;
   return tpudistSuccess;
@@ -160,25 +161,40 @@ static int netDetour(simNet *n, simFlow *f, int src, int dst) {
   return hops;
 }
 
-static tpudistResult_t netRoute(simNet *n, simFlow *f, int src, int dst, int *nhops) {
-  int h = topoRoute(n->topo, src, dst, n->hops, n->maxhops);
+/* The hops of share path of the route src -> dst into n->hops (grown as needed); their count. */
+static int netPath(simNet *n, int src, int dst, int path) {
+  int h = topoRoute(n->topo, src, dst, path, n->hops, n->maxhops);
   if (h > n->maxhops) {
     tdHop *nh = realloc(n->hops, sizeof(tdHop) * (size_t)h);
-    if (!nh) return tpudistNoMemory;
+    if (!nh) return -1;
     n->hops = nh;
     n->maxhops = h;
-    h = topoRoute(n->topo, src, dst, n->hops, n->maxhops);
+    h = topoRoute(n->topo, src, dst, path, n->hops, n->maxhops);
   }
-  int broken = 0;
-  for (int i = 0; i < h; i++)
-    if (n->res[linkId(n, n->hops[i].from, n->hops[i].axis, n->hops[i].dir)].failed) broken = 1;
+  return h;
+}
+
+/* The links of every share of the route (topoPaths), or a detour when one crosses a failed
+ * link; *split: the shares (the flow carries one share's bytes over all of them). */
+static tpudistResult_t netRoute(simNet *n, simFlow *f, int src, int dst, int *nhops, int *split) {
+  int k = topoPaths(n->topo, src, dst), h = 0, broken = 0;
+  for (int p = 0; p < k && !broken; p++) {
+    if ((h = netPath(n, src, dst, p)) < 0) return tpudistNoMemory;
+    for (int i = 0; i < h; i++)
+      if (n->res[linkId(n, n->hops[i].from, n->hops[i].axis, n->hops[i].dir)].failed) broken = 1;
+  }
+  *split = 1;
   if (broken) {
     *nhops = netDetour(n, f, src, dst);
     return *nhops < 0 ? tpudistRemoteError : tpudistSuccess;
   }
-  for (int i = 0; i < h; i++)
-    TD_CHECK(addRes(f, linkId(n, n->hops[i].from, n->hops[i].axis, n->hops[i].dir)));
+  for (int p = 0; p < k; p++) {
+    h = netPath(n, src, dst, p);
+    for (int i = 0; i < h; i++)
+      TD_CHECK(addRes(f, linkId(n, n->hops[i].from, n->hops[i].axis, n->hops[i].dir)));
+  }
   *nhops = h;
+  *split = k;
   return tpudistSuccess;
 }
 
@@ -190,7 +206,7 @@ static int netCrossesDcn(const simNet *n, int src, int dst) {
 uint32_t netPort(simNet *n, int src, int dst) {
   tdHop h;
   if (n->nd == 0 || src == dst || netCrossesDcn(n, src, dst) ||
-      topoRoute(n->topo, src, dst, &h, 1) < 1)
+      topoRoute(n->topo, src, dst, 0, &h, 1) < 1)
     return injId(n, src);
   return linkId(n, h.from, h.axis, h.dir);
 }
@@ -231,25 +247,28 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
   f->hpos = SIM_NO_FLOW;
   f->cap_rate = 1e300;
   f->rate = 0;
-  if (feeder != SIM_NO_FLOW && n->flows[feeder].active) {
-    n->flows[feeder].child = *id;
-    f->cap_rate = n->flows[feeder].rate;
-  }
   f->send_slot = send_slot;
   f->recv_slot = recv_slot;
-  f->remaining = f->bytes = bytes;
   f->t_last = now;
   f->active = 1;
+  f->split = 1;
   int dcn = netCrossesDcn(n, src, dst);
   if (src != dst) {
-    if (n->use_inj) TD_CHECK(addRes(f, injId(n, src)));
     if (dcn) { /* the hosts' NICs instead of ICI */
       TD_CHECK(addRes(f, n->nic_base + (uint32_t)n->dcn_nic[src]));
       TD_CHECK(addRes(f, n->nic_base + n->nnics + (uint32_t)n->dcn_nic[dst]));
     } else if (n->nd > 0) {
-      TD_CHECK(netRoute(n, f, src, dst, &hops));
+      TD_CHECK(netRoute(n, f, src, dst, &hops, &f->split));
     }
-    if (n->use_inj) TD_CHECK(addRes(f, ejId(n, dst)));
+    for (int i = 0; n->use_inj && i < f->split; i++) { /* every share leaves and arrives */
+      TD_CHECK(addRes(f, injId(n, src)));
+      TD_CHECK(addRes(f, ejId(n, dst)));
+    }
+  }
+  f->remaining = f->bytes = bytes / f->split; /* one share: f->rate is a share's rate */
+  if (feeder != SIM_NO_FLOW && n->flows[feeder].active) {
+    n->flows[feeder].child = *id;
+    f->cap_rate = netFlowRate(&n->flows[feeder]) / f->split;
   }
   f->lat = src == dst ? 0 : n->msg_overhead + n->hop_latency * (n->nd ? hops : 1);
   f->dcn = dcn;

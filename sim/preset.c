@@ -13,19 +13,29 @@
 
 #include "sim.h"
 
+/* Latencies (docs/simulator.md, "Latencies"), the same for every generation where nothing
+ * per generation is published: 1 us per hop [Book]; 0.39 us of synchronisation per message, so
+ * that a 4 KiB one-hop DMA takes the 1.43 us a third-party v6e micro-benchmark measured
+ * (unconfirmed); 1.5 us of launch per collective, the residual of the book's measured v5e
+ * all-gather of 32 kB shards (about 8 us) after hops, synchronisation and bytes. link_eff: v5e's
+ * all-gather reaches ~95% of the book's 4.5e10 B/s per link [Book], 0.855 of the official 50e9;
+ * elsewhere no measurement is published (1). */
 /* clang-format off */
+#define SIM_HOP 1e-6
+#define SIM_SYNC 0.39e-6
+#define SIM_LAUNCH 1.5e-6
 const simPreset simPresets[] = {
     /* v4: ISCA 6 x 50 GB/s one way; book 4.5e10; HBM 1200 GB/s; 4 chips per host (2,2,1). */
-    {"v4", 50e9, 45e9, 1e-6, 0, 300e9, 1200e9, 6, 3, {2, 2, 1}, 4096, SIM_WRAP_CUBE, 6.25e9, 10e-6},
+    {"v4", 50e9, 45e9, SIM_HOP, SIM_SYNC, 300e9, 1200e9, 6, 3, {2, 2, 1}, 4096, SIM_WRAP_CUBE, 6.25e9, 10e-6, SIM_LAUNCH, 1},
     /* v5e: 400 GB/s per chip bidirectional over 4 ports; book 4.5e10; HBM 819 GB/s; 8 per host. */
-    {"v5e", 50e9, 45e9, 1e-6, 0, 200e9, 819e9, 4, 2, {2, 4, 1}, 256, SIM_WRAP_16, 3.125e9, 10e-6},
+    {"v5e", 50e9, 45e9, SIM_HOP, SIM_SYNC, 200e9, 819e9, 4, 2, {2, 4, 1}, 256, SIM_WRAP_16, 3.125e9, 10e-6, SIM_LAUNCH, 0.855},
     /* v5p: 1200 GB/s per chip bidirectional over 6 ports; book 9e10; HBM 2765 GB/s; 4 per host. */
-    {"v5p", 100e9, 90e9, 1e-6, 0, 600e9, 2765e9, 6, 3, {2, 2, 1}, 6144, SIM_WRAP_CUBE, 6.25e9, 10e-6},
+    {"v5p", 100e9, 90e9, SIM_HOP, SIM_SYNC, 600e9, 2765e9, 6, 3, {2, 2, 1}, 6144, SIM_WRAP_CUBE, 6.25e9, 10e-6, SIM_LAUNCH, 1},
     /* v6e: 800 GB/s per chip bidirectional over 4 ports; book 9e10; HBM 1638 GB/s; 8 per host. */
-    {"v6e", 100e9, 90e9, 1e-6, 0, 400e9, 1638e9, 4, 2, {2, 4, 1}, 256, SIM_WRAP_16, 12.5e9, 10e-6},
+    {"v6e", 100e9, 90e9, SIM_HOP, SIM_SYNC, 400e9, 1638e9, 4, 2, {2, 4, 1}, 256, SIM_WRAP_16, 12.5e9, 10e-6, SIM_LAUNCH, 1},
     /* 7x (Ironwood): ~1.2 TB/s per chip (unconfirmed) over 6 ports; book 9e10; HBM ~7.4e12. */
-    {"v7", 100e9, 90e9, 1e-6, 0, 600e9, 7.4e12, 6, 3, {2, 2, 1}, 9216, SIM_WRAP_CUBE, 12.5e9, 10e-6},
-    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0}, 0, SIM_WRAP_CUBE, 0, 0},
+    {"v7", 100e9, 90e9, SIM_HOP, SIM_SYNC, 600e9, 7.4e12, 6, 3, {2, 2, 1}, 9216, SIM_WRAP_CUBE, 12.5e9, 10e-6, SIM_LAUNCH, 1},
+    {NULL, 0, 0, 0, 0, 0, 0, 0, 0, {0, 0, 0}, 0, SIM_WRAP_CUBE, 0, 0, 0, 0},
 };
 /* clang-format on */
 

@@ -89,7 +89,7 @@ static tpudistResult_t applyRate(simNet *n, uint32_t id, double now, uint32_t ch
       if (n->res[res[i]].n > 1) TD_CHECK(workPush(n, res[i]));
     uint32_t c = f->child;
     if (c == SIM_NO_FLOW || !n->flows[c].active) return tpudistSuccess;
-    n->flows[c].cap_rate = r;
+    n->flows[c].cap_rate = r * f->split / n->flows[c].split;
     id = c;
     changed = RATE_CAP;
   }

@@ -25,6 +25,7 @@
 #define TD_SIM_H_
 
 #include "sched_ir.h"
+#include "select.h"
 
 /* How a generation wraps its axes (tpu_topology.md §3). */
 typedef enum {
@@ -37,7 +38,8 @@ typedef struct {
   double link_bw;      /* bytes/s per link and direction (one way): official per-chip figure */
   double book_link_bw; /* the scaling book's one-way figure (its worked examples use it) */
   double hop_latency;  /* seconds per hop */
-  double msg_overhead; /* seconds per message (DMA issue), added once */
+  double msg_overhead; /* seconds per message (synchronisation: DMA issue and completion
+                          signal), added once */
   double inj_bw;       /* bytes/s a chip can inject (and eject) over all its links */
   double mem_bw;       /* bytes/s for local copies and reductions (HBM) */
   int ports;           /* ICI ports per chip */
@@ -47,6 +49,9 @@ typedef struct {
   simWrapRule wrap_rule;
   double dcn_chip_bw; /* DCN egress per chip, bytes/s (a host's NIC: this x its chips) */
   double dcn_latency; /* seconds per message across DCN */
+  double launch;      /* seconds before a collective's first step (program launch), once */
+  double link_eff;    /* fraction of link_bw a transfer reaches (measured; 1 where none is
+                         published); simConfigDefault's copy has link_bw x link_eff */
 } simPreset;
 
 /* The preset for name ("v4", "v5e", "v5p", "v6e", "v7"), or NULL. */
@@ -134,9 +139,36 @@ uint64_t simCountForBytes(tdColl coll, int nranks, uint64_t bytes, uint32_t elem
 double simBusFactor(tdColl coll, int nranks);
 double simAlgBytes(tdColl coll, int nranks, uint64_t count, uint32_t elem_size);
 
-/* The algorithm the library would pick for (coll, bytes) on topo: the first of the preferred
- * list whose generator accepts the shape. Writes its name into out. */
-tpudistResult_t simSelectAlgo(const tdTopo *topo, tdColl coll, uint64_t bytes, char *out,
-                              size_t len, char *err);
+/* The algorithm the library would pick for (coll, bytes) on topo with the cost model m (NULL:
+ * the library's default figures): the first candidate of its selection table. Writes its name
+ * into out. */
+tpudistResult_t simSelectAlgo(const tdTopo *topo, const tdCostModel *m, tdColl coll, uint64_t bytes,
+                              char *out, size_t len, char *err);
+
+/* ---- selection against the simulator (selcheck.c) ---- */
+/* The library's cost model with cfg's figures (links, latencies, HBM, pieces, DCN). */
+void simCostModel(const simConfig *cfg, tdCostModel *m);
+
+typedef struct {
+  char selected[16], best[16];
+  double t_selected, t_best, ratio; /* ratio = t_selected / t_best >= 1 */
+} simSelCell;
+
+/* One cell: the table's first candidate for (coll, bytes) and every other one it lists, each
+ * simulated under cfg. */
+tpudistResult_t simCheckCell(const simConfig *cfg, const tdSelectTable *tab, tdColl coll,
+                             uint64_t bytes, simSelCell *out, char *err);
+
+typedef struct {
+  int cells, within5; /* cells, and those whose selected plan is within 5% of the best */
+  double worst;       /* largest ratio */
+  char worst_cell[96];
+} simSelSummary;
+
+/* The grid: presets x shapes (plain, twisted, sub-blocks, slices) x collectives x sizes. level 0:
+ * three small shapes (v5e 4x4, a v5p z-plane, two v5p 2x2x4 slices), the unrooted collectives at
+ * 4 KiB, 64 KiB, 1 MiB and 16 MiB; 1: every shape, broadcast too; 2: also 4 KiB .. 256 MiB by 4x.
+ * A line per cell to f (NULL: none). */
+tpudistResult_t simCheckSelection(int level, FILE *f, simSelSummary *sum, char *err);
 
 #endif /* TD_SIM_H_ */

@@ -23,8 +23,10 @@ typedef struct {
 
 typedef struct {
   uint32_t res_inline[SIM_INLINE_RES];
-  uint32_t *heap; /* malloc'ed route when longer than res_inline, else NULL */
-  uint32_t nres;
+  uint32_t *heap; /* malloc'ed route when longer than res_inline (capres entries), else NULL */
+  uint32_t nres, capres;
+  int split; /* shares of the message (topoPaths): bytes, remaining and rate are one share's,
+                res holds every share's links */
   double remaining, rate, t_last, bytes, lat;
   double cap_rate;  /* a forward runs no faster than the flow feeding it (1e300: free) */
   double lim;       /* smallest level over its resources (kept current by rate.c) */
@@ -79,6 +81,10 @@ typedef struct {
 
 #define SIM_NO_FLOW UINT32_MAX
 #define SIM_FLOW_RES(f) ((f)->heap ? (f)->heap : (f)->res_inline)
+/* The rate of a whole message (all its shares). */
+static inline double netFlowRate(const simFlow *f) {
+  return f->rate * f->split;
+}
 
 tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err);
 void netFree(simNet *n);

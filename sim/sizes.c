@@ -43,13 +43,13 @@ double simBusFactor(tdColl coll, int nranks) {
 
 /* The library's selection (select.h): its first candidate for (coll, bytes). Falls back to the
  * first generator that accepts the shape when selection fails. */
-tpudistResult_t simSelectAlgo(const tdTopo *topo, tdColl coll, uint64_t bytes, char *out,
-                              size_t len, char *err) {
+tpudistResult_t simSelectAlgo(const tdTopo *topo, const tdCostModel *m, tdColl coll, uint64_t bytes,
+                              char *out, size_t len, char *err) {
   tdSelectTable *t = NULL;
   const char *names[TD_SELECT_MAX_CANDIDATES];
   int n = 0;
   char e2[TD_ERRLEN];
-  if (selectBuild(topo, topo->nranks, NULL, NULL, &t, e2) == tpudistSuccess)
+  if (selectBuild(topo, topo->nranks, NULL, m, &t, e2) == tpudistSuccess)
     n = selectCandidates(t, coll, bytes, names, TD_SELECT_MAX_CANDIDATES);
   if (n > 0) {
     snprintf(out, len, "%s", names[0]);

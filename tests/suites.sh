@@ -38,6 +38,9 @@ suite unit-exec quick 180 tests/unit/test_exec
 suite unit-exec-parts quick 180 tests/unit/test_exec_parts
 suite sim integration 600 tests/sim/test_sim
 suite sim-dcn integration 180 tests/sim/test_sim_dcn
+# the link model against published TPU figures (even rings balanced, twisted all-to-all gains,
+# the book's all-to-all and measured all-gathers) and selection against the simulator (small grid)
+suite sim-fidelity integration 300 tests/sim/test_fidelity
 suite sim-scale stress 900 tests/sim/scale.sh
 suite pod-scale stress 300 tests/sim/podscale.sh
 suite sched quick 600 tests/sched/test_sched

@@ -166,7 +166,9 @@ int simMoe(const simConfig *cfg_in, const char *algos, uint64_t tokens, const ch
   char list[256], pick[32] = "-", err[TD_ERRLEN];
   snprintf(list, sizeof(list), "%s", algos ? algos : "pairwise,direct,torus");
   uint64_t bytes = tokens * MOE_TOPK * MOE_HIDDEN * MOE_ELEM; /* a chip's dispatch send buffer */
-  if (simSelectAlgo(cfg->topo, TD_COLL_ALLTOALLV, bytes, pick, sizeof(pick), err))
+  tdCostModel model;
+  simCostModel(cfg, &model);
+  if (simSelectAlgo(cfg->topo, &model, TD_COLL_ALLTOALLV, bytes, pick, sizeof(pick), err))
     snprintf(pick, sizeof(pick), "-");
   FILE *csv = csv_path ? fopen(csv_path, "a") : NULL;
   printf(

@@ -4,6 +4,7 @@
  *   tpudist-sim --preset v5p --topology 16x16x24 --coll allreduce --bytes 1G --algo torus
  *   tpudist-sim ... --sweep [--min 1K --max 1G --algos ring,tree,torus --csv F --plot F.png]
  *   tpudist-sim ... --compare-algos
+ *   tpudist-sim --check-selection [--full]      selection against the simulator over a grid
  *   tpudist-sim ... --functional --bytes 4K [--dtype int32 --op max]
  *   tpudist-sim --preset v7 --topology 16x16x32 --moe [--moe-tokens 2048 --algos a,b --csv F]
  *   tpudist-sim --preset v5p --topology 4x4x4 --slices 4 [--dcn-bw B/s --dcn-latency S] ...
@@ -28,7 +29,9 @@ typedef struct {
   uint64_t bytes, min, max;
   int twist, sweep, compare, functional, root, window, depth, dma, quiet, step, fractional, moe;
   int every_rank; /* --every-rank: no translation quotient */
-  int slices;     /* --slices S: S slices of --topology joined by DCN */
+  int check_sel;  /* --check-selection [--full]: selection against the simulator over a grid */
+  int full;
+  int slices; /* --slices S: S slices of --topology joined by DCN */
   double dcn_bw, dcn_latency;
   uint64_t moe_tokens;
   double link_bw, latency, inj_bw, overhead, piece;
@@ -45,6 +48,7 @@ static void usage(FILE *f) {
           "         [--sweep [--min N] [--max N] [--step F] [--algos a,b,c] [--csv FILE] [--plot "
           "FILE.png]]\n"
           "         [--compare-algos] [--moe [--moe-tokens N] [--algos a,b] [--csv FILE]]\n"
+          "       tpudist-sim --check-selection [--full]\n"
           "         [--functional [--dtype float32|int32|float64|int64]\n"
           "         [--op sum|max|min] [--fractional] [--dump-outputs FILE]]\n"
           "         [--fail-links R:AXIS:DIR,...]\n"
@@ -113,6 +117,10 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->quiet = 1, need = 0;
     else if (!strcmp(a, "--every-rank"))
       o->every_rank = 1, need = 0;
+    else if (!strcmp(a, "--check-selection"))
+      o->check_sel = 1, need = 0;
+    else if (!strcmp(a, "--full"))
+      o->full = 1, need = 0;
     else if (!strcmp(a, "-h") || !strcmp(a, "--help"))
       return usage(stdout), exit(0), 0;
     else if (!v)
@@ -180,7 +188,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
     }
     i += need;
   }
-  if (!o->topology) return fprintf(stderr, "tpudist-sim: --topology is required\n"), -1;
+  if (!o->topology && !o->check_sel)
+    return fprintf(stderr, "tpudist-sim: --topology is required\n"), -1;
   return 0;
 }
 
@@ -383,9 +392,22 @@ static int sweep(const Opts *oin, const simConfig *cfg, tdColl coll, const char 
   return system(cmd) == 0 ? 0 : -1;
 }
 
+/* --check-selection: a line per cell, then the summary; fails when the selected plan is worse
+ * than 1.25x the best anywhere or within 5% of it in fewer than 95% of the cells. */
+static int checkSelection(const Opts *o) {
+  simSelSummary sum;
+  char err[TD_ERRLEN];
+  if (simCheckSelection(o->full ? 2 : 1, stdout, &sum, err) != tpudistSuccess)
+    return fprintf(stderr, "tpudist-sim: %s\n", err), 1;
+  printf("cells %d  within 5%% of the best %d (%.1f%%)  worst x%.3f (%s)\n", sum.cells, sum.within5,
+         100.0 * sum.within5 / sum.cells, sum.worst, sum.worst_cell);
+  return sum.worst <= 1.25 && sum.within5 >= 0.95 * sum.cells ? 0 : 1;
+}
+
 int main(int argc, char **argv) {
   Opts o;
   if (parseArgs(argc, argv, &o)) return 2;
+  if (o.check_sel) return checkSelection(&o);
   const simPreset *p = simPresetFind(o.preset);
   if (!p) return fprintf(stderr, "tpudist-sim: unknown preset %s\n", o.preset), 2;
   int coll = schedCollFromName(o.coll);
@@ -433,8 +455,10 @@ int main(int argc, char **argv) {
     rc = sweep(&o, &cfg, (tdColl)coll, argv[0]);
   } else {
     snprintf(algo, sizeof(algo), "%s", o.algo);
+    tdCostModel m;
+    simCostModel(&cfg, &m);
     if (!strcmp(o.algo, "auto") &&
-        simSelectAlgo(&t, (tdColl)coll, o.bytes, algo, sizeof(algo), err) != tpudistSuccess)
+        simSelectAlgo(&t, &m, (tdColl)coll, o.bytes, algo, sizeof(algo), err) != tpudistSuccess)
       return fprintf(stderr, "tpudist-sim: %s\n", err), 1;
     simResult r;
     rc = runOne(&cfg, (tdColl)coll, algo, o.bytes, o.root, &r, 1);

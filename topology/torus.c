@@ -14,12 +14,21 @@
  * Camarero et al. Long axes wrap plainly; a fourth axis is never twisted.
  *
  * Routes are dimension ordered (x, then y, z, w). On a plain ring each axis takes the shorter way
- * round (ties go +). On a twisted torus the way round each short axis decides how far the long
- * axes are shifted, so the ways round of the short axes are chosen together (2 or 4 candidates)
- * to minimise the total hop count; the long axes then take their shorter way from where the
- * shift left them. This gives true shortest paths on the twisted shapes.
+ * round. On a twisted torus the way round each short axis decides how far the long axes are
+ * shifted, so the ways round of the short axes are chosen together (2 or 4 candidates) to
+ * minimise the total hop count; the long axes then take their shorter way from where the shift
+ * left them. This gives true shortest paths on the twisted shapes.
+ *
+ * Ties are spread by halves of each message, not by flow: where both ways round an even ring are
+ * as short (half way round), or several ways round a twisted torus' short axes give the fewest
+ * hops, the message is split into equal shares, one per shortest dimension-ordered route
+ * (topoPaths; 2 per tied axis). A link's load is then the same for every pair with the same
+ * coordinate difference, so routes stay translates of each other (topoTranslate), and a single
+ * message or a one-axis all-to-all loads both directions of a ring equally, as the bidirectional
+ * ring formulas assume. Path 0 takes every tie +.
  * Cost: O(ndims) per coordinate conversion, O(hops) per route.
  */
+#include <stdlib.h>
 #include <string.h>
 
 #include "topo_priv.h"
@@ -244,69 +253,114 @@ static int axisSteps(int s, int d, int len, int wrap) {
   return fwd <= -bwd ? fwd : bwd;
 }
 
-/* Steps per axis of the route from cs to cd on a twisted torus (see the top comment). */
-static void planTwisted(const tdTopo *t, const int *cs, const int *cd, int *steps) {
-  int isShort[3], n, best = -1;
-  topoTwistRoles(t->dims, t->ndims, isShort, &n);
-  for (int a = 3; a < t->ndims; a++) steps[a] = axisSteps(cs[a], cd[a], t->dims[a], t->wrap[a]);
-  for (int mask = 0; mask < 8; mask++) {
-    int cand[3], cross = 0, total = 0, skip = 0;
-    for (int a = 0; a < 3; a++) {
-      int bit = (mask >> a) & 1;
-      if (!isShort[a]) {
-        skip |= bit; /* only short axes choose a way round */
-        continue;
-      }
-      int d = modp(cd[a] - cs[a], n);
-      cand[a] = bit ? d - n : d;
-      int after = cs[a] + cand[a];
-      cross += after >= n || after < 0;
-      total += cand[a] < 0 ? -cand[a] : cand[a];
-    }
-    if (skip) continue;
-    for (int a = 0; a < 3; a++) {
-      if (isShort[a]) continue;
-      int from = (cs[a] + (cross & 1) * n) % t->dims[a];
-      cand[a] = axisSteps(from, cd[a], t->dims[a], 1);
-      total += cand[a] < 0 ? -cand[a] : cand[a];
-    }
-    if (best < 0 || total < best) {
-      best = total;
-      memcpy(steps, cand, sizeof(cand));
-    }
+/* 1 when axis a's steps of a route are a tie: half way round an even ring, either way as short. */
+static int isTie(const tdTopo *t, int a, int steps) {
+  return t->wrap[a] && t->dims[a] % 2 == 0 && steps == t->dims[a] / 2;
+}
+
+/* Adds cand, and its copies with each tied axis going the other way, to paths[*k] (no duplicates;
+ * at most TD_MAX_PATHS). Axes in fixed (a bit mask: a twisted torus' short axes, whose ways round
+ * are chosen with the shift they cause) keep their steps. */
+static void addWithTies(const tdTopo *t, const int *cand, int fixed, int (*paths)[TD_MAX_DIMS],
+                        int *k) {
+  int ties[TD_MAX_DIMS], nt = 0;
+  for (int a = 0; a < t->ndims; a++)
+    if (!((fixed >> a) & 1) && isTie(t, a, cand[a])) ties[nt++] = a;
+  for (int m = 0; m < (1 << nt); m++) {
+    int v[TD_MAX_DIMS] = {0}, dup = 0;
+    memcpy(v, cand, sizeof(int) * (size_t)t->ndims);
+    for (int i = 0; i < nt; i++)
+      if ((m >> i) & 1) v[ties[i]] -= t->dims[ties[i]];
+    for (int j = 0; j < *k && !dup; j++) dup = !memcmp(paths[j], v, sizeof(v));
+    if (!dup && *k < TD_MAX_PATHS) memcpy(paths[(*k)++], v, sizeof(v));
   }
 }
 
-static void planSteps(const tdTopo *t, const int *cs, const int *cd, int *steps) {
-  if (t->twisted) {
-    planTwisted(t, cs, cd, steps);
-    return;
+/* Steps of one way round the short axes of a twisted torus (mask bit a: axis a goes the long way
+ * round), the long axes then taking their shorter way from where the shift left them; returns
+ * the total hop count, or -1 when mask names a long axis. */
+static int twistCandidate(const tdTopo *t, const int *isShort, int n, const int *cs, const int *cd,
+                          int mask, int *cand) {
+  int cross = 0, total = 0;
+  for (int a = 0; a < 3; a++) {
+    int bit = (mask >> a) & 1;
+    if (!isShort[a]) {
+      if (bit) return -1;
+      continue;
+    }
+    int d = modp(cd[a] - cs[a], n);
+    cand[a] = bit ? d - n : d;
+    int after = cs[a] + cand[a];
+    cross += after >= n || after < 0;
+    total += abs(cand[a]);
   }
-  for (int a = 0; a < t->ndims; a++) steps[a] = axisSteps(cs[a], cd[a], t->dims[a], t->wrap[a]);
+  for (int a = 0; a < 3; a++) {
+    if (isShort[a]) continue;
+    cand[a] = axisSteps((cs[a] + (cross & 1) * n) % t->dims[a], cd[a], t->dims[a], 1);
+    total += abs(cand[a]);
+  }
+  for (int a = 3; a < t->ndims; a++) cand[a] = axisSteps(cs[a], cd[a], t->dims[a], t->wrap[a]);
+  return total;
+}
+
+/* The shortest dimension-ordered routes from cs to cd, as steps per axis (see the top comment):
+ * on a plain torus the shorter way round each axis, both ways where they tie; on a twisted torus
+ * every way round the short axes that gives the fewest hops, each with its long axes' ties.
+ * Returns their number k (1 .. TD_MAX_PATHS), path 0 first (every tie +). */
+static int planPaths(const tdTopo *t, const int *cs, const int *cd, int (*paths)[TD_MAX_DIMS]) {
+  int k = 0, cand[TD_MAX_DIMS] = {0};
+  if (!t->twisted) {
+    for (int a = 0; a < t->ndims; a++) cand[a] = axisSteps(cs[a], cd[a], t->dims[a], t->wrap[a]);
+    addWithTies(t, cand, 0, paths, &k);
+    return k;
+  }
+  int isShort[3], n, best = -1, fixed = 0;
+  topoTwistRoles(t->dims, t->ndims, isShort, &n);
+  for (int a = 0; a < 3; a++) fixed |= isShort[a] << a;
+  for (int mask = 0; mask < 8; mask++) {
+    int tot = twistCandidate(t, isShort, n, cs, cd, mask, cand);
+    if (tot >= 0 && (best < 0 || tot < best)) best = tot;
+  }
+  for (int mask = 0; mask < 8; mask++)
+    if (twistCandidate(t, isShort, n, cs, cd, mask, cand) == best)
+      addWithTies(t, cand, fixed, paths, &k);
+  return k;
+}
+
+static int planCoords(const tdTopo *t, int src, int dst, int *cs, int (*paths)[TD_MAX_DIMS]) {
+  int cd[TD_MAX_DIMS];
+  topoRankToCoords(t, src, cs);
+  topoRankToCoords(t, dst, cd);
+  return planPaths(t, cs, cd, paths);
+}
+
+int topoPaths(const tdTopo *t, int src, int dst) {
+  if (src < 0 || dst < 0 || src >= t->nranks || dst >= t->nranks) return -1;
+  if (t->ndims == 0) return 1;
+  int cs[TD_MAX_DIMS], paths[TD_MAX_PATHS][TD_MAX_DIMS];
+  return planCoords(t, src, dst, cs, paths);
 }
 
 int topoHops(const tdTopo *t, int src, int dst) {
   if (src < 0 || dst < 0 || src >= t->nranks || dst >= t->nranks) return -1;
   if (t->ndims == 0) return src != dst;
-  int cs[TD_MAX_DIMS], cd[TD_MAX_DIMS], steps[TD_MAX_DIMS], hops = 0;
-  topoRankToCoords(t, src, cs);
-  topoRankToCoords(t, dst, cd);
-  planSteps(t, cs, cd, steps);
-  for (int a = 0; a < t->ndims; a++) hops += steps[a] < 0 ? -steps[a] : steps[a];
+  int cs[TD_MAX_DIMS], paths[TD_MAX_PATHS][TD_MAX_DIMS], hops = 0;
+  planCoords(t, src, dst, cs, paths);
+  for (int a = 0; a < t->ndims; a++) hops += abs(paths[0][a]);
   return hops;
 }
 
-int topoRoute(const tdTopo *t, int src, int dst, tdHop *hops, int maxhops) {
-  if (src < 0 || dst < 0 || src >= t->nranks || dst >= t->nranks) return -1;
+int topoRoute(const tdTopo *t, int src, int dst, int path, tdHop *hops, int maxhops) {
+  if (src < 0 || dst < 0 || src >= t->nranks || dst >= t->nranks || path < 0) return -1;
   if (t->ndims == 0) {
+    if (path > 0) return -1;
     if (src == dst) return 0;
     if (hops && maxhops >= 1) hops[0] = (tdHop){.from = src, .axis = -1, .dir = 0, .to = dst};
     return 1;
   }
-  int c[TD_MAX_DIMS], cd[TD_MAX_DIMS], steps[TD_MAX_DIMS], n = 0;
-  topoRankToCoords(t, src, c);
-  topoRankToCoords(t, dst, cd);
-  planSteps(t, c, cd, steps);
+  int c[TD_MAX_DIMS], paths[TD_MAX_PATHS][TD_MAX_DIMS], n = 0;
+  if (path >= planCoords(t, src, dst, c, paths)) return -1;
+  const int *steps = paths[path];
   int cur = src;
   for (int a = 0; a < t->ndims; a++) {
     int dir = steps[a] < 0 ? -1 : 1, count = steps[a] * dir;

@@ -65,9 +65,18 @@ int topoNeighbor(const tdTopo *t, int rank, int axis, int dir);
 int topoTranslate(const tdTopo *t, const int *c, const int *delta, int *out);
 /* 1 if a and b are joined by one link (any axis, either direction); on flat, a != b. */
 int topoIsNeighbor(const tdTopo *t, int a, int b);
-/* Dimension-ordered shortest route (x, then y, ...; shortest direction per ring). Writes at most
- * maxhops hops and returns the hop count (may exceed maxhops: then call again with more room). */
-int topoRoute(const tdTopo *t, int src, int dst, tdHop *hops, int maxhops);
+/* Largest number of shares a message is split into (topoPaths). */
+#define TD_MAX_PATHS 16
+/* Dimension-ordered shortest routes (x, then y, ...; shortest direction per ring): a message from
+ * src to dst is split into topoPaths() equal shares, each following its own shortest route; more
+ * than one where ways round tie (half way round an even ring: both directions; on a twisted torus
+ * every way round its short axes that gives the fewest hops). Returns 1 .. TD_MAX_PATHS (1 on a
+ * flat topology), -1 for a rank out of range. All of them have topoHops hops. */
+int topoPaths(const tdTopo *t, int src, int dst);
+/* Route of share path (0 .. topoPaths - 1; path 0 takes every tie +). Writes at most maxhops
+ * hops and returns the hop count (may exceed maxhops: then call again with more room), -1 for a
+ * rank or path out of range. */
+int topoRoute(const tdTopo *t, int src, int dst, int path, tdHop *hops, int maxhops);
 int topoHops(const tdTopo *t, int src, int dst);
 
 /* Host of a rank when host bounds are known (hosts in order, each host's ranks one block);

@@ -314,7 +314,7 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   p->posted_s = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1) * 2);
   p->posted_r = p->posted_s ? p->posted_s + (p->nsteps ? p->nsteps : 1) : NULL;
   p->hops = malloc(sizeof(tdHop) * TD_COST_MAX_HOPS);
-  p->tmp_links = malloc(sizeof(uint32_t) * TD_COST_MAX_HOPS);
+  p->tmp_links = malloc(sizeof(uint32_t) * TD_COST_MAX_HOPS * TD_MAX_PATHS);
   if (!p->done || !p->busy || !p->next || !p->posted_s || !p->floor || !p->hops || !p->tmp_links)
     return tpudistNoMemory;
   if (p->topo && p->topo->ndims > 0) {
@@ -322,7 +322,8 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
     size_t n2 = p->route_by_step ? (size_t)p->nsteps + 1 : (size_t)p->nranks * (size_t)p->nranks;
     p->route_first = malloc(sizeof(uint32_t) * n2);
     p->route_len = malloc(sizeof(uint16_t) * n2);
-    if (!p->route_first || !p->route_len) return tpudistNoMemory;
+    p->route_split = malloc(n2);
+    if (!p->route_first || !p->route_len || !p->route_split) return tpudistNoMemory;
     for (size_t i = 0; i < n2; i++) p->route_first[i] = TD_COST_NONE;
   }
   return tpudistSuccess;
@@ -395,6 +396,7 @@ void costPlanFree(tdCostPlan *p) {
   free(p->tmp_links);
   free(p->route_first);
   free(p->route_len);
+  free(p->route_split);
   free(p->route_links);
   free(p);
 }

@@ -41,6 +41,8 @@ typedef struct {
   double mem_bw;       /* local copy / reduce, bytes/s */
   double msg_overhead; /* seconds of issue cost per message at its sender (DMA descriptor,
                           software); flat: also at its receiver */
+  double msg_latency;  /* seconds added to every message's delivery, not serialised at the
+                          sender (the ICI synchronisation of a transfer; 0 by default) */
   double piece_bytes;  /* executor pipeline piece (TPU_DIST_CHUNK_BYTES): a fused receive-forward
                           step forwards once the first piece has arrived; 0 = store and forward */
   double dcn_bw;       /* DCN: bytes/s of one host's NIC, each direction, shared by its ranks */

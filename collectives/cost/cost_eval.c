@@ -54,22 +54,29 @@ static cpEvent heapPop(tdCostPlan *p) {
   return top;
 }
 
-/* Links (indices into busy[]) of the torus route src -> dst, cached per pair when possible. */
-static int routeLinks(tdCostPlan *p, uint32_t gs, int src, int dst, const uint32_t **links) {
+/* Links (indices into busy[]) of the torus route src -> dst, every share's (topoPaths) one after
+ * the other, *split shares; cached per pair when possible. */
+static int routeLinks(tdCostPlan *p, uint32_t gs, int src, int dst, const uint32_t **links,
+                      int *split) {
   size_t pair = p->route_by_step ? gs : (size_t)src * (size_t)p->nranks + (size_t)dst;
   if (p->route_first && p->route_first[pair] != TD_COST_NONE) {
     *links = p->route_links + p->route_first[pair];
+    *split = p->route_split[pair];
     return p->route_len[pair];
   }
-  int nh = topoRoute(p->topo, src, dst, p->hops, TD_COST_MAX_HOPS);
-  if (nh < 0 || nh > TD_COST_MAX_HOPS) nh = 0;
-  for (int h = 0; h < nh; h++) {
-    const tdHop *hp = &p->hops[h];
-    size_t from = p->mirror ? 0 : (size_t)hp->from; /* symmetric: the link's class */
-    p->tmp_links[h] =
-        (uint32_t)((from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 + (hp->dir > 0));
+  int k = topoPaths(p->topo, src, dst), nh = 0;
+  for (int s = 0; s < k; s++) {
+    int h = topoRoute(p->topo, src, dst, s, p->hops, TD_COST_MAX_HOPS);
+    if (h < 0 || h > TD_COST_MAX_HOPS) h = 0;
+    for (int i = 0; i < h; i++) {
+      const tdHop *hp = &p->hops[i];
+      size_t from = p->mirror ? 0 : (size_t)hp->from; /* symmetric: the link's class */
+      p->tmp_links[nh++] =
+          (uint32_t)((from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 + (hp->dir > 0));
+    }
   }
   *links = p->tmp_links;
+  *split = k > 0 ? k : 1;
   if (!p->route_first || nh > UINT16_MAX) return nh;
   if (p->nroute_links + (size_t)nh > p->caproute_links) {
     size_t cap = TD_MAX(p->caproute_links * 2, p->nroute_links + (size_t)nh + 1024);
@@ -81,6 +88,7 @@ static int routeLinks(tdCostPlan *p, uint32_t gs, int src, int dst, const uint32
   memcpy(p->route_links + p->nroute_links, p->tmp_links, sizeof(uint32_t) * (size_t)nh);
   p->route_first[pair] = (uint32_t)p->nroute_links;
   p->route_len[pair] = (uint16_t)nh;
+  p->route_split[pair] = (uint8_t)*split;
   p->nroute_links += (size_t)nh;
   *links = p->route_links + p->route_first[pair];
   return nh;
@@ -171,18 +179,20 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
   }
   if (p->dcn_dom && p->dcn_dom[src] != p->dcn_dom[dst])
     return dcnTime(p, src, dst, bytes, t0, floor, first);
-  int flat = !p->topo || p->topo->ndims <= 0, nh = 1;
+  int flat = !p->topo || p->topo->ndims <= 0, nh = 1, split = 1;
   const uint32_t *links;
   uint32_t ports[2];
   double bw = flat ? m->copy_bw : m->link_bw, dt = (double)bytes / bw;
   if (flat) { /* sender's out port, receiver's in port, each busy overhead + bytes / copy_bw */
     ports[0] = (uint32_t)src * 2, ports[1] = (uint32_t)(p->mirror ? 0 : dst) * 2 + 1;
     links = ports, nh = 2, dt += m->msg_overhead;
-  } else { /* the sender's issue port, then the route */
+  } else { /* the sender's issue port, then the route: each share's links carry its bytes */
     size_t inj = p->inj_base + (size_t)src;
     t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
     p->busy[inj] = t0;
-    nh = routeLinks(p, gs, src, dst, &links);
+    nh = routeLinks(p, gs, src, dst, &links, &split);
+    dt /= split;
+    piece = TD_MIN(piece, (double)bytes / split);
   }
   double fin = t0, start = t0;
   for (int h = 0; h < nh; h++) {
@@ -191,10 +201,11 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
     fin = TD_MAX(fin, b + dt);
     start = TD_MAX(start, b);
   }
-  int lat = flat ? 1 : nh;
-  p->link_bytes += (double)bytes * (flat ? 1 : nh);
-  *first = start + (flat ? m->msg_overhead : 0) + piece / bw + lat * m->hop_latency;
-  return TD_MAX(fin, floor + piece / bw) + lat * m->hop_latency;
+  int lat = flat ? 1 : nh / split;
+  double delay = lat * m->hop_latency + m->msg_latency;
+  p->link_bytes += (double)bytes * (flat ? 1 : (double)nh / split);
+  *first = start + (flat ? m->msg_overhead : 0) + piece / bw + delay;
+  return TD_MAX(fin, floor + piece / bw) + delay;
 }
 
 /* Where a message goes: its receiver, or in a symmetric plan the sender's peer. */

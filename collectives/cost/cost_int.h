@@ -82,10 +82,12 @@ struct tdCostPlan {
   double link_bytes;
   tdHop *hops;
   /* route cache: links of the route per (src, dst) when nranks <= TD_COST_ROUTE_CACHE_RANKS,
-     else (and in symmetric plans) per sending step */
+     else (and in symmetric plans) per sending step; every share's links one after the other
+     (topoPaths: route_split shares, route_len links in all) */
   int route_by_step;
   uint32_t *route_first; /* nranks^2 or nsteps, UINT32_MAX = not computed yet */
   uint16_t *route_len;
+  uint8_t *route_split;
   uint32_t *route_links, *tmp_links;
   size_t nroute_links, caproute_links;
 };

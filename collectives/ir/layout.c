@@ -4,8 +4,7 @@
  */
 #include "sched_ir.h"
 
-/* Start of sub-chunk s of a block of n elements split in k: balanced partition. */
-static uint64_t subStart(uint64_t n, uint32_t k, uint32_t s) {
+uint64_t schedSubStart(uint64_t n, uint32_t k, uint32_t s) {
   return (uint64_t)s * (n / k) + TD_MIN((uint64_t)s, n % k);
 }
 
@@ -23,8 +22,8 @@ static void chunkRange(const tdLayout *l, uint32_t c, uint64_t n, uint64_t *begi
   uint32_t k = l->chunks_per_block;
   uint64_t b, len;
   blockRange(l, c / k, n, &b, &len);
-  *begin = b + subStart(len, k, c % k);
-  *end = b + subStart(len, k, c % k + 1);
+  *begin = b + schedSubStart(len, k, c % k);
+  *end = b + schedSubStart(len, k, c % k + 1);
 }
 
 tpudistResult_t schedRefRange(const tdSched *s, tdBufRef ref, uint64_t n, uint64_t *begin,

@@ -162,6 +162,9 @@ static inline tdBufRef schedRef(tdBufKind buf, uint32_t chunk, uint32_t nchunks)
 }
 
 /* ---- binding (layout.c) ---- */
+/* First element of sub-chunk s of a block of n elements split into k chunks (balanced: the first
+ * n % k chunks have one element more). */
+uint64_t schedSubStart(uint64_t n, uint32_t k, uint32_t s);
 /* Element range [*begin, *end) of ref under the layout, for block count n. Returns
  * tpudistInternalError if the ref is out of range or not contiguous. */
 tpudistResult_t schedRefRange(const tdSched *s, tdBufRef ref, uint64_t n, uint64_t *begin,

@@ -442,8 +442,8 @@ static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m
                          steps * (uint64_t)t->nranks <= TD_SELECT_POD_FULL_STEPS
                    : t->work + est <= TD_SELECT_WORK_BUDGET;
     if (c == TD_COLL_SENDRECV) continue;
-    if (pod) { /* rank 0 alone, by symmetry */
-      if (c != TD_COLL_ALLTOALLV) TD_CHECK(costCandidate(t, c, i, m, pod, 1, &costed));
+    if ((pod || !fits) && c != TD_COLL_ALLTOALLV) { /* rank 0 alone, by symmetry */
+      TD_CHECK(costCandidate(t, c, i, m, pod, 1, &costed));
       t->nsym += costed;
     }
     if (!costed && fits && !(pod && c == TD_COLL_ALLTOALLV)) { /* no nranks^2 matrix */

@@ -36,9 +36,13 @@ static void checkTopo(const tdTopo *t, int nranks) {
     int far = t->nranks - 1 - r, nh = topoHops(t, r, far);
     if (nh < 0 || (far != r && nh == 0)) abort();
     if (nh <= 4096) { /* a route is linear in its hops: walk the short ones */
-      if (topoRoute(t, r, far, hops, 64) != nh) abort();
-      for (int h = 0; h < nh && h < 64; h++)
-        if (hops[h].to < 0 || hops[h].to >= t->nranks) abort();
+      int k = topoPaths(t, r, far);
+      if (k < 1 || k > TD_MAX_PATHS) abort();
+      for (int j = 0; j < k; j++) {
+        if (topoRoute(t, r, far, j, hops, 64) != nh) abort();
+        for (int h = 0; h < nh && h < 64; h++)
+          if (hops[h].to < 0 || hops[h].to >= t->nranks) abort();
+      }
     }
     int host = topoHostOf(t, r);
     if (host < 0 || host >= t->nranks) abort();

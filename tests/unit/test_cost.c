@@ -17,7 +17,8 @@
 #include "drive.h"
 #include "hand_scheds.h"
 
-static const tdCostModel kModel = {1e-6, 1e9, 1e9, 1e9, 0, 0, 0, 0, 0}; /* no pipelining, no DCN */
+static const tdCostModel kModel = {1e-6, 1e9, 1e9, 1e9, 0,
+                                   0,    0,   0,   0,   0}; /* no pipelining, no DCN */
 
 static void add(tdSched *s, tdStep st) {
   CU_ASSERT_FATAL(schedAppend(s, 0, &st, NULL) == tpudistSuccess);
@@ -69,17 +70,18 @@ static void testLocalCopy(void) {
   CU_ASSERT(near(sec, 2 * 1000 / 1e9)); /* two dependent copies of 1000 bytes */
 }
 
-/* A 4-rank ring (1-D torus with wrap): 0 -> 2 takes links 0->1, 1->2. */
-static double ringFlows(const int (*flows)[2], int nflows) {
+/* An n-rank ring (1-D torus with wrap); on 5 ranks 0 -> 2 takes links 0->1, 1->2; on 4 it is
+ * half way round, half of it each way. */
+static double ringFlows(int n, const int (*flows)[2], int nflows) {
   tdTopo t;
-  int dims[1] = {4}, wrap[1] = {1};
+  int dims[1] = {n}, wrap[1] = {1};
   char err[TD_ERRLEN] = "";
   CU_ASSERT_FATAL(topoInit(&t, 1, dims, wrap, 0, err) == tpudistSuccess);
-  tdSched *s = calloc(4, sizeof(tdSched));
-  initScheds(s, 4);
+  tdSched *s = calloc((size_t)n, sizeof(tdSched));
+  initScheds(s, n);
   for (int i = 0; i < nflows; i++) addMsg(s, flows[i][0], flows[i][1]);
   double sec = -1;
-  CU_ASSERT(eval(&t, s, 4, &kModel, 250000, &sec) == tpudistSuccess);
+  CU_ASSERT(eval(&t, s, n, &kModel, 250000, &sec) == tpudistSuccess);
   return sec;
 }
 
@@ -87,13 +89,18 @@ static void testContention(void) {
   const double B = 1e6 / 1e9, L = 1e-6; /* 1 MB over 1 GB/s, 1 us per hop */
   const int one[][2] = {{0, 2}};
   const int shared[][2] = {{0, 2}, {1, 2}};   /* both use link 1->2 */
-  const int disjoint[][2] = {{0, 2}, {3, 0}}; /* 3->0 is the wrap link */
+  const int disjoint[][2] = {{0, 2}, {3, 0}}; /* 3->4->0: the wrap link */
   const int opposite[][2] = {{0, 1}, {1, 0}}; /* one link each way */
-  CU_ASSERT(near(ringFlows(one, 1), B + 2 * L));
-  double sh = ringFlows(shared, 2);
+  CU_ASSERT(near(ringFlows(5, one, 1), B + 2 * L));
+  double sh = ringFlows(5, shared, 2);
   CU_ASSERT(sh >= 2 * B + L - 1e-12 && sh <= 2 * B + 2 * L + 1e-12);
-  CU_ASSERT(near(ringFlows(disjoint, 2), B + 2 * L));
-  CU_ASSERT(near(ringFlows(opposite, 2), B + L));
+  CU_ASSERT(near(ringFlows(5, disjoint, 2), B + 2 * L));
+  CU_ASSERT(near(ringFlows(5, opposite, 2), B + L));
+  /* half way round 4: half the bytes each way, so half the time */
+  CU_ASSERT(near(ringFlows(4, one, 1), B / 2 + 2 * L));
+  /* with 1 -> 2 beside it: that link carries B + B / 2 */
+  double tie = ringFlows(4, shared, 2);
+  CU_ASSERT(tie >= 1.5 * B + L - 1e-12 && tie <= 1.5 * B + 2 * L + 1e-12);
 }
 
 static void testStallAndUnmatched(void) {

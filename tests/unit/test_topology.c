@@ -47,11 +47,11 @@ static int bfs(const tdTopo *t, int src, int *dist) {
   return ecc;
 }
 
-/* Checks one route hop by hop: links exist, chain from src to dst, axes in order, one direction
- * per axis. Returns the hop count. */
-static int checkRoute(const tdTopo *t, int src, int dst) {
+/* Checks share j of one route hop by hop: links exist, chain from src to dst, axes in order, one
+ * direction per axis. Returns the hop count. */
+static int checkShare(const tdTopo *t, int src, int dst, int j) {
   tdHop hops[64];
-  int n = topoRoute(t, src, dst, hops, 64);
+  int n = topoRoute(t, src, dst, j, hops, 64);
   CU_ASSERT_FATAL(n >= 0 && n <= 64);
   int cur = src, lastAxis = -1, lastDir = 0, ok = 1;
   for (int i = 0; i < n; i++) {
@@ -66,6 +66,25 @@ static int checkRoute(const tdTopo *t, int src, int dst) {
   ok &= cur == dst;
   CU_ASSERT(ok);
   CU_ASSERT_EQUAL(topoHops(t, src, dst), n);
+  return n;
+}
+
+/* Every share of the route src -> dst (checkShare; all as long, no two alike); the hop count. */
+static int checkRoute(const tdTopo *t, int src, int dst) {
+  int k = topoPaths(t, src, dst), n = checkShare(t, src, dst, 0);
+  CU_ASSERT_FATAL(k >= 1 && k <= TD_MAX_PATHS);
+  tdHop a[64], b[64];
+  for (int j = 1; j < k; j++) {
+    CU_ASSERT_EQUAL(checkShare(t, src, dst, j), n);
+    for (int i = 0; i < j; i++) {
+      topoRoute(t, src, dst, i, a, 64);
+      topoRoute(t, src, dst, j, b, 64);
+      int same = 1;
+      for (int h = 0; h < n; h++) same &= a[h].axis == b[h].axis && a[h].dir == b[h].dir;
+      CU_ASSERT(!same || n == 0);
+    }
+  }
+  CU_ASSERT_EQUAL(topoRoute(t, src, dst, k, a, 64), -1);
   return n;
 }
 
@@ -101,7 +120,8 @@ static void testFlat(void) {
   CU_ASSERT_EQUAL(topoHops(&t, 1, 6), 1);
   CU_ASSERT_EQUAL(topoHops(&t, 6, 6), 0);
   tdHop h[2];
-  CU_ASSERT_EQUAL(topoRoute(&t, 1, 6, h, 2), 1);
+  CU_ASSERT_EQUAL(topoPaths(&t, 1, 6), 1);
+  CU_ASSERT_EQUAL(topoRoute(&t, 1, 6, 0, h, 2), 1);
   CU_ASSERT(h[0].from == 1 && h[0].to == 6 && h[0].axis == -1 && h[0].dir == 0);
   CU_ASSERT_EQUAL(topoHostOf(&t, 5), 5);
   CU_ASSERT_EQUAL(topoNumHosts(&t), 8);
@@ -200,27 +220,37 @@ static int ringDist(int d, int len, int wrap) {
 static void testRoutes(void) {
   tdTopo t = parseOk("8", 8);
   tdHop h[16];
-  CU_ASSERT_EQUAL(topoRoute(&t, 0, 3, h, 16), 3);
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, 3, 0, h, 16), 3);
   CU_ASSERT(h[0].dir == 1 && h[2].to == 3);
-  CU_ASSERT_EQUAL(topoRoute(&t, 0, 5, h, 16), 3);
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, 5, 0, h, 16), 3);
   CU_ASSERT(h[0].dir == -1 && h[0].to == 7 && h[2].to == 5);
-  CU_ASSERT_EQUAL(topoRoute(&t, 0, 4, h, 16), 4); /* a tie goes + */
-  CU_ASSERT(h[0].dir == 1);
+  CU_ASSERT_EQUAL(topoPaths(&t, 0, 5), 1);
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, 5, 1, h, 16), -1);
+  CU_ASSERT_EQUAL(topoPaths(&t, 0, 4), 2); /* a tie: half each way */
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, 4, 0, h, 16), 4);
+  CU_ASSERT(h[0].dir == 1 && h[3].to == 4);
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, 4, 1, h, 16), 4);
+  CU_ASSERT(h[0].dir == -1 && h[0].to == 7 && h[3].to == 4);
   t = parseOk("8:wrap=0", 8);
-  CU_ASSERT_EQUAL(topoRoute(&t, 0, 7, h, 16), 7);
-  CU_ASSERT_EQUAL(topoRoute(&t, 7, 1, h, 16), 6);
+  CU_ASSERT_EQUAL(topoPaths(&t, 0, 4), 1); /* a line has one way */
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, 7, 0, h, 16), 7);
+  CU_ASSERT_EQUAL(topoRoute(&t, 7, 1, 0, h, 16), 6);
   CU_ASSERT(h[0].dir == -1);
   t = parseOk("4x4x4", 64);
   int dst = 3 + 4 * (2 + 4 * 1); /* (0,0,0) -> (3,2,1): x -1, y +2 (tie), z +1 */
-  CU_ASSERT_EQUAL(topoRoute(&t, 0, dst, h, 16), 4);
+  CU_ASSERT_EQUAL(topoPaths(&t, 0, dst), 2);
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, dst, 0, h, 16), 4);
   CU_ASSERT(h[0].axis == 0 && h[0].dir == -1 && h[0].to == 3);
   CU_ASSERT(h[1].axis == 1 && h[1].dir == 1 && h[2].axis == 1 && h[2].dir == 1);
   CU_ASSERT(h[3].axis == 2 && h[3].dir == 1 && h[3].to == dst);
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, dst, 1, h, 16), 4);
+  CU_ASSERT(h[1].axis == 1 && h[1].dir == -1 && h[2].axis == 1 && h[2].dir == -1);
+  CU_ASSERT_EQUAL(topoPaths(&t, 0, 2 + 4 * (2 + 4 * 2)), 8); /* (2,2,2): every axis ties */
   /* too little room: the count is still returned, only maxhops written */
   h[1].from = -7;
-  CU_ASSERT_EQUAL(topoRoute(&t, 0, dst, h, 1), 4);
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, dst, 0, h, 1), 4);
   CU_ASSERT_EQUAL(h[1].from, -7);
-  CU_ASSERT_EQUAL(topoRoute(&t, 0, dst, NULL, 0), 4);
+  CU_ASSERT_EQUAL(topoRoute(&t, 0, dst, 0, NULL, 0), 4);
   CU_ASSERT_EQUAL(topoHops(&t, 0, 64), -1);
   /* every pair of a mixed torus: shortest, dimension ordered, hops = sum of ring distances */
   t = parseOk("3x5x4:wrap=1,0,1", 60);
@@ -635,15 +665,18 @@ static void testTranslate(void) {
       int d = (s * 5 + 3) % t.nranks;
       topoRankToCoords(&t, s, cs);
       topoRankToCoords(&t, d, cd);
-      int n = topoRoute(&t, s, d, route, 64);
-      int m = topoRoute(&t, topoTranslate(&t, cs, one, NULL), topoTranslate(&t, cd, one, NULL),
-                        moved, 64);
-      CU_ASSERT_EQUAL(n, m);
-      for (int k = 0; k < n && k < m; k++) {
-        int cf[TD_MAX_DIMS];
-        topoRankToCoords(&t, route[k].from, cf);
-        CU_ASSERT_EQUAL(topoTranslate(&t, cf, one, NULL), moved[k].from);
-        CU_ASSERT(route[k].axis == moved[k].axis && route[k].dir == moved[k].dir);
+      int ms = topoTranslate(&t, cs, one, NULL), md = topoTranslate(&t, cd, one, NULL);
+      int paths = topoPaths(&t, s, d);
+      CU_ASSERT_EQUAL(paths, topoPaths(&t, ms, md));
+      for (int j = 0; j < paths; j++) {
+        int n = topoRoute(&t, s, d, j, route, 64), m = topoRoute(&t, ms, md, j, moved, 64);
+        CU_ASSERT_EQUAL(n, m);
+        for (int k = 0; k < n && k < m; k++) {
+          int cf[TD_MAX_DIMS];
+          topoRankToCoords(&t, route[k].from, cf);
+          CU_ASSERT_EQUAL(topoTranslate(&t, cf, one, NULL), moved[k].from);
+          CU_ASSERT(route[k].axis == moved[k].axis && route[k].dir == moved[k].dir);
+        }
       }
     }
   }

@@ -3,9 +3,14 @@
  * from its source to its destination through torus neighbours only, along the dimension-ordered
  * route of the torus model (all its x hops, then y, ...; shortest direction per ring; twisted
  * wrap links where the torus has them). Intermediate ranks store blocks in SCRATCH and forward
- * them. Hop k of every route happens in round k; in each round a rank first sends (its own blocks
- * and what it received in round k-1), then receives; messages between a pair are ordered by
- * (round, source, destination) on both sides.
+ * them. Where the route model splits a message into shares (topoPaths: half way round an even
+ * ring both ways, the tied routes of a twisted torus) a block is cut into as many equal parts
+ * (chunks of the block: every block has K chunks, K the least common multiple of the share
+ * counts), each following its own route; in all-to-all-v parts of no element are left out (the
+ * uniform plan serves every count, so there a part may be an empty message). Hop k of every route
+ * happens in round k; in each round a rank first sends (its own blocks and what it received in
+ * round k-1), then receives; messages between a pair are ordered by (round, source,
+ * destination, share) on both sides.
  *
  * all-to-all-v: every rank's generator reads the whole count matrix (the runtime's counts
  * exchange precedes the data movement), so an intermediate rank knows the size of every block it
@@ -32,6 +37,7 @@ typedef struct {
   uint32_t round;
   int send; /* 1: this rank sends the block, 0: receives it */
   int s, d, peer;
+  uint32_t c0, nc; /* the part: chunks [c0, c0 + nc) of the block's K */
 } a2aEv;
 
 typedef struct {
@@ -44,7 +50,8 @@ static int evCmp(const void *x, const void *y) {
   if (a->round != b->round) return a->round < b->round ? -1 : 1;
   if (a->send != b->send) return a->send ? -1 : 1;
   if (a->s != b->s) return a->s < b->s ? -1 : 1;
-  return a->d < b->d ? -1 : (a->d > b->d);
+  if (a->d != b->d) return a->d < b->d ? -1 : 1;
+  return a->c0 < b->c0 ? -1 : (a->c0 > b->c0);
 }
 
 static tpudistResult_t evPush(a2aList *l, a2aEv e) {
@@ -76,12 +83,12 @@ static int pairCmp(const void *x, const void *y) {
   return a->d < b->d ? -1 : (a->d > b->d);
 }
 
-static tpudistResult_t a2aLayouts(const tdCollArgs *a, tdSched *s, const a2aList *tr) {
+static tpudistResult_t a2aLayouts(const tdCollArgs *a, tdSched *s, const a2aList *tr, uint32_t K) {
   uint32_t P = (uint32_t)a->nranks;
   if (!a->v_counts) {
-    schedSetLayout(s, TD_BUF_INPUT, P, 1);
-    schedSetLayout(s, TD_BUF_OUTPUT, P, 1);
-    schedSetLayout(s, TD_BUF_SCRATCH, (uint32_t)tr->n, 1);
+    schedSetLayout(s, TD_BUF_INPUT, P, K);
+    schedSetLayout(s, TD_BUF_OUTPUT, P, K);
+    schedSetLayout(s, TD_BUF_SCRATCH, (uint32_t)tr->n, K);
     return tpudistSuccess;
   }
   uint64_t *off = malloc(sizeof(uint64_t) * (P + tr->n + 1));
@@ -89,38 +96,40 @@ static tpudistResult_t a2aLayouts(const tdCollArgs *a, tdSched *s, const a2aList
   tpudistResult_t r = tpudistNoMemory;
   if (!off || !cnt) goto out;
   for (uint32_t p = 0; p < P; p++) cnt[p] = vcount(a, a->rank, (int)p);
-  TD_CHECK_GOTO(schedSetLayoutExplicit(s, TD_BUF_INPUT, P, 1, a->v_sdispls, cnt), r, out);
+  TD_CHECK_GOTO(schedSetLayoutExplicit(s, TD_BUF_INPUT, P, K, a->v_sdispls, cnt), r, out);
   for (uint32_t p = 0; p < P; p++) cnt[p] = vcount(a, (int)p, a->rank);
-  TD_CHECK_GOTO(schedSetLayoutExplicit(s, TD_BUF_OUTPUT, P, 1, a->v_rdispls, cnt), r, out);
+  TD_CHECK_GOTO(schedSetLayoutExplicit(s, TD_BUF_OUTPUT, P, K, a->v_rdispls, cnt), r, out);
   uint64_t o = 0;
   for (size_t i = 0; i < tr->n; i++) {
     off[i] = o;
     cnt[i] = vcount(a, tr->ev[i].s, tr->ev[i].d);
     o += cnt[i];
   }
-  r = schedSetLayoutExplicit(s, TD_BUF_SCRATCH, (uint32_t)tr->n, 1, off, cnt);
+  r = schedSetLayoutExplicit(s, TD_BUF_SCRATCH, (uint32_t)tr->n, K, off, cnt);
 out:
   free(off);
   free(cnt);
   return r;
 }
 
-static tdBufRef evRef(const tdCollArgs *a, const a2aEv *e, const a2aList *tr) {
-  if (e->send && e->s == a->rank) return schedRef(TD_BUF_INPUT, (uint32_t)e->d, 1);
-  if (!e->send && e->d == a->rank) return schedRef(TD_BUF_OUTPUT, (uint32_t)e->s, 1);
-  return schedRef(TD_BUF_SCRATCH, (uint32_t)transitFind(tr->ev, tr->n, e->s, e->d), 1);
+static tdBufRef evRef(const tdCollArgs *a, const a2aEv *e, const a2aList *tr, uint32_t K) {
+  if (e->send && e->s == a->rank) return schedRef(TD_BUF_INPUT, (uint32_t)e->d * K + e->c0, e->nc);
+  if (!e->send && e->d == a->rank)
+    return schedRef(TD_BUF_OUTPUT, (uint32_t)e->s * K + e->c0, e->nc);
+  uint32_t slot = (uint32_t)transitFind(tr->ev, tr->n, e->s, e->d);
+  return schedRef(TD_BUF_SCRATCH, slot * K + e->c0, e->nc);
 }
 
-static tpudistResult_t a2aEmit(const tdCollArgs *a, tdSched *s, const a2aList *l,
-                               const a2aList *tr) {
+static tpudistResult_t a2aEmit(const tdCollArgs *a, tdSched *s, const a2aList *l, const a2aList *tr,
+                               uint32_t K) {
   if (vcount(a, a->rank, a->rank) > 0) {
-    tdStep st = schedCopy(schedRef(TD_BUF_INPUT, (uint32_t)a->rank, 1),
-                          schedRef(TD_BUF_OUTPUT, (uint32_t)a->rank, 1));
+    tdStep st = schedCopy(schedRef(TD_BUF_INPUT, (uint32_t)a->rank * K, K),
+                          schedRef(TD_BUF_OUTPUT, (uint32_t)a->rank * K, K));
     TD_CHECK(schedAppend(s, 0, &st, NULL));
   }
   for (size_t i = 0; i < l->n; i++) {
     const a2aEv *e = &l->ev[i];
-    tdBufRef ref = evRef(a, e, tr);
+    tdBufRef ref = evRef(a, e, tr, K);
     tdStep st = e->send ? schedSend(e->peer, ref) : schedRecv(e->peer, ref);
     TD_CHECK(schedAppend(s, 0, &st, NULL));
   }
@@ -130,14 +139,16 @@ static tpudistResult_t a2aEmit(const tdCollArgs *a, tdSched *s, const a2aList *l
 /* The routes as group translates: on every torus of the model the route s -> d depends only on
  * the difference of their coordinates (per axis modulo a ring's length, the twist's long-axis
  * shift included), so the route of every pair is a translate of the route from one source with
- * the same difference (topoTranslate). This rank's events for the pairs of one difference, cs -> cd
- * (coordinates): at hop k of that route it sends for the pair whose source is me - o_k (o_k the
- * route's offset after k hops) and receives for the one whose source is me - o_(k+1). */
-static tpudistResult_t classEvents(const tdCollArgs *a, const int *me, const int *cs, const int *cd,
-                                   tdHop *hops, a2aList *l, char *err) {
+ * the same difference (topoTranslate). This rank's events for share j of the pairs of one
+ * difference, cs -> cd (coordinates): at hop k of that share's route it sends for the pair whose
+ * source is me - o_k (o_k the route's offset after k hops) and receives for the one whose source
+ * is me - o_(k+1). */
+static tpudistResult_t shareEvents(const tdCollArgs *a, const int *me, const int *cs, int dst,
+                                   int j, uint32_t c0, uint32_t nc, uint32_t K, tdHop *hops,
+                                   a2aList *l, char *err) {
   const tdTopo *t = a->topo;
-  int src = topoCoordsToRank(t, cs), dst = topoCoordsToRank(t, cd);
-  int nh = topoRoute(t, src, dst, hops, A2A_MAX_HOPS);
+  int src = topoCoordsToRank(t, cs);
+  int nh = topoRoute(t, src, dst, j, hops, A2A_MAX_HOPS);
   if (nh > A2A_MAX_HOPS || nh < 1)
     return tdErr(err, tpudistNotSupported, "route %d -> %d has %d hops", src, dst, nh);
   int tot[TD_MAX_DIMS] = {0}, o[TD_MAX_DIMS] = {0}, c[TD_MAX_DIMS], sc[TD_MAX_DIMS];
@@ -150,16 +161,41 @@ static tpudistResult_t classEvents(const tdCollArgs *a, const int *me, const int
       int s = topoTranslate(t, me, c, sc); /* the pair's source: me - o */
       if (s < 0) continue;
       int d = topoTranslate(t, sc, tot, NULL);
-      if (d < 0 || vcount(a, s, d) == 0) continue;
+      if (d < 0) continue;
+      uint64_t n = vcount(a, s, d); /* all-to-all-v: a part of no element is left out */
+      if (a->v_counts && schedSubStart(n, K, c0 + nc) == schedSubStart(n, K, c0)) continue;
       int peer = topoNeighbor(t, a->rank, ax, side ? -dir : dir);
-      TD_CHECK(evPush(l, (a2aEv){(uint32_t)k, !side, s, d, peer}));
+      TD_CHECK(evPush(l, (a2aEv){(uint32_t)k, !side, s, d, peer, c0, nc}));
     }
   }
   return tpudistSuccess;
 }
 
-/* Every difference class once: per axis 0 .. len-1 on a ring, -(len-1) .. len-1 on a line. */
-static tpudistResult_t allEvents(const tdCollArgs *a, tdHop *hops, a2aList *l, char *err) {
+/* Every share of the pairs of one difference: share j of k takes chunks [j K/k, (j+1) K/k). */
+static tpudistResult_t classEvents(const tdCollArgs *a, const int *me, const int *cs, const int *cd,
+                                   uint32_t K, tdHop *hops, a2aList *l, char *err) {
+  const tdTopo *t = a->topo;
+  int src = topoCoordsToRank(t, cs), dst = topoCoordsToRank(t, cd);
+  int k = topoPaths(t, src, dst);
+  for (int j = 0; j < k; j++)
+    TD_CHECK(shareEvents(a, me, cs, dst, j, (uint32_t)j * (K / (uint32_t)k), K / (uint32_t)k, K,
+                         hops, l, err));
+  return tpudistSuccess;
+}
+
+static uint32_t gcd32(uint32_t x, uint32_t y) {
+  while (y) {
+    uint32_t r = x % y;
+    x = y;
+    y = r;
+  }
+  return x;
+}
+
+/* Every difference class once (per axis 0 .. len-1 on a ring, -(len-1) .. len-1 on a line):
+ * with l NULL, K becomes the least common multiple of their share counts; else their events. */
+static tpudistResult_t allEvents(const tdCollArgs *a, uint32_t *K, tdHop *hops, a2aList *l,
+                                 char *err) {
   const tdTopo *t = a->topo;
   int me[TD_MAX_DIMS], lo[TD_MAX_DIMS] = {0}, v[TD_MAX_DIMS] = {0}, cs[TD_MAX_DIMS],
                        cd[TD_MAX_DIMS];
@@ -172,7 +208,11 @@ static tpudistResult_t allEvents(const tdCollArgs *a, tdHop *hops, a2aList *l, c
       cd[b] = v[b] < 0 ? 0 : v[b];
       zero &= v[b] == 0;
     }
-    if (!zero) TD_CHECK(classEvents(a, me, cs, cd, hops, l, err));
+    if (!zero && l) TD_CHECK(classEvents(a, me, cs, cd, *K, hops, l, err));
+    if (!zero && !l) {
+      uint32_t k = (uint32_t)topoPaths(t, topoCoordsToRank(t, cs), topoCoordsToRank(t, cd));
+      *K = *K / gcd32(*K, k) * k;
+    }
     int b = 0;
     for (; b < t->ndims && ++v[b] >= t->dims[b]; b++) v[b] = lo[b];
     if (b == t->ndims) return tpudistSuccess;
@@ -190,16 +230,22 @@ static tpudistResult_t genA2A(const tdCollArgs *a, tdSched *s, char *err) {
   if (a->coll == TD_COLL_ALLTOALLV && (!a->v_counts || !a->v_sdispls || !a->v_rdispls))
     return tdErr(err, tpudistInvalidArgument, "alltoallv needs the count matrix and displacements");
   a2aList l = {0}, tr = {0};
+  uint32_t K = 1;
   tdHop *hops = malloc(sizeof(tdHop) * A2A_MAX_HOPS);
-  tpudistResult_t r = hops ? allEvents(a, hops, &l, err) : tpudistNoMemory;
+  tpudistResult_t r = hops ? allEvents(a, &K, hops, NULL, err) : tpudistNoMemory;
+  if (r == tpudistSuccess) r = allEvents(a, &K, hops, &l, err);
   for (size_t i = 0; i < l.n && r == tpudistSuccess; i++)
     if (!l.ev[i].send && l.ev[i].d != a->rank) r = evPush(&tr, l.ev[i]);
   if (r == tpudistSuccess) {
     if (l.n) qsort(l.ev, l.n, sizeof(a2aEv), evCmp); /* empty lists have no array */
     if (tr.n) qsort(tr.ev, tr.n, sizeof(a2aEv), pairCmp);
-    r = a2aLayouts(a, s, &tr);
+    size_t u = 0; /* one SCRATCH block per transit pair, whichever of its parts pass here */
+    for (size_t i = 0; i < tr.n; i++)
+      if (!u || tr.ev[u - 1].s != tr.ev[i].s || tr.ev[u - 1].d != tr.ev[i].d) tr.ev[u++] = tr.ev[i];
+    tr.n = u;
+    r = a2aLayouts(a, s, &tr, K);
   }
-  if (r == tpudistSuccess) r = a2aEmit(a, s, &l, &tr);
+  if (r == tpudistSuccess) r = a2aEmit(a, s, &l, &tr, K);
   free(hops);
   free(l.ev);
   free(tr.ev);
