@@ -13,6 +13,7 @@
 #include "cost_int.h"
 
 void costModelDefault(const tdTopo *t, tdCostModel *m) {
+  memset(m, 0, sizeof(*m)); /* msg_latency 0: the runtime's figures have none */
   if (t && t->ndims > 0) {
     m->hop_latency = 1e-6;
     m->link_bw = 45e9;

@@ -40,6 +40,7 @@
  */
 #include "select.h"
 
+#include <pthread.h>
 #include <stdlib.h>
 #include <string.h>
 #include <time.h>
@@ -73,7 +74,48 @@ struct tdSelectTable {
   uint64_t work;          /* step evaluations spent */
   uint64_t pod_full_work; /* this collective's on plans of all ranks at pod scale */
   double build_s;
+  int refs; /* communicators sharing it through the cache (0: not cached) */
 };
+
+/* Tables by shape: communicators of one shape (the groups of a device mesh, splits of the same
+ * size and layout) share one table, built once per process. The key is everything the table
+ * depends on: the topology (shape, wraps, twist, hosts, slices), the rank count, the override and
+ * the cost model's figures. A table leaves the cache with its last communicator. */
+typedef struct selCached {
+  tdTopo topo;
+  int nranks;
+  char override[512]; /* parseOverride takes at most 511 characters */
+  tdCostModel model;
+  tdSelectTable *table;
+  struct selCached *next;
+} selCached;
+
+static pthread_mutex_t selCacheLock = PTHREAD_MUTEX_INITIALIZER;
+static selCached *selCache;
+
+static void cacheKey(selCached *k, const tdTopo *topo, int nranks, const char *override,
+                     const tdCostModel *m) {
+  memset(k, 0, sizeof(*k));
+  memcpy(&k->topo, topo, sizeof(*topo));
+  k->nranks = nranks;
+  snprintf(k->override, sizeof(k->override), "%s", override ? override : "");
+  memcpy(&k->model, m, sizeof(*m));
+}
+
+static int sameKey(const selCached *a, const selCached *b) {
+  return a->nranks == b->nranks && !memcmp(&a->topo, &b->topo, sizeof(a->topo)) &&
+         !strcmp(a->override, b->override) && !memcmp(&a->model, &b->model, sizeof(a->model));
+}
+
+/* The cached table for key (one more reference), or NULL. Called with the lock held. */
+static tdSelectTable *cacheFind(const selCached *key) {
+  for (selCached *c = selCache; c; c = c->next)
+    if (sameKey(c, key)) {
+      c->table->refs++;
+      return c->table;
+    }
+  return NULL;
+}
 
 static double nowSeconds(void) {
   struct timespec ts;
@@ -275,12 +317,13 @@ static int isImage(const tdSelectTable *t, selSym k, int g, const tdSched *x, co
   return ok;
 }
 
-/* The first symmetry that algo's plans have (x is rank 0's plan), or SYM_NONE. */
+/* The first symmetry that algo's plans have (x is rank 0's plan), or SYM_NONE; exact: only
+ * translations of a wrapped torus (the others cost links approximately). */
 static tpudistResult_t findSymmetry(const tdSelectTable *t, const tdCollArgs *base,
-                                    const char *algo, const tdSched *x, selSym *out) {
+                                    const char *algo, const tdSched *x, int exact, selSym *out) {
   char err[TD_ERRLEN];
   *out = SYM_NONE;
-  for (int k = SYM_TORUS; k < SYM_NONE && *out == SYM_NONE; k++) {
+  for (int k = SYM_TORUS; k < (exact ? SYM_SHIFT : SYM_NONE) && *out == SYM_NONE; k++) {
     int g[2], n = symAvailable(t, (selSym)k) ? symSamples(t, (selSym)k, g) : 0;
     int ok = n > 0;
     for (int j = 0; j < n && ok; j++) {
@@ -298,16 +341,16 @@ static tpudistResult_t findSymmetry(const tdSelectTable *t, const tdCollArgs *ba
 }
 
 /* A symmetric cost plan from rank 0's schedule, or *p = NULL when algo's plans have no symmetry
- * (errors: rank 0's refusal, in err). */
+ * (exact: no translation; errors: rank 0's refusal, in err). */
 static tpudistResult_t symPlan(const tdSelectTable *t, const tdCollArgs *base, const char *algo,
-                               tdCostPlan **p, char *err) {
+                               int exact, tdCostPlan **p, char *err) {
   *p = NULL;
   tdSched *x = calloc(1, sizeof(tdSched));
   int *mirror = malloc(sizeof(int) * (size_t)t->nranks), made = 0;
   tpudistResult_t r = x && mirror ? algoGenerate(base, algo, x, err) : tpudistNoMemory;
   made = r == tpudistSuccess;
   selSym k = SYM_NONE;
-  if (r == tpudistSuccess) r = findSymmetry(t, base, algo, x, &k);
+  if (r == tpudistSuccess) r = findSymmetry(t, base, algo, x, exact, &k);
   if (r == tpudistSuccess && k != SYM_NONE) {
     for (int q = 0; q < t->nranks; q++) mirror[q] = symMirror(t, k, q);
     uint64_t steps = 0;
@@ -341,8 +384,8 @@ static void podInterpolate(const tdSelectTable *t, tdColl c, double *out) {
 }
 
 /* Costs one candidate at every bucket into t->cost[c][i]; -1 if it refuses the shape. pod: pod
- * scale (buckets interpolated); sym: from rank 0's plan alone by symmetry; *costed = 0 (and
- * nothing written) if its plans have none. */
+ * scale (buckets interpolated); sym: from rank 0's plan alone by symmetry (2: translations of a
+ * wrapped torus only); *costed = 0 (and nothing written) if its plans have none. */
 static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const tdCostModel *m,
                                      int pod, int sym, int *costed) {
   char err[TD_ERRLEN];
@@ -370,7 +413,7 @@ static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const td
       p = NULL;
     }
     if (!p && sym) {
-      r = symPlan(t, &a, t->cand[c][i], &p, err);
+      r = symPlan(t, &a, t->cand[c][i], sym == 2, &p, err);
       if (r == tpudistSuccess && !p) break; /* no symmetry: not costed */
     } else if (!p) {
       r = costPlanGenerate(&a, t->cand[c][i], &p, err);
@@ -442,8 +485,9 @@ static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m
                          steps * (uint64_t)t->nranks <= TD_SELECT_POD_FULL_STEPS
                    : t->work + est <= TD_SELECT_WORK_BUDGET;
     if (c == TD_COLL_SENDRECV) continue;
-    if ((pod || !fits) && c != TD_COLL_ALLTOALLV) { /* rank 0 alone, by symmetry */
-      TD_CHECK(costCandidate(t, c, i, m, pod, 1, &costed));
+    /* rank 0 alone, by symmetry: at pod scale any, else (past the budget) translations only */
+    if ((pod || !fits) && c != TD_COLL_ALLTOALLV) {
+      TD_CHECK(costCandidate(t, c, i, m, pod, pod ? 1 : 2, &costed));
       t->nsym += costed;
     }
     if (!costed && fits && !(pod && c == TD_COLL_ALLTOALLV)) { /* no nranks^2 matrix */
@@ -558,11 +602,8 @@ static tpudistResult_t parseOverride(tdSelectTable *t, const char *spec, char *e
   return tpudistSuccess;
 }
 
-tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override,
-                            const tdCostModel *model, tdSelectTable **out, char *err) {
-  if (!topo || nranks < 1 || (topo->ndims > 0 && topo->nranks != nranks))
-    return tdErr(err, tpudistInvalidArgument, "select: topology of %d chips for %d ranks",
-                 topo ? topo->nranks : 0, nranks);
+static tpudistResult_t buildTable(const tdTopo *topo, int nranks, const char *override,
+                                  const tdCostModel *m, tdSelectTable **out, char *err) {
   double t0 = nowSeconds();
   tdSelectTable *t = calloc(1, sizeof(*t));
   if (!t) return tpudistNoMemory;
@@ -570,14 +611,9 @@ tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override
   t->nranks = nranks;
   tpudistResult_t r = listCandidates(t, err);
   if (r == tpudistSuccess) r = parseOverride(t, override, err);
-  tdCostModel m;
-  if (model)
-    m = *model;
-  else
-    costModelDefault(topo, &m);
   for (int c = 0; c < TD_NUM_COLLS && r == tpudistSuccess; c++) {
     if (t->override[c]) continue;
-    r = costColl(t, (tdColl)c, &m);
+    r = costColl(t, (tdColl)c, m);
     for (int b = 0; b < TD_SELECT_NBUCKETS && r == tpudistSuccess; b++)
       orderBucket(t, (tdColl)c, b);
   }
@@ -588,6 +624,47 @@ tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override
   }
   t->build_s = nowSeconds() - t0;
   *out = t;
+  return tpudistSuccess;
+}
+
+tpudistResult_t selectBuild(const tdTopo *topo, int nranks, const char *override,
+                            const tdCostModel *model, tdSelectTable **out, char *err) {
+  if (!topo || nranks < 1 || (topo->ndims > 0 && topo->nranks != nranks))
+    return tdErr(err, tpudistInvalidArgument, "select: topology of %d chips for %d ranks",
+                 topo ? topo->nranks : 0, nranks);
+  tdCostModel m;
+  if (model)
+    m = *model;
+  else
+    costModelDefault(topo, &m);
+  selCached *key = malloc(sizeof(*key));
+  if (!key) return tdErr(err, tpudistNoMemory, "select: out of memory");
+  cacheKey(key, topo, nranks, override, &m);
+  pthread_mutex_lock(&selCacheLock);
+  *out = cacheFind(key);
+  pthread_mutex_unlock(&selCacheLock);
+  if (*out) {
+    free(key);
+    return tpudistSuccess;
+  }
+  tdSelectTable *t;
+  tpudistResult_t r = buildTable(topo, nranks, override, &m, &t, err);
+  if (r != tpudistSuccess) {
+    free(key);
+    return r;
+  }
+  pthread_mutex_lock(&selCacheLock);
+  if ((*out = cacheFind(key)) != NULL) { /* another thread built it meanwhile */
+    free(t);
+    free(key);
+  } else {
+    t->refs = 1;
+    key->table = t;
+    key->next = selCache;
+    selCache = key;
+    *out = t;
+  }
+  pthread_mutex_unlock(&selCacheLock);
   return tpudistSuccess;
 }
 
@@ -672,7 +749,22 @@ void selectPrint(const tdSelectTable *t, FILE *f) {
 }
 
 void selectFree(tdSelectTable *t) {
-  free(t);
+  if (!t) return;
+  pthread_mutex_lock(&selCacheLock);
+  int last = 1;
+  if (t->refs > 0 && --t->refs == 0) { /* the last communicator of its shape: out of the cache */
+    for (selCached **c = &selCache; *c; c = &(*c)->next)
+      if ((*c)->table == t) {
+        selCached *gone = *c;
+        *c = gone->next;
+        free(gone);
+        break;
+      }
+  } else if (t->refs > 0) {
+    last = 0;
+  }
+  pthread_mutex_unlock(&selCacheLock);
+  if (last) free(t);
 }
 
 size_t selectPackedBytes(void) {
@@ -714,6 +806,7 @@ tpudistResult_t selectUnpack(const void *buf, size_t len, const tdTopo *topo, in
   tdSelectTable *t = malloc(sizeof(*t));
   if (!t) return tdErr(err, tpudistNoMemory, "select: out of memory");
   memcpy(t, buf, sizeof(*t));
+  t->refs = 0; /* a received table is this communicator's own */
   int bad = t->nranks != nranks || memcmp(&t->topo, topo, sizeof(*topo)) != 0;
   char theirs[64], mine[64];
   topoFormat(&t->topo, theirs, sizeof(theirs));

@@ -131,6 +131,36 @@ static void testFlat(void) {
             tpudistInvalidArgument); /* 16 chips, 8 ranks */
 }
 
+/* Communicators of one shape share one table (the cache by shape), other shapes and figures
+ * have their own, and a shared table lives until its last holder frees it. */
+static void testCache(void) {
+  tdTopo a, b;
+  parse("4x4", &a);
+  parse("4x4", &b);
+  tdSelectTable *s1 = NULL, *s2 = NULL, *s3 = NULL, *s4 = NULL;
+  char err[TD_ERRLEN] = "";
+  CU_ASSERT_FATAL(selectBuild(&a, 16, NULL, NULL, &s1, err) == tpudistSuccess);
+  CU_ASSERT_FATAL(selectBuild(&b, 16, NULL, NULL, &s2, err) == tpudistSuccess);
+  CU_ASSERT(s1 == s2);
+  parse("4x4:wrap=0,0", &b);
+  CU_ASSERT_FATAL(selectBuild(&b, 16, NULL, NULL, &s3, err) == tpudistSuccess);
+  CU_ASSERT(s3 != s1);
+  tdCostModel m;
+  costModelDefault(&a, &m);
+  m.link_bw *= 2;
+  CU_ASSERT_FATAL(selectBuild(&a, 16, NULL, &m, &s4, err) == tpudistSuccess);
+  CU_ASSERT(s4 != s1);
+  char *t1 = printed(s1);
+  selectFree(s1); /* s2 still holds it */
+  char *t2 = printed(s2);
+  CU_ASSERT_STRING_EQUAL(t1, t2);
+  free(t1);
+  free(t2);
+  selectFree(s2);
+  selectFree(s3);
+  selectFree(s4);
+}
+
 /* What `tpudist-info -s` prints: the rank count defaults to the chip count. */
 static void testPrintTopology(void) {
   char *buf = NULL, err[TD_ERRLEN] = "";
@@ -257,6 +287,7 @@ int main(void) {
                          {"print for a topology", testPrintTopology},
                          {"alltoallv phases", testAlltoallvPhases},
                          {"pack and unpack", testPackUnpack},
+                         {"one table per shape", testCache},
                          CU_TEST_INFO_NULL};
   return tdCUnitMain("select", tests);
 }
