@@ -13,7 +13,9 @@
 
 typedef struct tdSelectTable tdSelectTable;
 
-/* Builds the table for nranks ranks on topo. override: "allreduce=torus,alltoall=pairwise" or
+/* Builds the table for nranks ranks on topo, or shares the one already built in this process for
+ * the same topology, rank count, override and cost figures (communicators of one shape: one
+ * table; selectFree by every holder). override: "allreduce=torus,alltoall=pairwise" or
  * NULL; an unknown collective or algorithm name, or an algorithm that refuses this shape, is an
  * error with a message. model: the cost model's figures (NULL: costModelDefault(topo); the
  * runtime passes TPU_DIST_DCN_* through configCostModel). elem_size is the typical element size
