@@ -238,6 +238,35 @@ TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *exc
  * released as on a failure: peers waiting on this rank in comm fail with tpudistRemoteError at
  * once (they revoke or shrink in turn). */
 TPUDIST_API tpudistResult_t tpudistCommRevoke(tpudistComm_t comm);
+/* ---- reconfiguration: a communicator over any set of processes (docs/reliability.md) ----
+ * Each process opens one endpoint (a listener and a random 256-bit secret) and publishes its
+ * handle, a string naming both ("tpu_dist:<secret hex>@<host:port>"); the handle stays valid, and
+ * may be used in any number of reconfigurations, until the endpoint is destroyed. Handles travel
+ * out of band and are as secret as a unique id: whoever holds one can join reconfigurations
+ * rooted at its process. */
+typedef struct tpudistReconf *tpudistReconf_t;
+#define TPUDIST_RECONF_HANDLE_BYTES 160 /* room for any handle, its NUL included */
+/* Opens an endpoint; its handle (NUL-terminated) into handle (len bytes, at least
+ * TPUDIST_RECONF_HANDLE_BYTES). */
+TPUDIST_API tpudistResult_t tpudistReconfCreate(tpudistReconf_t *endpoint, char *handle,
+                                                size_t len);
+/* A new communicator *newcomm over the processes whose handles are handles[0..nhandles-1]:
+ * rank = position in the list; this endpoint's handle must appear exactly once. It needs no
+ * existing communicator: the members may come from different communicators or none (as
+ * ncclCommGrow admits new ranks), and the members meet at the endpoint of handles[0], with the
+ * same challenge-response as every rendezvous, under a key bound to uuid. uuid identifies this
+ * reconfiguration: every member passes the same one, and an endpoint takes each uuid once (a
+ * reused uuid fails with tpudistInvalidUsage, "already used"), so concurrent reconfigurations of
+ * disjoint sets use their own uuids. Bounded by timeoutMs (<= 0: the config's timeout, else
+ * TPU_DIST_TIMEOUT_MS); a member that does not come fails it with tpudistTimeout. config as in
+ * tpudistCommInitRankConfig (blocking = 0: the endpoint must outlive the creation). Calls on
+ * one endpoint must not overlap. */
+TPUDIST_API tpudistResult_t tpudistCommReconfigure(tpudistReconf_t endpoint, int64_t uuid,
+                                                   const char *const handles[], int nhandles,
+                                                   int timeoutMs, const tpudistConfig_t *config,
+                                                   tpudistComm_t *newcomm);
+/* Closes the endpoint (communicators made through it are independent of it). NULL: nothing. */
+TPUDIST_API tpudistResult_t tpudistReconfDestroy(tpudistReconf_t endpoint);
 /* The ranks comm knows to have failed, ascending: processes on this host that exited, and the
  * failed set of the last agreement (tpudistCommShrink with no list) on comm. *count: in, the room
  * in ranks; out, how many failed (only the first min(in, out) are written; ranks may be NULL with

@@ -100,6 +100,9 @@ suite fault-abort integration 60 tests/fault/jobs.sh abort
 # coordinator dying in its shrink) and revoke; then the seeded
 # chaos trials (random kills in random collective mixes; seed printed, rerun with TD_CHAOS_SEED)
 suite fault-shrink integration 120 tests/fault/shrink.sh
+# communicators over any set of processes from reconfiguration handles (identity, reorder, subset,
+# singletons then grow, disjoint then merge, reused uuid, bad lists, absent member, wrong uuid)
+suite fault-reconf integration 60 tests/fault/reconf.sh
 # kill, abort and shrink over the ofi transport (tcp;ofi_rxm on loopback)
 suite fault-ofi integration 240 tests/fault/ofi.sh
 suite fault-chaos stress 900 tests/fault/chaos.sh

@@ -169,6 +169,11 @@ static tpudistResult_t connStep(tdAdmit *ad, tdBootConn *c, tdBootstrap *owner, 
       connDrop(c);
       return tpudistSuccess;
     }
+    if (ad->kind == TD_HELLO_RECONF &&
+        (c->tr.hello.kind != TD_HELLO_RECONF || c->tr.hello.tag != ad->tag)) {
+      connDrop(c); /* a member of another reconfiguration, early: it connects again */
+      return tpudistSuccess;
+    }
     tdChallenge ch = {TD_BOOT_MAGIC, {0}};
     if (authRandom(ch.nonce, sizeof(ch.nonce), e) != tpudistSuccess ||
         send(c->fd, &ch, sizeof(ch), MSG_NOSIGNAL | MSG_DONTWAIT) != (ssize_t)sizeof(ch)) {

@@ -23,6 +23,7 @@
 #define TD_ID_FIXED 1u
 #define TD_HELLO_INIT 1u
 #define TD_HELLO_SPLIT 2u
+#define TD_HELLO_RECONF 3u
 #define TD_BOOT_LABEL_RANK "tpu_dist/boot/v1/rank"
 #define TD_BOOT_LABEL_ROOT "tpu_dist/boot/v1/root"
 

@@ -21,6 +21,11 @@
  * before answering (a flood filled its handshake table) connects again. The connections to the
  * root stay open: AllGather and Barrier go through the root (gather, then broadcast).
  *
+ * Reconfiguration (bootstrapInitReconf): the same rendezvous at member 0's reconfiguration
+ * listener, under a key derived from its endpoint's secret and the uuid; member 0 drops, before
+ * the challenge, hellos of another uuid (members of a later reconfiguration that came early), and
+ * they connect again.
+ *
  * Split: the members connect to their new rank 0's own listener (address from the parent table)
  * and prove the parent's key in a hello of kind SPLIT carrying the caller's tag; a rank that is new
  * rank 0 of one split may receive hellos for a later split first, which it keeps (stash) for that
@@ -392,6 +397,20 @@ static tpudistResult_t rootListener(const tdIdBody *b, int *lfd, char *err) {
   return netListen(&any, lfd, &bound, err);
 }
 
+/* Root of a rendezvous on lfd (left open): opens its own listener on the IP of root (or, when that
+ * is not a local address, of the interface), then admits every rank. */
+static tpudistResult_t rootAdmit(tdBootstrap *bs, int lfd, const tdNetAddr *root, uint32_t kind,
+                                 uint64_t tag, char *err) {
+  tpudistResult_t res = openOwnListener(bs, root, err);
+  if (res != tpudistSuccess) {
+    tdNetAddr local;
+    res = netLocalAddr(configGet()->socket_ifname, &local, err);
+    if (res == tpudistSuccess) res = openOwnListener(bs, &local, err);
+  }
+  if (res == tpudistSuccess) res = bootRootRendezvous(bs, lfd, NULL, &bs->key, kind, tag, err);
+  return res;
+}
+
 tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, int timeout_ms,
                               volatile int *abort, tdBootstrap **out, char *err) {
   tdIdBody b;
@@ -410,14 +429,7 @@ tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, i
   if (rank == 0) {
     int lfd = -1;
     TD_CHECK_GOTO(rootListener(&b, &lfd, err), res, fail);
-    res = openOwnListener(bs, &b.root, err);
-    if (res != tpudistSuccess) { /* the id's name is not a local address: use the interface */
-      tdNetAddr local;
-      res = netLocalAddr(configGet()->socket_ifname, &local, err);
-      if (res == tpudistSuccess) res = openOwnListener(bs, &local, err);
-    }
-    if (res == tpudistSuccess)
-      res = bootRootRendezvous(bs, lfd, NULL, &bs->key, TD_HELLO_INIT, 0, err);
+    res = rootAdmit(bs, lfd, &b.root, TD_HELLO_INIT, 0, err);
     if (res == tpudistSuccess && (b.flags & TD_ID_FIXED))
       bs->id_fd = lfd; /* the job's address: kept for bootstrapTakeIdListener */
     else
@@ -428,6 +440,38 @@ tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, i
   }
   TD_INFO(TD_SUBSYS_BOOT, "bootstrap: rank %d of %d joined (hash %016llx)", rank, nranks,
           (unsigned long long)bs->hash);
+  *out = bs;
+  return tpudistSuccess;
+fail:
+  bootstrapFree(bs);
+  return res;
+}
+
+tpudistResult_t bootstrapInitReconf(const tdReconfJoin *rj, int rank, int nranks, int timeout_ms,
+                                    volatile int *abort, tdBootstrap **out, char *err) {
+  char label[64];
+  tpudistResult_t res;
+  if (nranks < 1 || rank < 0 || rank >= nranks || (rank == 0) != (rj->lfd >= 0))
+    return tdErr(err, tpudistInvalidArgument, "bootstrap: reconfiguration rank %d of %d", rank,
+                 nranks);
+  tdBootstrap *bs = bsAlloc(rank, nranks, timeout_ms, abort);
+  if (!bs) return tdErr(err, tpudistNoMemory, "bootstrap: out of memory");
+  snprintf(label, sizeof(label), "tpu_dist/reconf/v1 %llu", (unsigned long long)rj->uuid);
+  TD_CHECK_GOTO(authDeriveKey(rj->secret, TD_KEY_BYTES, label, &bs->key, err), res, fail);
+  bs->hash = authId64(&bs->key, "tpu_dist/comm-hash/v1", &rj->root, sizeof(rj->root));
+  if (rank == 0)
+    res = rootAdmit(bs, rj->lfd, &rj->root, TD_HELLO_RECONF, rj->uuid, err);
+  else
+    res = clientJoin(bs, &rj->root, &bs->key, TD_HELLO_RECONF, rj->uuid, 0, err);
+  if (rank != 0 && (res == tpudistTimeout || res == tpudistRemoteError)) {
+    char rs[64], e[TD_ERRLEN];
+    snprintf(e, sizeof(e), "%s", err);
+    res = tdErr(err, tpudistTimeout,
+                "reconfiguration %lld: member 0 at %s did not admit this process before the "
+                "timeout (is it in this reconfiguration, with the same uuid?): %s",
+                (long long)rj->uuid, netAddrStr(&rj->root, rs, sizeof(rs)), e);
+  }
+  if (res != tpudistSuccess) goto fail;
   *out = bs;
   return tpudistSuccess;
 fail:

@@ -7,6 +7,7 @@
 #define TD_BOOTSTRAP_H_
 
 #include "auth.h"
+#include "net.h"
 #include "rt_net.h"
 #include "td_base.h"
 
@@ -25,6 +26,20 @@ tpudistResult_t bootstrapGetUniqueId(tpudistUniqueId *id, const char *comm_id, c
  * in its later waits, and bootstrapAbort sets it. */
 tpudistResult_t bootstrapInit(const tpudistUniqueId *id, int rank, int nranks, int timeout_ms,
                               volatile int *abort, tdBootstrap **out, char *err);
+/* One reconfiguration's meeting point (tpudistCommReconfigure): member 0's listener (-1 on the
+ * other members), its address and secret, and the uuid the key is bound to. */
+typedef struct tdReconfJoin {
+  int lfd;
+  tdNetAddr root;
+  uint8_t secret[TD_KEY_BYTES];
+  uint64_t uuid;
+} tdReconfJoin;
+/* The rendezvous of one reconfiguration: rank 0 admits the others on rj->lfd (left open), the
+ * others join rj->root; the key is derived (HKDF) from the secret and the uuid, so only members
+ * of this uuid prove it, and rank 0 drops (unanswered: they connect again) the hellos of other
+ * uuids. timeout_ms and abort as in bootstrapInit. */
+tpudistResult_t bootstrapInitReconf(const tdReconfJoin *rj, int rank, int nranks, int timeout_ms,
+                                    volatile int *abort, tdBootstrap **out, char *err);
 /* Same, rendezvous through an external store under prefix. */
 tpudistResult_t bootstrapInitStore(const tpudistStore_t *store, const char *prefix, int rank,
                                    int nranks, int timeout_ms, volatile int *abort,

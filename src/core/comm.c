@@ -151,6 +151,8 @@ static void commSetName(tdComm *c, const tpudistConfig_t *uc, const char *dflt_p
  * call; the store's ctx must stay valid until the init has finished). */
 typedef struct {
   tpudistUniqueId id;
+  int has_reconf;
+  tdReconfJoin reconf;
   int has_store;
   tpudistStore_t store;
   char prefix[];
@@ -161,7 +163,10 @@ static tpudistResult_t initJob(tdComm *c, const tpudistConfig_t *uc, void *arg, 
   uint64_t t_boot = clockNowNs();
   int n = c->net.nranks, rank = c->net.rank;
   volatile int *abort = c->blocking ? NULL : &c->net.aborted; /* nobody aborts a blocking one */
-  if (a->has_store)
+  if (a->has_reconf)
+    TD_CHECK(
+        bootstrapInitReconf(&a->reconf, rank, n, c->net.timeout_ms, abort, &c->net.bootstrap, err));
+  else if (a->has_store)
     TD_CHECK(bootstrapInitStore(&a->store, a->prefix, rank, n, c->net.timeout_ms, abort,
                                 &c->net.bootstrap, err));
   else
@@ -173,6 +178,7 @@ static tpudistResult_t initJob(tdComm *c, const tpudistConfig_t *uc, void *arg, 
 
 static tpudistResult_t initCommon(tpudistComm_t *out, int nranks, const tpudistUniqueId *id,
                                   int rank, const tpudistStore_t *store, const char *prefix,
+                                  const tdReconfJoin *rj, int timeout_ms,
                                   const tpudistConfig_t *uc) {
   char err[TD_ERRLEN] = "";
   tpudistResult_t r;
@@ -193,7 +199,9 @@ static tpudistResult_t initCommon(tpudistComm_t *out, int nranks, const tpudistU
   if (id) a->id = *id;
   if (store) a->has_store = 1, a->store = *store;
   if (prefix) memcpy(a->prefix, prefix, plen);
+  if (rj) a->has_reconf = 1, a->reconf = *rj;
   if (commConfigTimeout(uc)) c->net.timeout_ms = commConfigTimeout(uc);
+  if (timeout_ms > 0) c->net.timeout_ms = timeout_ms;
   return commCreate(c, !commConfigNonBlocking(uc, NULL), uc, initJob, a, "init", out);
 }
 
@@ -206,13 +214,13 @@ TPUDIST_API tpudistResult_t tpudistGetUniqueId(tpudistUniqueId *uniqueId) {
 
 TPUDIST_API tpudistResult_t tpudistCommInitRank(tpudistComm_t *comm, int nranks,
                                                 tpudistUniqueId commId, int rank) {
-  return initCommon(comm, nranks, &commId, rank, NULL, NULL, NULL);
+  return initCommon(comm, nranks, &commId, rank, NULL, NULL, NULL, 0, NULL);
 }
 
 TPUDIST_API tpudistResult_t tpudistCommInitRankConfig(tpudistComm_t *comm, int nranks,
                                                       tpudistUniqueId commId, int rank,
                                                       const tpudistConfig_t *config) {
-  return initCommon(comm, nranks, &commId, rank, NULL, NULL, config);
+  return initCommon(comm, nranks, &commId, rank, NULL, NULL, NULL, 0, config);
 }
 
 TPUDIST_API tpudistResult_t tpudistCommInitEnv(tpudistComm_t *comm, int nranks, int rank,
@@ -243,7 +251,7 @@ TPUDIST_API tpudistResult_t tpudistCommInitEnv(tpudistComm_t *comm, int nranks, 
     TD_INFO(TD_SUBSYS_INIT, "CommInitEnv: rank %d of %d from %s", rank, nranks, from);
   tpudistResult_t r = bootstrapGetUniqueId(&id, cfg->comm_id, err);
   if (r != tpudistSuccess) return commErrorMsg(NULL, r, err);
-  return initCommon(comm, nranks, &id, rank, NULL, NULL, config);
+  return initCommon(comm, nranks, &id, rank, NULL, NULL, NULL, 0, config);
 }
 
 TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks, int rank,
@@ -252,7 +260,13 @@ TPUDIST_API tpudistResult_t tpudistCommInitStore(tpudistComm_t *comm, int nranks
   if (!store || !store->set || !store->get || !prefix)
     return commError(NULL, tpudistInvalidArgument,
                      "CommInitStore: store, its set/get callbacks and prefix must not be NULL");
-  return initCommon(comm, nranks, NULL, rank, store, prefix, config);
+  return initCommon(comm, nranks, NULL, rank, store, prefix, NULL, 0, config);
+}
+
+tpudistResult_t commInitReconf(tpudistComm_t *out, int nranks, int rank,
+                               const struct tdReconfJoin *rj, int timeout_ms,
+                               const tpudistConfig_t *uc) {
+  return initCommon(out, nranks, NULL, rank, NULL, NULL, rj, timeout_ms, uc);
 }
 
 /* ---- split (used by comm_life.c) ---------------------------------------------------------- */

@@ -192,6 +192,12 @@ tpudistResult_t commSplitCreate(tdComm *parent, tdComm *c, const int *members, u
  * channel; every wait watches abort. */
 tpudistResult_t commShrinkCreate(const tdLineage *l, tdComm *c, const int *members, uint64_t tag,
                                  volatile int *abort, const tpudistConfig_t *uc, char *err);
+/* A new communicator of nranks members through rj's rendezvous (tpudistCommReconfigure);
+ * timeout_ms > 0 bounds it (else the config's or the default). */
+struct tdReconfJoin;
+tpudistResult_t commInitReconf(tpudistComm_t *out, int nranks, int rank,
+                               const struct tdReconfJoin *rj, int timeout_ms,
+                               const tpudistConfig_t *uc);
 /* Frees a lineage (NULL: nothing) (comm_shrink.c). */
 void lineageFree(tdLineage *l);
 
