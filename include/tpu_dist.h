@@ -283,6 +283,9 @@ TPUDIST_API tpudistResult_t tpudistCommGetAsyncError(tpudistComm_t comm,
  * TPU_DIST_FR_DUMP_DIR set the same is written when the communicator fails or times out.
  * docs/reliability.md describes the fields. */
 TPUDIST_API tpudistResult_t tpudistCommDumpFlightRecord(tpudistComm_t comm, const char *dir);
+/* Sets comm's bound on every wait (config.timeoutMs) to timeoutMs (> 0), from any thread: waits
+ * that start afterwards, and those running that have not yet waited that long, use it. */
+TPUDIST_API tpudistResult_t tpudistCommSetTimeout(tpudistComm_t comm, int timeoutMs);
 TPUDIST_API tpudistResult_t tpudistCommCount(const tpudistComm_t comm, int *count);
 TPUDIST_API tpudistResult_t tpudistCommUserRank(const tpudistComm_t comm, int *rank);
 

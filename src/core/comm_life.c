@@ -104,7 +104,8 @@ static tpudistResult_t splitChecked(tdComm *c, int color, int key, tpudistComm_t
     return commError(c, tpudistNoMemory, "CommSplit: out of memory");
   }
   *a = (tdSplitArgs){color, key, (sseq << 32) ^ (uint32_t)color};
-  nc->net.timeout_ms = commConfigTimeout(config) ? commConfigTimeout(config) : c->net.timeout_ms;
+  nc->net.timeout_ms =
+      commConfigTimeout(config) ? commConfigTimeout(config) : netTimeoutMs(&c->net);
   nc->parent = c;
   return commCreate(nc, !commConfigNonBlocking(config, c), config, splitJob, a, "CommSplit",
                     newcomm);
@@ -229,6 +230,18 @@ static tpudistResult_t commIntQuery(const tpudistComm_t comm, int *out, int coun
     r = commError(&comm->c, tpudistInvalidArgument, "%s: %s is NULL", call, what);
   else
     *out = count ? comm->c.net.nranks : comm->c.net.rank;
+  commLeave(&comm->c);
+  return r;
+}
+
+TPUDIST_API tpudistResult_t tpudistCommSetTimeout(tpudistComm_t comm, int timeoutMs) {
+  TD_CHECK(commEnter(comm ? &comm->c : NULL, "CommSetTimeout"));
+  tpudistResult_t r = tpudistSuccess;
+  if (timeoutMs <= 0)
+    r = commError(&comm->c, tpudistInvalidArgument, "CommSetTimeout: timeout %d ms is not positive",
+                  timeoutMs);
+  else
+    __atomic_store_n(&comm->c.net.timeout_ms, timeoutMs, __ATOMIC_RELAXED);
   commLeave(&comm->c);
   return r;
 }

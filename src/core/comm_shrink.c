@@ -263,7 +263,8 @@ TPUDIST_API tpudistResult_t tpudistCommShrink(tpudistComm_t comm, const int *exc
   }
   a->explicit_list = excludeCount > 0;
   a->flags = shrinkFlags;
-  nc->net.timeout_ms = commConfigTimeout(config) ? commConfigTimeout(config) : c->net.timeout_ms;
+  nc->net.timeout_ms =
+      commConfigTimeout(config) ? commConfigTimeout(config) : netTimeoutMs(&c->net);
   nc->parent = c;
   /* blocking: the job runs here (its failure is recorded on c); else on a helper thread, c held
    * until it ends */

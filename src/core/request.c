@@ -84,7 +84,7 @@ TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *sour
   /* Progress until the receive is matched (the source is known before the data has arrived). */
   tdBackoff b;
   backoffInit(&b, commOfOp(op)->net.cfg->spin_us);
-  uint64_t deadline = clockNowNs() + (uint64_t)commOfOp(op)->net.timeout_ms * 1000000ull;
+  uint64_t deadline = clockNowNs() + (uint64_t)netTimeoutMs(&commOfOp(op)->net) * 1000000ull;
   for (;;) {
     int s = op->done ? op->source : op->p2p.source;
     if (s >= 0) {
@@ -100,7 +100,7 @@ TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *sour
     if (!done && clockNowNs() > deadline)
       return commError(commOfOp(op), tpudistTimeout,
                        "RequestSource: no matching message within %d ms",
-                       commOfOp(op)->net.timeout_ms);
+                       netTimeoutMs(&commOfOp(op)->net));
     backoffStep(&b, 0);
   }
 }

@@ -322,7 +322,7 @@ int execProgressLocked(tdExec *ex) {
   uint64_t now = clockCoarseNs();
   if (progressed || !p->head) {
     p->last_progress_ns = now;
-  } else if (now - p->last_progress_ns > (uint64_t)comm->timeout_ms * 1000000ull) {
+  } else if (now - p->last_progress_ns > (uint64_t)netTimeoutMs(comm) * 1000000ull) {
     timeoutFail(ex, now - p->last_progress_ns);
     progressed = 1;
   }

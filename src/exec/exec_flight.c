@@ -242,7 +242,7 @@ static void jsonRec(FILE *f, const tdNet *net, const tdFlightRec *r, uint64_t id
           "\"time_discovered_started_ns\": null, \"time_discovered_completed_ns\": null, "
           "\"retired\": %s, \"timeout_ms\": %d, \"is_p2p\": %s, \"duration_ms\": null, "
           "\"frames\": [], \"algorithm\": ",
-          strcmp(state, "completed") ? "false" : "true", net->timeout_ms, p2p ? "true" : "false");
+          strcmp(state, "completed") ? "false" : "true", netTimeoutMs(net), p2p ? "true" : "false");
   jsonStr(f, algo ? algo : "");
   if (!p2p && (r->coll == TD_COLL_BROADCAST || r->coll == TD_COLL_REDUCE))
     fprintf(f, ", \"root\": %d", r->root);

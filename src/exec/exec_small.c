@@ -174,11 +174,12 @@ static tpudistResult_t smallLoop(tdOp *op, char *err) {
       polled = now;
       if (transportProgressAll(comm, &moved) != tpudistSuccess)
         return tdErr(err, tpudistRemoteError, "transport failure: %s", comm->err.msg);
-      if (now - since > (uint64_t)comm->timeout_ms * 1000000ull) {
+      if (now - since > (uint64_t)netTimeoutMs(comm) * 1000000ull) {
         char what[160];
         execSmallDescribe(op, what, sizeof(what));
         return tdErr(err, tpudistTimeout, "%s seq %llu timed out after %d ms: %s",
-                     schedCollName(op->coll), (unsigned long long)op->seq, comm->timeout_ms, what);
+                     schedCollName(op->coll), (unsigned long long)op->seq, netTimeoutMs(comm),
+                     what);
       }
     }
     pthread_mutex_unlock(&p->lock);

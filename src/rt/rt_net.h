@@ -43,7 +43,7 @@ typedef struct tdNet {
   struct tdBootstrap *bootstrap; /* out-of-band channel (allgather, barrier) */
   const tdConfig *cfg;
   long chunk_bytes; /* pipeline piece size: TPU_DIST_CHUNK_BYTES, else from the host's caches */
-  int timeout_ms;
+  int timeout_ms; /* read with netTimeoutMs: tpudistCommSetTimeout changes it from any thread */
   volatile int aborted; /* set by tpudistCommAbort from any thread */
   /* transports */
   const struct tdTransport *transports[TD_MAX_TRANSPORTS]; /* enabled, in order */
@@ -54,6 +54,11 @@ typedef struct tdNet {
 } tdNet;
 
 /* Index of transport t in net->transports, or -1. */
+/* The communicator's current bound on every wait, in ms. */
+static inline int netTimeoutMs(const tdNet *net) {
+  return __atomic_load_n(&net->timeout_ms, __ATOMIC_RELAXED);
+}
+
 static inline int netTransportIndex(const tdNet *net, const struct tdTransport *t) {
   for (int i = 0; i < net->ntransports; i++)
     if (net->transports[i] == t) return i;

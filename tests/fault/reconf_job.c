@@ -19,6 +19,8 @@
  *   wrong uuid                 ranks 0 and 1 on [h0, h1] with different uuids: both fail with
  *                              tpudistTimeout, rank 1 saying it was not admitted (rank 0 drops
  *                              hellos of another uuid unanswered)
+ *   set timeout                tpudistCommSetTimeout: 0 refused; rank 0 all-reduces alone under
+ *                              300 ms: tpudistTimeout
  * Exit status 0 on success; each failure is printed with the rank.
  */
 #include <stdio.h>
@@ -108,6 +110,28 @@ static void faults(void) {
   worldBarrier();
 }
 
+/* tpudistCommSetTimeout: a bound that is not positive is refused; rank 0's all-reduce that nobody
+ * joins ends with tpudistTimeout under the 300 ms it set (the job's timeout is 10 s). */
+static void setTimeout(void) {
+  const char *ident[N] = {gHandles[0], gHandles[1], gHandles[2]};
+  tpudistComm_t c = NULL;
+  if (tpudistCommReconfigure(gEp, 970, ident, N, 10000, NULL, &c) != tpudistSuccess) {
+    FAIL("set timeout: CommReconfigure: %s", tpudistGetLastError(NULL));
+    return;
+  }
+  if (tpudistCommSetTimeout(c, 0) != tpudistInvalidArgument) FAIL("timeout 0 accepted");
+  if (gRank == 0) {
+    int32_t x = 1;
+    double t0 = nowMs();
+    if (tpudistCommSetTimeout(c, 300) != tpudistSuccess) FAIL("timeout 300 refused");
+    tpudistResult_t r = tpudistAllReduce(&x, &x, 1, tpudistInt32, tpudistSum, c, NULL);
+    if (r != tpudistTimeout) FAIL("lone all-reduce: %s, want a timeout", tpudistGetErrorString(r));
+    printf("rank 0: lone all-reduce failed after %.0f ms (timeout set to 300 ms)\n", nowMs() - t0);
+  }
+  worldBarrier();
+  tpudistCommAbort(c);
+}
+
 int main(void) {
   gRank = envInt("RANK", -1);
   if (envInt("WORLD_SIZE", -1) != N || gRank < 0 || gRank >= N) {
@@ -138,6 +162,7 @@ int main(void) {
   badLists();
   worldBarrier();
   faults();
+  setTimeout();
   tpudistReconfDestroy(gEp);
   tpudistCommDestroy(gWorld);
   if (gFail == 0) printf("rank %d: reconfigurations OK\n", gRank);

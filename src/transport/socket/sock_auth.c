@@ -118,7 +118,7 @@ static ssize_t hsRecv(int fd, SSL *ssl, void *buf, size_t len, char *why, size_t
 /* The connection closed before the verdict: connect again while the timeout allows. */
 static tpudistResult_t connectorLost(tdNet *comm, tdSockCtx *c, int p, int s, const char *why) {
   tdSockConn *pe = &c->peers[p].conn[s];
-  if (netNowMs() - pe->hs_since < comm->timeout_ms) {
+  if (netNowMs() - pe->hs_since < netTimeoutMs(comm)) {
     TD_INFO(TD_SUBSYS_SOCK,
             "%s rank %d: handshake with rank %d (stream %d) lost (%s): connecting again",
             comm->name, comm->rank, p, s, why);
