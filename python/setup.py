@@ -34,7 +34,7 @@ setup(
         CppExtension(
             "tpu_dist._C",
             ["csrc/process_group.cpp", "csrc/group.cpp", "csrc/group_defer.cpp",
-             "csrc/module.cpp"],
+             "csrc/group_reconf.cpp", "csrc/module.cpp"],
             include_dirs=[f[2:] for f in cflags if f.startswith("-I")],
             library_dirs=lib_dirs,
             extra_compile_args=["-O2", "-Wall", "-Woverloaded-virtual"] +

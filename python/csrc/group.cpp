@@ -54,6 +54,8 @@ std::chrono::milliseconds pick(std::chrono::milliseconds opTimeout,
   return opTimeout == c10d::kUnsetTimeout ? groupTimeout : opTimeout;
 }
 
+}  // namespace
+
 tpudistConfig_t configFor(std::chrono::milliseconds timeout) {
   tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
   cfg.timeoutMs = (int)std::min<int64_t>(timeout.count(), INT32_MAX);
@@ -75,8 +77,6 @@ int modeOf(const std::string &opt, tpudistConfig_t *cfg) {
   }
   return m == "defer";
 }
-
-}  // namespace
 
 // ---- Work ----
 namespace {
@@ -155,6 +155,7 @@ bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   WaitMark mark(waitsForWorker ? queue.get() : nullptr);  // defer mode: the worker harvests
   std::unique_lock<std::mutex> lock(mutex_);
   if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
+    if (queue) queue->lastError = 1;  // c10d::ErrorType::TIMEOUT
     std::ostringstream os;
     os << "tpu_dist: " << opName << " (sequence " << seq << ") on rank " << rank_
        << " timed out after " << limit.count() << " ms";
@@ -188,6 +189,11 @@ void WorkTpuDist::execute() {
 ProcessGroupTpuDist::ProcessGroupTpuDist(const c10::intrusive_ptr<c10d::Store> &store, int rank,
                                          int size, c10::intrusive_ptr<Options> options)
     : BaseGroup(rank, size), options_(std::move(options)), timeout_(options_->timeout) {
+  if (openEndpoint()) {  // enable_reconfigure: no communicator until reconfigure()
+    defer_ = modeOf(options_->mode, nullptr);
+    start();
+    return;
+  }
   StoreCtx ctx{store.get(), &storeOps_};
   tpudistStore_t st;
   st.ctx = &ctx;
@@ -217,7 +223,7 @@ void ProcessGroupTpuDist::start() {
 #endif
   queue_->runInline = !defer_;
   if (defer_) queue_->round = [this](bool harvest) { deferRound(harvest); };
-  worker_ = std::thread(&ProcessGroupTpuDist::workerLoop, this);
+  startWorkerLocked();
 }
 
 ProcessGroupTpuDist::~ProcessGroupTpuDist() {
@@ -233,44 +239,30 @@ std::vector<c10::intrusive_ptr<WorkTpuDist>> ProcessGroupTpuDist::takeQueuedLock
   return out;
 }
 
-namespace {
-// Lets go of the GIL for its lifetime if this thread holds it: Python dropping a group's last
-// reference runs its destructor (shutdown) under the GIL, and the worker being joined may need
-// the GIL to free a tensor that owns its Python object; it would wait for it forever.
-struct NoGil {
-  PyThreadState *st = nullptr;
-  NoGil() {
-    if (Py_IsInitialized() && PyGILState_Check()) st = PyEval_SaveThread();
-  }
-  ~NoGil() {
-    if (st) PyEval_RestoreThread(st);
-  }
-};
+NoGil::NoGil() {
+  if (Py_IsInitialized() && PyGILState_Check()) st_ = PyEval_SaveThread();
+}
 
-// Completed outside the queue's lock: a Future's callbacks may issue operations.
+NoGil::~NoGil() {
+  if (st_) PyEval_RestoreThread((PyThreadState *)st_);
+}
+
 void failAll(const std::vector<c10::intrusive_ptr<WorkTpuDist>> &works, const std::string &msg) {
   auto err = std::make_exception_ptr(std::runtime_error(msg));
   for (auto &w : works) w->complete(err);
 }
-}  // namespace
 
 void ProcessGroupTpuDist::shutdown() {
   NoGil nogil;
   std::lock_guard<std::mutex> admin(adminMu_);
+  tpudistReconfDestroy(endpoint_);
+  endpoint_ = nullptr;
   if (closed_) return;
   closed_ = true;
-  std::vector<c10::intrusive_ptr<WorkTpuDist>> pending;
-  {
-    std::lock_guard<std::mutex> lock(queue_->mu);
-    pending = takeQueuedLocked();
-    queue_->stop = true;
-  }
-  queue_->cv.notify_all();
   std::ostringstream os;
   os << "tpu_dist: the process group was shut down on rank " << getRank()
      << " before this operation ran";
-  failAll(pending, os.str());
-  if (worker_.joinable()) worker_.join();  // the running operation ends, bounded by its timeout
+  stopWorkerLocked(os.str());
   if (comm_ && !aborted_) tpudistCommDestroy(comm_);
   comm_ = nullptr;
 }
@@ -296,6 +288,7 @@ void ProcessGroupTpuDist::abort() {
   if (comm_) tpudistCommAbort(comm_);
   if (worker_.joinable()) worker_.join();
   comm_ = nullptr;
+  runAbortHooks();
 }
 
 void ProcessGroupTpuDist::workerLoop() {
@@ -333,7 +326,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
   {
     WorkQueue &wq = *queue_;
     std::lock_guard<std::mutex> lock(wq.mu);
-    stopped = wq.stop;
+    stopped = wq.stop || !comm_;
     if (!stopped && coalescing_) {
       coalesced_.push_back(w);  // completed by the batch endCoalescing queues
       return w;
@@ -354,8 +347,11 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
   }
   if (stopped) {  // fails at once (outside the lock: its Future's callbacks may issue work)
     std::ostringstream os;
-    os << "tpu_dist: " << name << " on rank " << getRank() << ": the process group was "
-       << (aborted_ ? "aborted" : "shut down");
+    os << "tpu_dist: " << name << " on rank " << getRank() << ": the process group "
+       << (aborted_  ? "was aborted"
+           : closed_ ? "was shut down"
+                     : "was made with enable_reconfigure=True and has no communicator until "
+                       "reconfigure");
     w->complete(std::make_exception_ptr(std::runtime_error(os.str())));
     return w;
   }

@@ -50,8 +50,12 @@ class GroupTpuDist : public c10d::ProcessGroup {
 
 PYBIND11_MODULE(_C, m) {
   m.doc() = "tpu_dist torch.distributed backend (C++ shim over libtpu_dist)";
-  py::class_<PG::Options, c10::intrusive_ptr<PG::Options>>(m, "Options")
-      .def(py::init<std::chrono::milliseconds>(), py::arg("timeout"))
+  auto options = py::class_<PG::Options, c10::intrusive_ptr<PG::Options>>(m, "Options");
+#if TD_TORCH_RECONFIGURE
+  // torch's enable_reconfigure: no communicator until reconfigure (group_reconf.cpp).
+  options.def_readwrite("enable_reconfigure", &PG::Options::enable_reconfigure);
+#endif
+  options.def(py::init<std::chrono::milliseconds>(), py::arg("timeout"))
       .def_readwrite("timeout", &PG::Options::timeout)
       .def_readwrite("group_name", &PG::Options::group_name)
       .def_readwrite("global_ranks_in_group", &PG::Options::global_ranks_in_group)

@@ -107,6 +107,7 @@ struct OutBuf {
 // every buffer the calls use so it outlives a batch's tpudistGroupEnd.
 void ProcessGroupTpuDist::check(tpudistResult_t res, const WorkTpuDist &w) const {
   if (res == tpudistSuccess) return;
+  noteError(res);
   std::ostringstream os;
   os << "tpu_dist: " << w.opName << " (sequence " << w.seq << ") failed on rank " << getRank()
      << ": " << tpudistGetErrorString(res) << ": "

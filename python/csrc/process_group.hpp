@@ -1,11 +1,11 @@
 // process_group.hpp - the torch.distributed backend "tpu_dist": a thin C++ shim over the C API.
 //
 // torch 1.13 derives from c10d::ProcessGroup, torch 2.x from c10d::Backend; what differs between
-// torch releases is a feature macro of torch_compat.hpp. Every operation is queued to one worker thread per group,
-// which calls into the C library and completes the Work and its Future; a caller that finds the
-// group idle may do it on its own thread instead (WorkQueue), and one thread at a time calls into
-// the library (as the C API requires). So async_op=True returns at once and the collective runs
-// while the caller computes; wait() is bounded by the op's or the group's timeout.
+// torch releases is a feature macro of torch_compat.hpp. Every operation is queued to one worker
+// thread per group, which calls into the C library and completes the Work and its Future; a caller
+// that finds the group idle may do it on its own thread instead (WorkQueue), and one thread at a
+// time calls into the library (as the C API requires). So async_op=True returns at once and the
+// collective runs while the caller computes; wait() is bounded by the op's or the group's timeout.
 //
 // Coalescing (startCoalescing/endCoalescing and the *_coalesced ops) runs several operations as
 // one tpudistGroupStart/End batch: each operation's body issues its C calls and hands what must
@@ -26,6 +26,7 @@
 #include <condition_variable>
 #include <deque>
 #include <functional>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -37,6 +38,26 @@
 namespace tpu_dist {
 
 class WorkTpuDist;
+
+// Shared by the group's files (group.cpp). A library config whose timeout bounds every wait.
+tpudistConfig_t configFor(std::chrono::milliseconds timeout);
+// The group's execution mode: the option, else TPU_DIST_MODE; sets cfg->mode when the option
+// names one (cfg may be NULL); true for defer.
+int modeOf(const std::string &opt, tpudistConfig_t *cfg);
+// Fails each Work with msg (outside the queue's lock: a Future's callbacks may issue operations).
+void failAll(const std::vector<c10::intrusive_ptr<WorkTpuDist>> &works, const std::string &msg);
+// Lets go of the GIL for its lifetime if this thread holds it: Python dropping a group's last
+// reference runs its destructor (shutdown) under the GIL, and the worker being joined may need
+// the GIL to free a tensor that owns its Python object; it would wait for it forever.
+struct NoGil {
+  NoGil();
+  ~NoGil();
+  NoGil(const NoGil &) = delete;
+  NoGil &operator=(const NoGil &) = delete;
+
+ private:
+  void *st_ = nullptr;  // the saved PyThreadState
+};
 
 // The operations of one group, run in issue order and one at a time: by the group's worker thread,
 // or by a thread that waits for the operation at the head of the queue while nothing executes
@@ -56,6 +77,9 @@ struct WorkQueue {
   // defer mode: Works issued to the library and not completed yet, issues so far (the worker's
   // timer harvests only once the issues stop), and the group's round: issue what is queued, then
   // complete every issued Work if asked (run by whoever set busy)
+  // c10d::ErrorType of the group's last failure (getError): a failed operation or reconfigure,
+  // a wait that timed out
+  std::atomic<int> lastError{0};
   size_t pending = 0;
   uint64_t issued = 0;
   std::function<void(bool harvest)> round;
@@ -161,6 +185,41 @@ class ProcessGroupTpuDist : public BaseGroup {
       const std::vector<int64_t> &ranksToExclude, int shrinkFlags,
       const c10::intrusive_ptr<c10d::Backend::Options> &optsOverride) override;
 #endif
+#if TD_TORCH_RECONFIGURE
+  // torch's fault-tolerance contract (group_reconf.cpp). A group made with
+  // enable_reconfigure=True has a reconfiguration endpoint whose handle get_reconfigure_handle
+  // returns, and no communicator until reconfigure, which makes one over the processes of the
+  // handles (tpudistCommReconfigure; rank = position, a set is ordered by handle) and replaces
+  // the current one: operations queued then fail, the old communicator is released (also after
+  // abort, which it recovers from). Synchronous: the Work it returns is complete.
+  bool supportsReconfigure() const override {
+    return reconfigurable_;
+  }
+  c10d::ReconfigureHandle get_reconfigure_handle() const override;
+  c10::intrusive_ptr<c10d::Work> reconfigure(const c10d::ReconfigureOptions &opts) override;
+#endif
+#if TD_TORCH_ABORT_HOOKS
+  // Hooks abort() runs (once, after failing every operation), on the aborting thread.
+  void registerAbortHook(int64_t hookId, c10d::AbortHook hook) override;
+  void unregisterAbortHook(int64_t hookId) override;
+#endif
+#if TD_TORCH_2_14
+  // What went wrong last: TIMEOUT, COMM_ERROR or REMOTE_ERROR from the library's result of the
+  // last failed operation or reconfigure (an abort by the user is no error); SUCCESS again after
+  // a reconfigure.
+  c10d::ErrorType getError() override;
+  // The timeout of the operations issued from now on (the Work's wait and the library's bound on
+  // the communicator's waits, tpudistCommSetTimeout) and of later communicators.
+  void setTimeout(std::chrono::milliseconds timeout) override;
+  // torch's split (ranks: this group's ranks of the new group) and merge: a new group through
+  // the store among its members only.
+  c10::intrusive_ptr<c10d::Backend> split(
+      const c10::intrusive_ptr<c10d::Store> &store, const std::vector<int> &ranks,
+      const c10::intrusive_ptr<c10d::Backend::Options> &opts) override;
+  c10::intrusive_ptr<c10d::Backend> merge(const c10::intrusive_ptr<c10d::Store> &store,
+                                          const c10::intrusive_ptr<c10d::Backend::Options> &opts,
+                                          const int &rank, const int &size) override;
+#endif
   bool supportsSplitting() const TD_OVERRIDE_2_0 {
     return true;
   }
@@ -253,6 +312,15 @@ class ProcessGroupTpuDist : public BaseGroup {
   // Runs fn now, or after the batch's tpudistGroupEnd when a batch is executing.
   void after(std::function<void()> fn);
   void start();
+  // The worker's thread: stops it (failing what is queued with why, the running operation ends)
+  // and starts it again (adminMu_ held).
+  void stopWorkerLocked(const std::string &why);
+  void startWorkerLocked();
+  // enable_reconfigure: opens the reconfiguration endpoint (true); else false.
+  bool openEndpoint();
+  // Records a failed result for getError.
+  void noteError(tpudistResult_t res) const;
+  void runAbortHooks();
   // Removes every queued and coalesced operation (the queue's lock held by the caller).
   std::vector<c10::intrusive_ptr<WorkTpuDist>> takeQueuedLocked();
   void workerLoop();
@@ -303,6 +371,13 @@ class ProcessGroupTpuDist : public BaseGroup {
   bool defer_ = false;
   DeferBatch dbatch_;
   std::vector<tpudistRequest_t> *reqs_ = nullptr;
+  // Reconfiguration (group_reconf.cpp): the endpoint (until shutdown) and its handle, the abort
+  // hooks.
+  bool reconfigurable_ = false;
+  tpudistReconf_t endpoint_ = nullptr;
+  std::string handle_;
+  std::mutex hooksMu_;
+  std::map<int64_t, std::function<void()>> abortHooks_;
   std::shared_ptr<WorkQueue> queue_ = std::make_shared<WorkQueue>();
   std::thread worker_;
 };

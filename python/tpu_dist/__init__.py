@@ -49,6 +49,8 @@ def _create_ext(dist_opts, pg_options):  # torch 2.x, extended_api=True
         opts.mode = pg_options.mode
     opts.group_name = dist_opts.group_id
     opts.global_ranks_in_group = list(dist_opts.global_ranks_in_group)
+    if _compat.RECONFIGURE:  # no communicator until dist._reconfigure
+        opts.enable_reconfigure = bool(getattr(dist_opts, "enable_reconfigure", False))
     backend = _C.create_process_group(dist_opts.store, dist_opts.group_rank,
                                       dist_opts.group_size, opts)
     if _compat.making_mixed_group():
