@@ -15,6 +15,8 @@ timeout, name and global ranks) and also provides:
   parents (torch's own is NCCL-only);
 - shrink_group(group, exclude_ranks, abort): the survivors of a failure form a new group with
   tpudistCommShrink (no store, no rendezvous; also on torch 1.13);
+- torch's reconfigure contract (torch 2.13+): init_process_group(..., enable_reconfigure=True),
+  dist._get_reconfigure_handle(), dist._reconfigure(uuid, handles) (docs/torch.md, "Reconfigure");
 - abort_process_group(group): fails every pending operation at once and destroys the group(s);
   dist.destroy_process_group shuts tpu_dist groups down (pending operations fail, never hang);
 - device-typed backend strings ("cpu:gloo,cuda:tpu_dist" or the reverse): the group keeps every
