@@ -11,7 +11,7 @@ import shlex
 import subprocess
 
 from setuptools import setup
-from torch.utils.cpp_extension import BuildExtension, CppExtension
+from torch.utils.cpp_extension import BuildExtension, CppExtension, include_paths
 
 
 def pkg_config(flag):
@@ -37,7 +37,10 @@ setup(
              "csrc/group_reconf.cpp", "csrc/module.cpp"],
             include_dirs=[f[2:] for f in cflags if f.startswith("-I")],
             library_dirs=lib_dirs,
+            # torch's headers as system headers: a newer gcc's warnings inside them (gcc 14's
+            # -Wdangling-reference on torch 2.6) are torch's, not the plugin's
             extra_compile_args=["-O2", "-Wall", "-Woverloaded-virtual"] +
+            [f for d in include_paths() for f in ("-isystem", d)] +
             (["-Werror"] if os.environ.get("TD_WERROR") == "1" else []),
             extra_link_args=link_args,
         )

@@ -19,7 +19,7 @@
 set -euo pipefail
 
 SUITE=${1:-}
-PKGS="build-essential autoconf automake libtool pkg-config libssl-dev libhwloc-dev
+PKGS="build-essential autoconf automake libtool pkg-config libssl-dev libhwloc-dev libfabric-dev
   libopenmpi-dev openmpi-bin libcunit1-dev python3-torch libtorch-dev pybind11-dev python3-pytest
   python3-setuptools python3-pip ninja-build"
 APT_OPTS=
