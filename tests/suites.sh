@@ -106,6 +106,8 @@ suite fault-reconf integration 60 tests/fault/reconf.sh
 # kill, abort and shrink over the ofi transport (tcp;ofi_rxm on loopback)
 suite fault-ofi integration 240 tests/fault/ofi.sh
 suite fault-chaos stress 900 tests/fault/chaos.sh
+# 20 chaos trials with every pair over the ofi transport (tcp;ofi_rxm on loopback)
+suite fault-chaos-ofi stress 300 env TD_CHAOS_TRANSPORTS=ofi TPU_DIST_OFI_PROVIDER='tcp;ofi_rxm' FI_TCP_IFACE=lo TPU_DIST_SOCKET_IFNAME=lo tests/fault/chaos.sh 20
 suite fault-badargs integration 90 tests/fault/jobs.sh badargs
 suite fault-mismatch integration 90 tests/fault/jobs.sh mismatch
 suite fault-debug integration 90 tests/fault/jobs.sh debug

@@ -1,9 +1,9 @@
 #!/usr/bin/env bash
-# tests/cluster/ofi.sh - the ofi transport across hosts (suite cluster-ofi): 2 hosts of
+# tests/cluster/ofi.sh - the ofi transport across hosts (suite cluster-ofi): 4 hosts of
 # scripts/cluster (network namespaces, links shaped to 2 Gbit/s), mpirun with a hostfile and
 # tests/mpi/test_mpi exact on 2 hosts x 2 ranks with every pair over ofi (libfabric's tcp;ofi_rxm,
-# on the hosts' own interface: the socket transport's choice), then the same job over sockets;
-# the INFO log must show ofi across hosts.
+# on the hosts' own interface: the socket transport's choice), then the same job over sockets,
+# then over ofi on 4 hosts x 1 rank; the INFO log must show ofi across hosts.
 # Needs root (network namespaces). TD_CLUSTER_NET picks the subnet (default 10.217.61).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -14,12 +14,13 @@ C=scripts/cluster
 tmp=$(mktemp -d)
 trap '$C down; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
-$C up 2 --rate 2gbit || exit 1
+$C up 4 --rate 2gbit || exit 1
 rc=0
 fail() { echo "FAIL: $*"; rc=1; }
-$C hostfile 2 >"$tmp/hostfile"
-for tp in ofi socket; do
-  echo "== mpirun: test_mpi on 2 hosts x 2 ranks over $tp"
+for job in ofi:2 socket:2 ofi:4; do
+  tp=${job%:*} hosts=${job#*:}
+  $C hostfile $((4 / hosts)) >"$tmp/hostfile"
+  echo "== mpirun: test_mpi on $hosts hosts x $((4 / hosts)) ranks over $tp"
   out=$(TPU_DIST_DEBUG=INFO TPU_DIST_TRANSPORTS=$tp TPU_DIST_OFI_PROVIDER='tcp;ofi_rxm' \
     timeout 300 mpirun --hostfile "$tmp/hostfile" -np 4 --mca plm_rsh_agent "$PWD/$C rsh" \
     --mca oob_tcp_if_include "$TD_CLUSTER_NET.0/24" --mca btl_tcp_if_include "$TD_CLUSTER_NET.0/24" \

@@ -9,6 +9,8 @@
 # communicator (the slowest survivor of each trial) at 8 ranks. Fails unless all counts are 0.
 #   chaos.sh [TRIALS]   default 100, 1000 with TD_FULL=1; TD_CHAOS_SEED=S reruns a seed (the plans
 #                       are the same; when a rank dies within an operation is up to the machine)
+# TD_CHAOS_TRANSPORTS: the transport lists the launches take in turn (default "shm,socket socket";
+# "ofi" runs every trial over the ofi transport, with TPU_DIST_OFI_PROVIDER set by the caller).
 # Runs in a private mount namespace with its own /dev/shm, so other jobs do not interfere.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
@@ -23,7 +25,8 @@ log=$(mktemp)
 trials=0 hangs=0 shm_leaks=0 thread_leaks=0 launch=0 bad_exits=0
 while [ $trials -lt "$target" ]; do
   if [ $((launch % 2)) = 0 ]; then n=8 per=5 min=4; else n=4 per=2 min=3; fi
-  [ $((launch / 2 % 2)) = 0 ] && tp=shm,socket || tp=socket
+  tps=(${TD_CHAOS_TRANSPORTS:-shm,socket socket})
+  tp=${tps[$((launch / 2 % ${#tps[@]}))]}
   left=$((target - trials)); [ $per -gt $left ] && per=$left
   export TPU_DIST_COMM_ID=127.0.0.1:$(td_port)
   out=$(mktemp)
