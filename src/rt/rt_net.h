@@ -43,7 +43,7 @@ typedef struct tdNet {
   struct tdBootstrap *bootstrap; /* out-of-band channel (allgather, barrier) */
   const tdConfig *cfg;
   long chunk_bytes; /* pipeline piece size: TPU_DIST_CHUNK_BYTES, else from the host's caches */
-  int timeout_ms; /* read with netTimeoutMs: tpudistCommSetTimeout changes it from any thread */
+  int timeout_ms;   /* read with netTimeoutMs: tpudistCommSetTimeout changes it from any thread */
   volatile int aborted; /* set by tpudistCommAbort from any thread */
   /* transports */
   const struct tdTransport *transports[TD_MAX_TRANSPORTS]; /* enabled, in order */
