@@ -22,10 +22,11 @@ cflags="-g -O1 -fsanitize=fuzzer-no-link $san -DTD_KERNELS_PORTABLE"
 ../configure -q CC=clang CFLAGS="$cflags" >configure.log 2>&1 || { tail -20 configure.log; exit 1; }
 make -j"${TD_MAKE_JOBS:-2}" libtdrt.la libtdpure.la >make.log 2>&1 ||
   { grep -E "error" make.log | head -20; exit 1; }
-inc="-I../include -I../base -I../topology -I../collectives -I../src/rt -I../src/bootstrap"
+inc="-I../include -I../base -I../topology -I../kernels -I../src/rt -I../src/bootstrap"
+for d in ir validate algos algos/common cost drive select; do inc+=" -I../collectives/$d"; done
 inc+=" -I../src/transport -I../src/transport/shm -I../src/transport/socket -I../src/exec"
 inc+=" -I../src/core -D_GNU_SOURCE"
-libs=".libs/libtdrt.a .libs/libtdpure.a -lcrypto -lm -pthread"
+libs=".libs/libtdrt.a .libs/libtdpure.a -lssl -lcrypto $(pkg-config --libs hwloc) -ldl -lm -pthread"
 rc=0
 for t in bootstrap socket sched topo config env; do
   clang -g -O1 -fsanitize=fuzzer $san $inc ../tests/fuzz/fuzz_$t.c $libs -o fuzz_$t ||
