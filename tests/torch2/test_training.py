@@ -43,13 +43,18 @@ def test_torchrun_ddp(world):
                PYTHONPATH=os.path.join(TOP, "python") + os.pathsep + os.environ.get("PYTHONPATH", ""))
     for k in ("RANK", "WORLD_SIZE", "MASTER_ADDR", "MASTER_PORT", "LOCAL_RANK"):
         env.pop(k, None)
-    with tempfile.TemporaryDirectory() as d:
-        out = subprocess.run(
-            [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node",
-             str(world), "--local-addr", "127.0.0.1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
-             os.path.join(d, "rdzv"), "--rdzv-conf", "store_type=file",
-             os.path.join(TOP, "examples", "ddp", "train.py"), "--backend", "tpu_dist",
-             "--steps", "6"], env=env, capture_output=True, text=True, timeout=240)
+    # torchrun picks a free port for the workers' store and binds it later: another job on the
+    # machine may take it in between ("Address already in use"); such a launch is made again.
+    for _ in range(3):
+        with tempfile.TemporaryDirectory() as d:
+            out = subprocess.run(
+                [sys.executable, "-m", "torch.distributed.run", "--nnodes", "1", "--nproc-per-node",
+                 str(world), "--local-addr", "127.0.0.1", "--rdzv-backend", "c10d", "--rdzv-endpoint",
+                 os.path.join(d, "rdzv"), "--rdzv-conf", "store_type=file",
+                 os.path.join(TOP, "examples", "ddp", "train.py"), "--backend", "tpu_dist",
+                 "--steps", "6"], env=env, capture_output=True, text=True, timeout=240)
+        if out.returncode == 0 or "Address already in use" not in out.stderr:
+            break
     assert out.returncode == 0, out.stdout[-3000:] + out.stderr[-3000:]
     got = [float(line.split()[-1]) for line in out.stdout.splitlines() if line.startswith("step")]
     want = [float("%.9f" % x) for x in train.train("tpu_dist", world, 6)]
