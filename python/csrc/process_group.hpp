@@ -13,12 +13,6 @@
 // tpudistGroupEnd inside one.
 #pragma once
 
-#include <torch/csrc/distributed/c10d/Store.hpp>
-#include <torch/csrc/distributed/c10d/Types.hpp>
-#include <torch/csrc/distributed/c10d/Work.hpp>
-
-#include "torch_compat.hpp"
-
 #include <ATen/core/ivalue.h>
 
 #include <atomic>
@@ -31,8 +25,12 @@
 #include <mutex>
 #include <string>
 #include <thread>
+#include <torch/csrc/distributed/c10d/Store.hpp>
+#include <torch/csrc/distributed/c10d/Types.hpp>
+#include <torch/csrc/distributed/c10d/Work.hpp>
 #include <vector>
 
+#include "torch_compat.hpp"
 #include "tpu_dist.h"
 
 namespace tpu_dist {

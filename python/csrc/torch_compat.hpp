@@ -12,7 +12,8 @@
 #include <torch/version.h>
 
 #define TD_TORCH_AT_LEAST(major, minor) \
-  (TORCH_VERSION_MAJOR > (major) || (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
+  (TORCH_VERSION_MAJOR > (major) ||     \
+   (TORCH_VERSION_MAJOR == (major) && TORCH_VERSION_MINOR >= (minor)))
 
 // 2.0: backends derive from c10d::Backend, which a c10d::ProcessGroup holds per device; coalescing
 // returns a Work (startCoalescing/endCoalescing), the *_tensor_coalesced ops, Work sequence
@@ -60,6 +61,7 @@
 #endif
 
 #include <ATen/ATen.h>
+
 #include <torch/csrc/distributed/c10d/Types.hpp>
 
 namespace tpu_dist {

@@ -13,7 +13,7 @@ command -v clang-format >/dev/null || { echo "FAIL: clang-format is not installe
 git rev-parse --git-dir >/dev/null 2>&1 || { echo "FAIL: not a git checkout"; exit 1; }
 
 mapfile -d '' files < <(git ls-files -z --cached --others --exclude-standard \
-  '*.c' '*.h' '*.cc' '*.cpp')
+  '*.c' '*.h' '*.cc' '*.cpp' '*.hpp')
 echo "clang-format: ${#files[@]} files"
 if ! out=$(clang-format --dry-run --Werror "${files[@]}" 2>&1); then
   grep -E '^[^ ]+:[0-9]+:[0-9]+: error' <<<"$out" | cut -d: -f1 | sort | uniq -c |
