@@ -176,8 +176,16 @@ static int connectorConnected(tdNet *comm, tdSockCtx *c, int p, int s, short rev
   if (!(rev & (POLLOUT | POLLERR | POLLHUP))) return 0;
   getsockopt(pe->fd, SOL_SOCKET, SO_ERROR, &soerr, &sl);
   if (soerr) {
-    snprintf(why, sizeof(why), "connect failed: %s", strerror(soerr));
-    *res = sockPeerFail(comm, c, p, SK_FAILED, why);
+    char msg[TD_ERRLEN];
+    snprintf(msg, sizeof(msg), "connect failed: %s", strerror(soerr));
+    if (c->tls) { /* a peer that refused our TLS handshake and left: say what it refused */
+      int ignored = 0;
+      sockAcceptProgress(comm, c, NULL, 0, &ignored);
+      if (c->tls_dropped[0])
+        snprintf(msg + strlen(msg), sizeof(msg) - strlen(msg),
+                 " after a connection was refused in its TLS handshake (%s)", c->tls_dropped);
+    }
+    *res = sockPeerFail(comm, c, p, SK_FAILED, msg);
     return -1;
   }
   pe->state = SK_CHALLENGE;
@@ -278,6 +286,7 @@ static int acceptTls(tdNet *comm, tdSockCtx *c, tdSockAccept *a, int64_t now) {
   if (t == TD_TLS_DONE) return 1;
   if (t == TD_TLS_AGAIN && now - a->since_ms <= c->handshake_ms) return 0;
   if (t == TD_TLS_AGAIN) snprintf(why, sizeof(why), "deadline");
+  snprintf(c->tls_dropped, sizeof(c->tls_dropped), "%s", why);
   dropWarn(comm, c, "refused a connection in its TLS handshake: %s", why);
   acceptDrop(a);
   return -1;

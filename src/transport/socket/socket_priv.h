@@ -144,7 +144,8 @@ typedef struct {
   int tls_mode;              /* TD_TLS_* */
   tdKey psk;                 /* TD_TLS_PSK: derived from key */
   int handshake_ms, max_handshakes, nstreams;
-  long dropped; /* hostile or broken connections refused (logged sparingly) */
+  long dropped;          /* hostile or broken connections refused (logged sparingly) */
+  char tls_dropped[160]; /* why the last connection refused in its TLS handshake was */
   tdSockPeer *peers;
   int *active; /* peers with a connection (or an attempt), in first-use order */
   int nactive;
