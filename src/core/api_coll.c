@@ -159,7 +159,7 @@ static tpudistResult_t collCall(tpudistComm_t comm, const tdCall *a, tpudistRequ
     execSmallInit(op);
     c->last_algo = op->algo; /* tpudistLastAlgorithm */
   }
-  if (deferApplies(c, a->coll, req)) { /* checked, if at all, when it starts */
+  if (!groupActive() && deferApplies(c, a->coll, req)) { /* checked, if at all, when it starts */
     op->user_op = reduces(a->coll) ? a->op : -1;
     if (c->check) op->dchk_seq = c->exec.coll_seq++;
     deferAdd(c, op, bytes);

@@ -246,8 +246,10 @@ void commSchedFree(tdComm *comm);
 
 /* ---- groups (group.c) ---- */
 int groupActive(void);
-/* Adds op to the thread's group (queued at GroupEnd); wait_at_end: NULL request given. */
-tpudistResult_t groupAdd(tdOp *op, int wait_at_end);
+/* Adds op to the thread's group (queued at GroupEnd). release: the call had a NULL request
+ * (GroupEnd waits for op and releases it); at_call: op completes before GroupEnd returns (the
+ * issuer's rule: debug mode's collectives). */
+tpudistResult_t groupAdd(tdOp *op, int release, int at_call);
 
 /* ---- TPU_DIST_CHECK (check.c) ---- */
 /* Prepends the signature exchange to a collective op (after its fields are set, op->phase
@@ -275,7 +277,8 @@ tpudistResult_t deferInit(tdComm *c, char *err);
 /* Releases what d holds (its scratch lists, pooled buffers and host scratch; again: nothing); its
  * counters stay. */
 void deferFree(tdDefer *d);
-/* 1 if a collective called with req on c is deferred (defer mode, a request, outside a group). */
+/* 1 if a collective called with req on c outside a group is deferred (defer mode, a request;
+ * inside a group nothing is deferred: the caller asks groupActive first). */
 int deferApplies(const tdComm *c, tdColl coll, const tpudistRequest_t *req);
 /* Queues op (all fields set, no check phase yet) as deferred; bytes as selection counts them. */
 void deferAdd(tdComm *c, tdOp *op, uint64_t bytes);
@@ -288,9 +291,7 @@ void deferTouch(tdOp *op, tdDeferTrigger why);
 /* Phase callback of a two-phase all-to-all-v: after the counts exchange, the data plan. */
 tpudistResult_t collAlltoallvData(tdOp *op, char *err);
 
-/* ---- issuing (api_coll.c / request.c) ---- */
-/* 1 if op completes before its call returns (debug mode, collectives). */
-int commCompletesAtCall(const tdOp *op);
+/* ---- issuing (request.c) ---- */
 /* Issues op: in a group it is deferred; otherwise queued; with req NULL waits and releases it. */
 tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req);
 

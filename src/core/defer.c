@@ -54,7 +54,7 @@ static const char *triggerName(int k) {
 }
 
 int deferApplies(const tdComm *c, tdColl coll, const tpudistRequest_t *req) {
-  return c->mode == TPUDIST_MODE_DEFER && req && !groupActive() && coll != TD_COLL_ALLTOALLV;
+  return c->mode == TPUDIST_MODE_DEFER && req && coll != TD_COLL_ALLTOALLV;
 }
 
 /* ---- buffers of an operation ------------------------------------------------------------- */

@@ -11,7 +11,9 @@
 
 typedef struct {
   tdOp *op;
-  int wait, issued;
+  int release; /* a NULL request: GroupEnd waits for op and releases it */
+  int at_call; /* op completes before GroupEnd returns (debug mode's collectives) */
+  int issued;
 } tdGroupItem;
 
 static __thread int tlsDepth;
@@ -24,7 +26,7 @@ int groupActive(void) {
   return tlsDepth > 0;
 }
 
-tpudistResult_t groupAdd(tdOp *op, int wait_at_end) {
+tpudistResult_t groupAdd(tdOp *op, int release, int at_call) {
   if (tlsN == tlsCap) {
     int cap = tlsCap ? 2 * tlsCap : 32;
     tdGroupItem *n = realloc(tlsItems, sizeof(*n) * cap);
@@ -38,7 +40,8 @@ tpudistResult_t groupAdd(tdOp *op, int wait_at_end) {
     tlsCap = cap;
   }
   tlsItems[tlsN].op = op;
-  tlsItems[tlsN].wait = wait_at_end;
+  tlsItems[tlsN].release = release;
+  tlsItems[tlsN].at_call = at_call;
   tlsItems[tlsN].issued = 0;
   tlsN++;
   return tpudistSuccess;
@@ -64,7 +67,7 @@ static void groupIssue(void) {
       if (!tlsItems[j].issued && commOfOp(tlsItems[j].op) == comm) {
         tlsBatch[n++] = tlsItems[j].op;
         tlsItems[j].issued = 1;
-        wait |= tlsItems[j].wait;
+        wait |= tlsItems[j].release;
       }
     }
     if (commEnter(comm, NULL) != tpudistSuccess) continue;
@@ -84,8 +87,8 @@ TPUDIST_API tpudistResult_t tpudistGroupEnd(void) {
   tpudistResult_t res = tpudistSuccess;
   for (int i = 0; i < n; i++) {
     tdOp *op = tlsItems[i].op;
-    int wait = tlsItems[i].wait; /* NULL request: waited for and released here */
-    if (!wait && !commCompletesAtCall(op)) continue;
+    int release = tlsItems[i].release;
+    if (!release && !tlsItems[i].at_call) continue;
     if (commEnter(commOfOp(op), "GroupEnd") != tpudistSuccess) {
       if (res == tpudistSuccess) res = tpudistAborted;
       continue;
@@ -93,7 +96,7 @@ TPUDIST_API tpudistResult_t tpudistGroupEnd(void) {
     tdComm *comm = commOfOp(op);
     tpudistResult_t r = execWait(op);
     if (r != tpudistSuccess && res == tpudistSuccess) res = r;
-    if (wait) execOpRelease(op);
+    if (release) execOpRelease(op);
     commLeave(comm);
   }
   return res;

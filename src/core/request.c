@@ -8,16 +8,16 @@
 #include "comm.h"
 
 /* Debug mode completes collectives at their call (point-to-point keeps its semantics). */
-int commCompletesAtCall(const tdOp *op) {
+static int completesAtCall(const tdOp *op) {
   return commOfOp(op)->mode == TPUDIST_MODE_DEBUG && op->kind != TD_OP_SEND &&
          op->kind != TD_OP_RECV;
 }
 
 tpudistResult_t commIssue(tdOp *op, tpudistRequest_t *req) {
   tdComm *comm = commOfOp(op);
-  int at_call = commCompletesAtCall(op);
+  int at_call = completesAtCall(op);
   if (groupActive()) {
-    tpudistResult_t r = groupAdd(op, req == NULL);
+    tpudistResult_t r = groupAdd(op, req == NULL, at_call);
     if (r != tpudistSuccess) {
       op->done = 1;
       execOpRelease(op);

@@ -58,8 +58,6 @@ ALLOWED_CIRCLES = {
     # creation calls teardown and back; shrink's lineage is freed by teardown and a shrink
     # creates and releases communicators
     ("call", ("src/core/comm.c", "src/core/comm_async.c", "src/core/comm_shrink.c")),
-    # defer state still lives in tdComm: groups and requests flush it, it issues through them
-    ("call", ("src/core/defer.c", "src/core/group.c", "src/core/request.c")),
     # the socket transport's connection setup, send and receive paths
     ("call", ("src/transport/socket/sock_auth.c", "src/transport/socket/sock_recv.c",
               "src/transport/socket/sock_send.c", "src/transport/socket/socket.c")),
