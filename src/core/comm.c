@@ -1,16 +1,14 @@
 /*
- * comm.c - communicators: unique id, init (id, TPU_DIST_COMM_ID, external store), split (one
- * all-gather of (color, key) over the parent's bootstrap, then bootstrapSplit: no new global
- * rendezvous), destroy, abort (any thread), and the queries (count, rank, topology, async error).
- * The registry of live communicators is comm_live.c.
+ * comm.c - making communicators: the unique id, init (id, TPU_DIST_COMM_ID, external store,
+ * reconfiguration's rendezvous), the checks of a caller's config, and what init, split and shrink
+ * share once their bootstrap channel exists (transports, topology, selection, executor). The
+ * object itself (alloc, release) is comm_object.c; running a creation job, comm_async.c; split,
+ * destroy, abort and the queries, comm_life.c; the registry of live communicators, comm_live.c.
  */
 #include "comm.h"
 
-#include <sched.h>
 #include <stdlib.h>
 #include <string.h>
-#include <time.h>
-#include <unistd.h>
 
 #include "bootstrap.h"
 #include "registry.h"
@@ -19,19 +17,6 @@
 #include "rt_topo.h"
 
 /* ---- creation ---------------------------------------------------------------------------- */
-
-tdComm *commAlloc(int nranks, int rank) {
-  tdComm *c = calloc(1, sizeof(struct tpudistComm));
-  if (!c) return NULL;
-  c->net.nranks = nranks;
-  c->net.rank = rank;
-  c->net.cfg = configGet();
-  c->net.timeout_ms = c->net.cfg->timeout_ms;
-  netNameErrors(&c->net);
-  c->last_algo = "none";
-  c->blocking = 1;
-  return c;
-}
 
 /* The execution mode: config.mode, else the parent's (split, shrink), else TPU_DIST_MODE. */
 static int configMode(const tpudistConfig_t *uc, const tdParentView *pv, const tdConfig *cfg) {
@@ -291,26 +276,4 @@ tpudistResult_t commShrinkCreate(const tdLineage *l, tdComm *c, const int *membe
   c->net.comm_hash = bootstrapCommHash(c->net.bootstrap);
   commSetName(c, uc, "comm-");
   return commSetup(c, uc, &pv, members, t_boot, err);
-}
-
-void commRelease(tdComm *c) {
-  commStatusStop(c);
-  execStop(&c->exec);
-  transportFiniAll(&c->net);
-  execFree(&c->exec);
-  commSchedFree(c);
-  commSelectFree(c);
-  if (c->net.bootstrap) bootstrapFree(c->net.bootstrap);
-  c->net.bootstrap = NULL;
-  deferFree(&c->defer);
-  free(c->agreed_failed);
-  c->agreed_failed = NULL;
-  lineageFree(c->lineage);
-  c->lineage = NULL;
-}
-
-void commDestroyNow(tdComm *c) {
-  commCreateJoin(c);
-  commRelease(c);
-  free(c);
 }

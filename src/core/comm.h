@@ -40,11 +40,11 @@ typedef struct {
   int used;
 } tdPackBuf;
 
-/* The channel every shrink of a communicator agrees on (comm_shrink.c): the first channel of its
- * line of shrinks, i.e. the communicator that was shrunk first (a copy of its bootstrap channel
- * that can only agree and meet, its peers' info, topology and mode), this communicator's ranks
- * there, and the sequence number of that first shrink. A communicator not made by a shrink is the
- * first of its own line and has none. */
+/* The channel every shrink of a communicator agrees on (lineage.c; comm_shrink.c): the first
+ * channel of its line of shrinks, i.e. the communicator that was shrunk first (a copy of its
+ * bootstrap channel that can only agree and meet, its peers' info, topology and mode), this
+ * communicator's ranks there, and the sequence number of that first shrink. A communicator not
+ * made by a shrink is the first of its own line and has none. */
 typedef struct tdLineage {
   struct tdBootstrap *bs; /* bootstrapShadow of the first channel */
   tdPeerInfo *peers;      /* its bs->nranks peer infos (agreement addresses, pids) */
@@ -150,7 +150,7 @@ int commLiveRemove(tdComm *c);
 /* Sets the abort flag of every creation job running over parent (lock: the registry's). */
 void commAbortChildren(tdComm *parent);
 
-/* ---- creation (comm.c, comm_async.c) ---- */
+/* ---- creation (comm_object.c, comm.c, comm_async.c) ---- */
 /* A communicator object for nranks/rank with the configured defaults (not live), or NULL. */
 tdComm *commAlloc(int nranks, int rank);
 /* Releases everything c holds but the object itself (again: nothing). */
@@ -198,7 +198,15 @@ struct tdReconfJoin;
 tpudistResult_t commInitReconf(tpudistComm_t *out, int nranks, int rank,
                                const struct tdReconfJoin *rj, int timeout_ms,
                                const tpudistConfig_t *uc);
-/* Frees a lineage (NULL: nothing) (comm_shrink.c). */
+
+/* ---- the line of shrinks (lineage.c) ---- */
+/* The line a shrink of c agrees on: c's lineage, or c itself as the first of its line (then a view
+ * of c with the identity map and a new sequence number). *owned: what to free afterwards. */
+tpudistResult_t lineageView(tdComm *c, tdLineage *v, int **owned);
+/* The lineage of a communicator made from view v with members (n ranks of v's channel). */
+tpudistResult_t lineageMake(const tdLineage *v, const int *members, int n, tdLineage **out,
+                            char *err);
+/* Frees a lineage (NULL: nothing). */
 void lineageFree(tdLineage *l);
 
 /* ---- health queries (comm_status.c) ---- */

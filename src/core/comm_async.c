@@ -12,7 +12,7 @@
  * that fails releases what it built before its failure is published: a failed creation holds no
  * socket, segment or thread. A split's job runs over its parent's bootstrap channel: the parent
  * is held (a call in progress, async_children) until the job ends, and aborting the parent aborts
- * the job (commAbortChildren).
+ * the job (commAbortChildren). commDestroyNow, the end of every communicator, joins its job first.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -140,4 +140,10 @@ void commCreateJoin(tdComm *c) {
   if (__atomic_exchange_n(&cr->joinable, 0, __ATOMIC_SEQ_CST)) pthread_join(cr->thread, NULL);
   c->create = NULL;
   createFree(cr);
+}
+
+void commDestroyNow(tdComm *c) {
+  commCreateJoin(c);
+  commRelease(c);
+  free(c);
 }

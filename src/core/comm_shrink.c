@@ -41,56 +41,6 @@ static void commRevokeNow(tdComm *c) {
 
 #define TD_SHRINK_ATTEMPTS 2
 
-void lineageFree(tdLineage *l) {
-  if (!l) return;
-  bootstrapFree(l->bs);
-  free(l->peers);
-  free(l->map);
-  free(l);
-}
-
-/* The line a shrink of c agrees on: c's lineage, or c itself as the first of its line (then a view
- * of c with the identity map and a new sequence number). *owned: what to free afterwards. */
-static tpudistResult_t lineageView(tdComm *c, tdLineage *v, int **owned) {
-  *owned = NULL;
-  if (c->lineage) {
-    *v = *c->lineage;
-    return tpudistSuccess;
-  }
-  int *map = malloc(sizeof(int) * (size_t)c->net.nranks);
-  if (!map) return tpudistNoMemory;
-  for (int r = 0; r < c->net.nranks; r++) map[r] = r;
-  *v = (tdLineage){c->net.bootstrap, c->net.peers, c->topo, c->mode, map, c->shrink_seq++};
-  *owned = map;
-  return tpudistSuccess;
-}
-
-/* The lineage of a communicator made from view v with members (ranks of v's channel). */
-static tpudistResult_t lineageMake(const tdLineage *v, const int *members, int n, tdLineage **out,
-                                   char *err) {
-  int nl = bootstrapNranks(v->bs);
-  tdLineage *l = calloc(1, sizeof(*l));
-  if (!l) return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
-  l->peers = malloc(sizeof(tdPeerInfo) * (size_t)nl);
-  l->map = malloc(sizeof(int) * (size_t)n);
-  if (!l->peers || !l->map) {
-    lineageFree(l);
-    return tdErr(err, tpudistNoMemory, "CommShrink: out of memory");
-  }
-  tpudistResult_t r = bootstrapShadow(v->bs, &l->bs, err);
-  if (r != tpudistSuccess) {
-    lineageFree(l);
-    return r;
-  }
-  memcpy(l->peers, v->peers, sizeof(tdPeerInfo) * (size_t)nl);
-  memcpy(l->map, members, sizeof(int) * (size_t)n);
-  l->topo = v->topo;
-  l->mode = v->mode;
-  l->seq = v->seq;
-  *out = l;
-  return tpudistSuccess;
-}
-
 /* The probe of the agreement: a rank of the line is certainly gone if it is not in c (an earlier
  * shrink excluded it) or its process is gone. */
 typedef struct {
