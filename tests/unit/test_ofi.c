@@ -17,11 +17,11 @@
 
 #include "../cu_main.h"
 #include "bootstrap.h"
-#include "fork_ranks.h"
 #include "kernels.h"
 #include "ofi_lib.h"
 #include "registry.h"
 #include "rt_config.h"
+#include "xfer_rig.h"
 
 static const char *gProvider = "tcp;ofi_rxm";
 static const char *gTransports = "ofi";
@@ -39,102 +39,8 @@ static tdNet *childComm(int rank, int n, const tpudistUniqueId *id) {
   return forkNet(rank, n, id, &gCfg);
 }
 
-static unsigned char pattern(int src, int dst, int tag, size_t i) {
-  return (unsigned char)(i * 131u + (i >> 9) * 7u + (unsigned)src * 17u + (unsigned)dst * 29u +
-                         (unsigned)tag * 71u);
-}
-
 static const size_t kSizes[] = {0, 1, 31, 4095, 4096, 65539, (1u << 20) + 3, 16u << 20};
-#define NSIZES ((int)TD_ARRAY_SIZE(kSizes))
-
-/* Every rank sends every size to every other rank (16 MiB only to rank+1); late: receives are
- * posted after the messages had time to arrive, in reverse order. */
-static int exchange(tdNet *comm, int late, int round) {
-  int n = comm->nranks, me = comm->rank, nx = 0;
-  tdXfer *xs = calloc((size_t)(2 * n * NSIZES), sizeof(tdXfer));
-  unsigned char **bufs = calloc((size_t)(2 * n * NSIZES), sizeof(char *));
-  CHILD_CHECK(xs && bufs);
-  for (int pass = 0; pass < 2; pass++) {
-    int sends = (pass == 0) == (late != 0);
-    for (int k = 0; k < n * NSIZES; k++) {
-      int kk = (!sends && late) ? n * NSIZES - 1 - k : k;
-      int peer = kk / NSIZES, s = kk % NSIZES;
-      if (peer == me) continue;
-      if (s == NSIZES - 1 && peer != (sends ? (me + 1) % n : (me + n - 1) % n)) continue;
-      size_t len = kSizes[s];
-      bufs[nx] = malloc(len + 1);
-      CHILD_CHECK(bufs[nx]);
-      for (size_t i = 0; sends && i < len; i++) bufs[nx][i] = pattern(me, peer, s + round, i);
-      tdXfer *x = &xs[nx];
-      *x = (tdXfer){.peer = peer, .key = {7 + (uint64_t)round, 1, (uint32_t)s, 3}, .len = len};
-      x->buf = bufs[nx];
-      x->tp_priv[2] = (void *)(intptr_t)sends;
-      CHILD_CHECK((sends ? transportPostSend(comm, x) : transportPostRecv(comm, x)) ==
-                  tpudistSuccess);
-      x->tp_priv[2] = (void *)(intptr_t)sends;
-      nx++;
-    }
-    if (pass == 0 && late) progressFor(comm, 100);
-  }
-  CHILD_CHECK(waitAll(comm, xs, nx, 60000) == 0);
-  for (int i = 0; i < nx; i++) {
-    if (xs[i].tp_priv[2]) continue;
-    for (size_t b = 0; b < xs[i].len; b++)
-      if (bufs[i][b] != pattern(xs[i].peer, me, (int)xs[i].key.ordinal + round, b)) {
-        fprintf(stderr, "rank %d: from %d, %zu bytes: byte %zu wrong\n", me, xs[i].peer, xs[i].len,
-                b);
-        CHILD_CHECK(0);
-      }
-    CHILD_CHECK(xs[i].source == xs[i].peer);
-  }
-  for (int i = 0; i < nx; i++) free(bufs[i]);
-  free(bufs);
-  free(xs);
-  return 0;
-}
-
-/* Reducing receives (float sum) from rank-1, posted before and after arrival; the send buffer is
- * the same allocation every time, with new contents (a cached registration must see them). */
-static int reduceRing(tdNet *comm) {
-  static const size_t counts[] = {1, 1024, 262147, 1u << 20};
-  int n = comm->nranks, me = comm->rank, to = (me + 1) % n, from = (me + n - 1) % n;
-  float *snd = malloc(sizeof(float) << 20), *mine = malloc(sizeof(float) << 20),
-        *out = malloc(sizeof(float) << 20);
-  CHILD_CHECK(snd && mine && out);
-  for (int c = 0; c < 8; c++) {
-    size_t cnt = counts[c % 4];
-    for (size_t i = 0; i < cnt; i++) {
-      snd[i] = (float)(me + c) + (float)(i % 1000) * 0.5f;
-      mine[i] = (float)(me * 3) + (float)(i % 777) * 0.25f;
-    }
-    tdXfer x[2] = {{.peer = to, .key = {9, 2, (uint32_t)c, 0}, .buf = snd, .len = cnt * 4},
-                   {.peer = from,
-                    .key = {9, 2, (uint32_t)c, 0},
-                    .buf = out,
-                    .len = cnt * 4,
-                    .reduce_src = mine,
-                    .dtype = tpudistFloat32,
-                    .op = tpudistSum}};
-    if (c % 2) {
-      CHILD_CHECK(transportPostSend(comm, &x[0]) == tpudistSuccess);
-      progressFor(comm, 30);
-      CHILD_CHECK(transportPostRecv(comm, &x[1]) == tpudistSuccess);
-    } else {
-      CHILD_CHECK(transportPostRecv(comm, &x[1]) == tpudistSuccess);
-      CHILD_CHECK(transportPostSend(comm, &x[0]) == tpudistSuccess);
-    }
-    CHILD_CHECK(waitAll(comm, x, 2, 60000) == 0);
-    for (size_t i = 0; i < cnt; i++) {
-      float want = mine[i] + ((float)(from + c) + (float)(i % 1000) * 0.5f);
-      if (out[i] != want) fprintf(stderr, "rank %d: elem %zu: %g != %g\n", me, i, out[i], want);
-      CHILD_CHECK(out[i] == want);
-    }
-  }
-  free(snd);
-  free(mine);
-  free(out);
-  return 0;
-}
+static const size_t kCounts[] = {1, 1024, 262147, 1u << 20};
 
 static int bodyExchange(int rank, int n, const tpudistUniqueId *id, void *arg) {
   (void)arg;
@@ -144,10 +50,10 @@ static int bodyExchange(int rank, int n, const tpudistUniqueId *id, void *arg) {
   for (int p = 0; p < n; p++)
     CHILD_CHECK(transportForPeer(comm, p) == (p == rank ? &tdTransportSelf : &tdTransportOfi));
   for (int round = 0; round < 2; round++) {
-    CHILD_CHECK(exchange(comm, 0, round) == 0);
-    CHILD_CHECK(exchange(comm, 1, round) == 0);
+    CHILD_CHECK(rigExchange(comm, kSizes, TD_ARRAY_SIZE(kSizes), round, 0) == 0);
+    CHILD_CHECK(rigExchange(comm, kSizes, TD_ARRAY_SIZE(kSizes), round, 1) == 0);
   }
-  CHILD_CHECK(reduceRing(comm) == 0);
+  CHILD_CHECK(rigReduceRing(comm, kCounts, TD_ARRAY_SIZE(kCounts), 8) == 0);
   CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
   transportTestCommFree(comm);
   return 0;

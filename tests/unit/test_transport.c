@@ -20,11 +20,11 @@
 
 #include "../cu_main.h"
 #include "bootstrap.h"
-#include "fork_ranks.h"
 #include "kernels.h"
 #include "net.h"
 #include "registry.h"
 #include "rt_config.h"
+#include "xfer_rig.h"
 
 static const char *gTransports; /* TPU_DIST_TRANSPORTS of the ranks */
 static int gCma = 1;
@@ -48,119 +48,12 @@ static tdNet *childComm(int rank, int n, const tpudistUniqueId *id) {
   return forkNet(rank, n, id, &gCfg);
 }
 
-static unsigned char pattern(int src, int dst, int tag, size_t i) {
-  return (unsigned char)(i * 131u + (i >> 9) * 7u + (unsigned)src * 17u + (unsigned)dst * 29u +
-                         (unsigned)tag * 71u);
-}
-
-static void fillPattern(unsigned char *b, size_t len, int src, int dst, int tag) {
-  for (size_t i = 0; i < len; i++) b[i] = pattern(src, dst, tag, i);
-}
-
-static size_t firstMismatch(const unsigned char *b, size_t len, int src, int dst, int tag) {
-  for (size_t i = 0; i < len; i++)
-    if (b[i] != pattern(src, dst, tag, i)) return i;
-  return len;
-}
-
 static const size_t kSizes[] = {0, 1, 4096, (1u << 20) + 3, 16u << 20};
-#define NSIZES 5
-#define BIG 4 /* index of 16 MiB: only between ring neighbours (memory) */
-
-/* Exchange: every rank sends every size to every rank (itself too); 16 MiB only to rank+1.
- * late: receives are posted after the sends had time to arrive, in reverse order. */
-static int exchange(tdNet *comm, int late) {
-  int n = comm->nranks, me = comm->rank, nx = 0;
-  tdXfer *xs = calloc((size_t)(2 * n * NSIZES), sizeof(tdXfer));
-  unsigned char **bufs = calloc((size_t)(2 * n * NSIZES), sizeof(char *));
-  CHILD_CHECK(xs && bufs);
-  for (int pass = 0; pass < 2; pass++) {
-    int sends = (pass == 0) == (late != 0);
-    for (int k = 0; k < n * NSIZES; k++) {
-      int kk = (!sends && late) ? n * NSIZES - 1 - k : k; /* late receives in reverse order */
-      int peer = kk / NSIZES, s = kk % NSIZES;
-      int other = sends ? peer : peer; /* destination for sends, source for receives */
-      if (s == BIG && (sends ? other != (me + 1) % n : other != (me + n - 1) % n)) continue;
-      tdXfer *x = &xs[nx];
-      size_t len = kSizes[s];
-      bufs[nx] = malloc(len + 1);
-      CHILD_CHECK(bufs[nx]);
-      if (sends) fillPattern(bufs[nx], len, me, other, s);
-      x->peer = other;
-      x->key = (tdMsgKey){7, 1, (uint32_t)s, (uint32_t)(late ? 1 : 0)};
-      x->buf = bufs[nx];
-      x->len = len;
-      CHILD_CHECK((sends ? transportPostSend(comm, x) : transportPostRecv(comm, x)) ==
-                  tpudistSuccess);
-      x->tp_priv[2] = (void *)(intptr_t)(sends ? 1 : 0);
-      nx++;
-    }
-    if (pass == 0 && late) progressFor(comm, 150);
-    if (pass == 0 && !late) {
-      char err[TD_ERRLEN];
-      CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
-    }
-  }
-  CHILD_CHECK(waitAll(comm, xs, nx, 60000) == 0);
-  for (int i = 0; i < nx; i++) {
-    if (xs[i].tp_priv[2]) continue; /* a send */
-    int s = (int)xs[i].key.ordinal;
-    size_t bad = firstMismatch(bufs[i], xs[i].len, xs[i].peer, me, s);
-    if (bad != xs[i].len)
-      fprintf(stderr, "rank %d: from %d size %zu: byte %zu wrong\n", me, xs[i].peer, xs[i].len,
-              bad);
-    CHILD_CHECK(bad == xs[i].len);
-    CHILD_CHECK(xs[i].source == xs[i].peer);
-  }
-  for (int i = 0; i < nx; i++) free(bufs[i]);
-  free(bufs);
-  free(xs);
-  return 0;
-}
-
 static const size_t kCounts[] = {1, 1024, 262147, 4u << 20};
 
-/* Reducing receives: rank r sends floats to r+1 which reduces them with its own floats. */
-static int reduceRing(tdNet *comm) {
-  int n = comm->nranks, me = comm->rank, to = (me + 1) % n, from = (me + n - 1) % n;
-  for (int c = 0; c < 4; c++) {
-    size_t cnt = kCounts[c];
-    float *mine = malloc(cnt * 4), *out = malloc(cnt * 4), *snd = malloc(cnt * 4);
-    CHILD_CHECK(mine && out && snd);
-    for (size_t i = 0; i < cnt; i++) {
-      snd[i] = (float)me + (float)(i % 1000) * 0.5f;
-      mine[i] = (float)(me * 3) + (float)(i % 777) * 0.25f;
-    }
-    tdXfer x[2];
-    memset(x, 0, sizeof(x));
-    x[0] = (tdXfer){.peer = to, .key = {9, 2, (uint32_t)c, 0}, .buf = snd, .len = cnt * 4};
-    x[1] = (tdXfer){.peer = from,
-                    .key = {9, 2, (uint32_t)c, 0},
-                    .buf = out,
-                    .len = cnt * 4,
-                    .reduce_src = mine,
-                    .dtype = tpudistFloat32,
-                    .op = tpudistSum};
-    if (c % 2) { /* receive posted after arrival */
-      CHILD_CHECK(transportPostSend(comm, &x[0]) == tpudistSuccess);
-      progressFor(comm, 50);
-      CHILD_CHECK(transportPostRecv(comm, &x[1]) == tpudistSuccess);
-    } else {
-      CHILD_CHECK(transportPostRecv(comm, &x[1]) == tpudistSuccess);
-      CHILD_CHECK(transportPostSend(comm, &x[0]) == tpudistSuccess);
-    }
-    CHILD_CHECK(waitAll(comm, x, 2, 60000) == 0);
-    for (size_t i = 0; i < cnt; i++) {
-      float want = mine[i] + ((float)from + (float)(i % 1000) * 0.5f);
-      if (out[i] != want)
-        fprintf(stderr, "rank %d: reduce elem %zu: %g != %g\n", me, i, out[i], want);
-      CHILD_CHECK(out[i] == want);
-    }
-    free(mine);
-    free(out);
-    free(snd);
-  }
-  return 0;
+/* Every size to every rank (16 MiB only to rank+1); late: receives posted after arrival. */
+static int exchange(tdNet *comm, int late) {
+  return rigExchange(comm, kSizes, TD_ARRAY_SIZE(kSizes), 0, late);
 }
 
 /* Number of /dev/shm entries of this communicator. */
@@ -183,7 +76,7 @@ static int bodyExchange(int rank, int n, const tpudistUniqueId *id, void *arg) {
   CHILD_CHECK(comm);
   int rc = exchange(comm, 0);
   if (!rc) rc = exchange(comm, 1);
-  if (!rc) rc = reduceRing(comm);
+  if (!rc) rc = rigReduceRing(comm, kCounts, TD_ARRAY_SIZE(kCounts), TD_ARRAY_SIZE(kCounts));
   if (rc) return rc;
   CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
   CHILD_CHECK(shmLeft(comm->comm_hash) == 0); /* unlinked once every peer mapped */
@@ -502,7 +395,7 @@ static int bodySendFirst(int rank, int n, const tpudistUniqueId *id, void *arg) 
   unsigned char *s = malloc(len), *r = malloc(len);
   CHILD_CHECK(s && r);
   for (int round = 0; round < 3; round++) {
-    fillPattern(s, len, rank, 1 - rank, round);
+    rigFill(s, len, rank, 1 - rank, round);
     memset(r, 0, len);
     tdXfer x = {.peer = 1 - rank, .key = {11, 0, (uint32_t)round, 0}, .buf = s, .len = len};
     tdXfer y = x;
@@ -512,7 +405,7 @@ static int bodySendFirst(int rank, int n, const tpudistUniqueId *id, void *arg) 
     memset(s, 0xee, len); /* the send is complete: its buffer is ours again */
     CHILD_CHECK(transportPostRecv(comm, &y) == tpudistSuccess);
     CHILD_CHECK(transportWait(comm, &y, 20000) == tpudistSuccess);
-    CHILD_CHECK(firstMismatch(r, len, 1 - rank, rank, round) == len);
+    CHILD_CHECK(rigMismatch(r, len, 1 - rank, rank, round) == len);
   }
   CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
   free(s);
