@@ -31,7 +31,7 @@ fi
 torch=0
 if $PY -c "import torch" 2>/dev/null; then
   torch=1
-  (cd python && PKG_CONFIG_PATH="$PWD/.." $PY setup.py -q build_ext --inplace >/dev/null)
+  PYTHON=$PY python/build_ext.sh >/dev/null
 fi
 {
   echo "# $(date -u) $0 NPS='$NPS' ROUNDS=$ROUNDS MAX=$MAX on $(hostname), $(git rev-parse HEAD 2>/dev/null)"

@@ -162,7 +162,7 @@ grep -q 'MEGASCALE_SLICE_ID=0 but rank 1 is in slice 1' "$tmp/slice.1" ||
 # --redirects 1 --tee 1: torch 1.13's default "0" does not parse under Python 3.11 (its Std flag
 # enum no longer iterates the zero member), so workers' stdout goes through a log and the console
 echo "== torchrun: 2 hosts x 2 ranks, the tpu_dist backend"
-(cd python && PKG_CONFIG_PATH="$PWD/.." /usr/bin/python3 setup.py -q build_ext --inplace >/dev/null 2>&1) ||
+PYTHON=/usr/bin/python3 python/build_ext.sh >/dev/null 2>&1 ||
   fail "the torch extension does not build"
 p=$(port)
 pids=()

@@ -4,6 +4,6 @@
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
-(cd python && TD_WERROR=1 PKG_CONFIG_PATH="$PWD/.." $PY setup.py -q build_ext --inplace >/dev/null)
+TD_WERROR=1 PYTHON=$PY python/build_ext.sh >/dev/null
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
 exec $PY -m pytest -q -p no:cacheprovider tests/torch "$@"

@@ -27,10 +27,7 @@ t0=$(date +%s)
   nproc
   $PY -c 'import sys, torch; print("python", sys.version.split()[0], "torch", torch.__version__)'
 } >"$out/host.txt" 2>&1
-pc=$(find "$prefix" -name tpu_dist.pc -path '*pkgconfig*' | head -n 1)
-[ -n "$pc" ] || { echo "no tpu_dist.pc under $prefix" | tee "$out/error.txt"; exit 1; }
-(cd python && TD_WERROR=1 PKG_CONFIG="pkg-config --define-prefix" \
-  PKG_CONFIG_PATH="$(dirname "$pc")" $PY setup.py build_ext --inplace) >"$out/build.log" 2>&1 ||
+TD_WERROR=1 PYTHON=$PY python/build_ext.sh "$prefix" >"$out/build.log" 2>&1 ||
   { tail -n 40 "$out/build.log"; echo "the plugin did not build: $out/build.log"; exit 1; }
 echo "plugin built in $(($(date +%s) - t0)) s" | tee -a "$out/host.txt"
 $PY -m pytest -q -p no:cacheprovider -rfEs --junitxml="$out/junit.xml" tests/torch tests/torch2 \

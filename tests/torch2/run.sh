@@ -35,7 +35,7 @@ tests/torch2/root.sh "$suite" run "set -e
   autoreconf -fi >/dev/null 2>&1
   ./configure -q >/dev/null
   make -j2 >make.log 2>&1 || { tail -n 40 make.log; exit 1; }
-  (cd python && TD_WERROR=1 PKG_CONFIG_PATH=\$PWD/.. python3 setup.py -q build_ext --inplace >ext.log 2>&1) ||
+  TD_WERROR=1 python/build_ext.sh >python/ext.log 2>&1 ||
     { grep -E 'error|Error' python/ext.log | head -n 40; exit 1; }
   echo \"== library (-Werror) and extension built after \$((\$(date +%s) - $t0))s\"
   export USE_LIBUV=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
