@@ -10,6 +10,7 @@
 tpudistResult_t genAllgatherRing(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAllgatherRecdbl(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAllgatherTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genAllgatherDirect(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genAllgatherHier(const tdCollArgs *a, tdSched *s, char *err);
 
 /* Its rows of the algorithm table (algos.c), in the order its candidates are considered. */
@@ -17,6 +18,7 @@ tpudistResult_t genAllgatherHier(const tdCollArgs *a, tdSched *s, char *err);
 #define TD_ALGO_ROWS_ALLGATHER                          \
   {TD_COLL_ALLGATHER, "ring", genAllgatherRing, 0},     \
   {TD_COLL_ALLGATHER, "recdbl", genAllgatherRecdbl, 0}, \
+  {TD_COLL_ALLGATHER, "direct", genAllgatherDirect, 0}, \
   {TD_COLL_ALLGATHER, "torus", genAllgatherTorus, 0},   \
   {TD_COLL_ALLGATHER, "hier", genAllgatherHier, 0}
 /* clang-format on */

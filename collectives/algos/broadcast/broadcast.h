@@ -9,6 +9,7 @@
 
 tpudistResult_t genBroadcastChain(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genBroadcastTree(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genBroadcastDirect(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genBroadcastHier(const tdCollArgs *a, tdSched *s, char *err);
 
 /* Its rows of the algorithm table (algos.c), in the order its candidates are considered. */
@@ -16,6 +17,7 @@ tpudistResult_t genBroadcastHier(const tdCollArgs *a, tdSched *s, char *err);
 #define TD_ALGO_ROWS_BROADCAST                        \
   {TD_COLL_BROADCAST, "chain", genBroadcastChain, 0}, \
   {TD_COLL_BROADCAST, "tree", genBroadcastTree, 0},   \
+  {TD_COLL_BROADCAST, "direct", genBroadcastDirect, 0}, \
   {TD_COLL_BROADCAST, "hier", genBroadcastHier, 0}
 /* clang-format on */
 

@@ -10,6 +10,7 @@
 tpudistResult_t genReducescatterRing(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genReducescatterRecdbl(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genReducescatterTorus(const tdCollArgs *a, tdSched *s, char *err);
+tpudistResult_t genReducescatterDirect(const tdCollArgs *a, tdSched *s, char *err);
 tpudistResult_t genReducescatterHier(const tdCollArgs *a, tdSched *s, char *err);
 
 /* Its rows of the algorithm table (algos.c), in the order its candidates are considered. */
@@ -17,6 +18,7 @@ tpudistResult_t genReducescatterHier(const tdCollArgs *a, tdSched *s, char *err)
 #define TD_ALGO_ROWS_REDUCESCATTER                              \
   {TD_COLL_REDUCESCATTER, "ring", genReducescatterRing, 0},     \
   {TD_COLL_REDUCESCATTER, "recdbl", genReducescatterRecdbl, 0}, \
+  {TD_COLL_REDUCESCATTER, "direct", genReducescatterDirect, 0}, \
   {TD_COLL_REDUCESCATTER, "torus", genReducescatterTorus, 0},   \
   {TD_COLL_REDUCESCATTER, "hier", genReducescatterHier, 0}
 /* clang-format on */
