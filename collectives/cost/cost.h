@@ -43,6 +43,11 @@ typedef struct {
                           software); flat: also at its receiver */
   double msg_latency;  /* seconds added to every message's delivery, not serialised at the
                           sender (the ICI synchronisation of a transfer; 0 by default) */
+  double shm_sync;     /* flat: seconds of one synchronisation step on shared memory: a
+                          message within a host arrives no earlier than this after its send
+                          was posted (a receive posted that much later pays nothing), so a plan
+                          pays it once per round of dependent messages: the ring all-reduce
+                          2(p-1) times, direct twice */
   double piece_bytes;  /* executor pipeline piece (TPU_DIST_CHUNK_BYTES): a fused receive-forward
                           step forwards once the first piece has arrived; 0 = store and forward */
   double dcn_bw;       /* DCN: bytes/s of one host's NIC, each direction, shared by its ranks */
@@ -72,9 +77,15 @@ typedef struct {
  * TD_COST_DCN_MAX_FLOWS. */
 #define TD_COST_DCN_MAX_FLOWS 64
 
+/* A synchronisation step on shared memory when every rank has a core of its own (the wake-up of a
+ * waiting peer through the shm transport's rings), from bench runs on a 2-core host
+ * (docs/algorithms.md, "Cost model"); configCostModel scales it by ranks per core. */
+#define TD_COST_SHM_SYNC 2e-6
+
 /* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us
  * issue cost per message; flat (shared memory) 1 us per message, 10 GB/s per rank copy,
- * 10 GB/s local, 0.5 us issue cost per message; DCN as above. */
+ * 10 GB/s local, 0.5 us issue cost per message, TD_COST_SHM_SYNC per synchronisation step; DCN as
+ * above. */
 void costModelDefault(const tdTopo *t, tdCostModel *m);
 
 /* All ranks' schedules of one collective, prepared for evaluation (count-independent). */

@@ -168,9 +168,10 @@ __attribute__((noinline)) static double dcnTime(tdCostPlan *p, int src, int dst,
 }
 
 /* Reserves the links from src to dst for bytes starting at t0. Returns the arrival time (no
- * earlier than floor + one piece) and in *first when the first piece has arrived. */
+ * earlier than floor + one piece), delayed by sync (the message's synchronisation step), and in
+ * *first when the first piece has arrived. */
 static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t bytes, double t0,
-                       double floor, double *first) {
+                       double floor, double sync, double *first) {
   const tdCostModel *m = p->m;
   double piece = m->piece_bytes > 0 ? TD_MIN((double)bytes, m->piece_bytes) : (double)bytes;
   if (src == dst) {
@@ -202,7 +203,7 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
     start = TD_MAX(start, b);
   }
   int lat = flat ? 1 : nh / split;
-  double delay = lat * m->hop_latency + m->msg_latency;
+  double delay = lat * m->hop_latency + m->msg_latency + sync;
   p->link_bytes += (double)bytes * (flat ? 1 : (double)nh / split);
   *first = start + (flat ? m->msg_overhead : 0) + piece / bw + delay;
   return TD_MAX(fin, floor + piece / bw) + delay;
@@ -215,11 +216,24 @@ static int msgDest(const tdCostPlan *p, uint32_t gs, uint32_t gr) {
   return schedSendPeer(&p->scheds[0].streams[s->stream].steps[s->idx]);
 }
 
-static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double t0) {
+/* The synchronisation step of a message within a host on a flat topology (shm_sync; none across
+ * DCN or on a torus): it arrives no earlier than shm_sync after its send was posted at ts (a
+ * receiver already waiting must first see the post, its peer be scheduled); a receive posted that
+ * long after finds it there and pays nothing. So a plan pays it once per round of dependent
+ * messages. A delay like the hop latency, not a reservation: the ports stay free meanwhile. */
+static double syncStep(const tdCostPlan *p, uint32_t gs, uint32_t gr, double ts, double t0) {
+  int src = p->steps[gs].rank, dst = msgDest(p, gs, gr);
+  if ((p->topo && p->topo->ndims > 0) || (p->dcn_dom && p->dcn_dom[src] != p->dcn_dom[dst]))
+    return 0;
+  return TD_MAX(0, ts + p->m->shm_sync - t0);
+}
+
+/* Starts the message of send gs (posted at ts) and receive gr at t0, when both are posted. */
+static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double ts, double t0) {
   uint64_t bytes = refBytes(p, p->steps[gs].rank, p->steps[gs].wire);
   int fwd = (tdStepSemTable[p->steps[gs].op].flags & TD_SEM_WIRE_IN) != 0; /* fused sender */
   double first, fin = linkTime(p, gs, p->steps[gs].rank, msgDest(p, gs, gr), bytes, t0,
-                               fwd ? p->floor[gs] : 0, &first);
+                               fwd ? p->floor[gs] : 0, syncStep(p, gs, gr, ts, t0), &first);
   p->messages++;
   TD_CHECK(heapPush(p, fin, gs, 0));
   unsigned f = tdStepSemTable[p->steps[gr].op].flags;
@@ -236,12 +250,12 @@ static tpudistResult_t post(tdCostPlan *p, uint32_t g, int side, double t) {
   if (side == 0) {
     uint32_t o = p->steps[g].smatch;
     if (o == TD_COST_NONE) return tpudistInternalError;
-    if (p->posted_r[o] >= 0) return transfer(p, g, o, t);
+    if (p->posted_r[o] >= 0) return transfer(p, g, o, t, t);
     p->posted_s[g] = t;
   } else {
     uint32_t o = p->steps[g].rmatch;
     if (o == TD_COST_NONE) return tpudistInternalError;
-    if (p->posted_s[o] >= 0) return transfer(p, o, g, t);
+    if (p->posted_s[o] >= 0) return transfer(p, o, g, p->posted_s[o], t);
     p->posted_r[g] = t;
   }
   return tpudistSuccess;

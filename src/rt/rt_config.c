@@ -97,6 +97,12 @@ const tdConfigVar tdConfigTable[] = {
     {"TPU_DIST_DCN_LATENCY_US", cfgInt, "-1", TD_OFF(dcn_latency_us), -1, 10000000,
      "Latency of one message across DCN in microseconds, as the cost model sees it. -1: the "
      "default, 10 on a TPU topology, 20 on a flat one (TCP)."},
+    {"TPU_DIST_SHM_SYNC_NS", cfgInt, "-1", TD_OFF(shm_sync_ns), -1, 1000000000,
+     "Cost of one synchronisation step on shared memory in nanoseconds, as the cost model sees "
+     "it (selection on a flat topology): every round of dependent messages within a host pays it "
+     "once, so plans with fewer rounds (direct: 2 for an all-reduce, ring: 2(p-1)) gain as it "
+     "grows. -1: the default, 2000 times the host's ranks per online core when that exceeds 1 "
+     "(a waiting peer must first be scheduled; docs/algorithms.md, \"Cost model\")."},
     {"TPU_DIST_DCN_FLOWS", cfgInt, "0", TD_OFF(dcn_flows), 0, 64,
      "Connections (sender-receiver pairs) one host NIC direction carries at once at its rate, as "
      "the cost model sees it: a message that starts while this many other pairs' messages are "

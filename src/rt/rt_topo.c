@@ -4,6 +4,7 @@
 #include "rt_topo.h"
 
 #include <string.h>
+#include <unistd.h>
 
 /* One slice's topology (ranks per slice, or <= 0 for unchecked). */
 static tpudistResult_t sliceTopology(const tdConfig *cfg, int nranks, tdTopo *out,
@@ -55,4 +56,12 @@ void configCostModel(const tdConfig *cfg, const tdTopo *t, tdCostModel *m) {
   if (cfg->dcn_gbps > 0) m->dcn_bw = cfg->dcn_gbps * 1e9 / 8;
   if (cfg->dcn_latency_us >= 0) m->dcn_latency = cfg->dcn_latency_us * 1e-6;
   m->dcn_flows = cfg->dcn_flows;
+  if (cfg->shm_sync_ns >= 0) {
+    m->shm_sync = cfg->shm_sync_ns * 1e-9;
+    return;
+  }
+  /* flat (the only topology that uses it): ranks per host when hosts are known, else one host */
+  long cores = sysconf(_SC_NPROCESSORS_ONLN);
+  int per_host = t->host_bounds[0] > 0 ? t->host_bounds[0] : t->nranks;
+  if (cores > 0 && per_host > cores) m->shm_sync *= (double)per_host / (double)cores;
 }

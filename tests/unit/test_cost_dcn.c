@@ -59,7 +59,7 @@ static void testFlatDcn(void) {
   costModelDefault(&t, &m);
   CU_ASSERT(near(m.dcn_bw, TD_COST_DCN_HOST_BW) && near(m.dcn_latency, TD_COST_DCN_TCP_LATENCY));
   m.dcn_bw = 1e9, m.copy_bw = 4e9, m.dcn_latency = 20e-6, m.hop_latency = 1e-6;
-  m.msg_overhead = 0, m.piece_bytes = 0;
+  m.msg_overhead = 0, m.piece_bytes = 0, m.shm_sync = 0;
   uint64_t n = 1000000; /* 4 MB */
   int s1[] = {0}, d1[] = {2}, s2[] = {0, 1}, d2[] = {2, 3}, d3[] = {3, 2};
   CU_ASSERT(near(messages(&t, &m, s1, d1, 1, n), 4e6 / 1e9 + 20e-6));
