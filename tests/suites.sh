@@ -86,6 +86,8 @@ suite unit-shm-acks quick 120 tests/unit/test_shm_acks
 suite stress-ring stress 480 tests/mpi/stress_ring.sh
 suite stress-ring-nocma stress 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
 suite mpi-algos integration 600 tests/mpi/algos.sh
+# the direct (one-shot) family forced at 16 and 32 ranks, oversubscribed (TD_FULL=1: 64)
+suite mpi-direct integration 180 tests/mpi/direct.sh
 suite dead-peer integration 90 tests/mpi/dead_peer.sh
 # many ranks on one host (tests/mpi/many_ranks.sh, without mpirun): 64 flat ranks, every collective
 # checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # tests/mpi/many_ranks_suite.sh - suite many-ranks: 64 ranks on this host (flat), every collective
 # once with exact results, the large all-to-all and the all-to-all-v direct (every pair talks),
+# then again with the direct all-reduce, all-gather, reduce-scatter and broadcast forced,
 # /dev/shm at most 1.5 GiB (1 MiB rings in both directions of every pair would be 4 GiB); then 512
 # ranks on an emulated 8x8x8 torus (all-to-all-v on the torus plan: direct would open a segment
 # for each of the 130,816 pairs), /dev/shm at most 2 GiB. Each job is bounded in time; here, shared
@@ -22,6 +23,9 @@ job() {
     { echo "many-ranks: $n ranks used ${kib:-?} KiB of /dev/shm, more than $max_mib MiB"; return 1; }
 }
 job 64 flat 1536 240 --expect alltoall-large=direct --expect alltoallv=direct || exit 1
+direct=allreduce=direct,allgather=direct,reducescatter=direct,broadcast=direct
+TPU_DIST_ALGO=$direct job 64 flat 1536 240 --expect allreduce=direct --expect allgather=direct \
+  --expect reducescatter=direct --expect broadcast=direct || exit 1
 TPU_DIST_ALGO=alltoallv=torus job 512 8x8x8 2048 900 --a2a-bytes 65536 --expect alltoallv=torus ||
   exit 1
 echo "many-ranks: ok"

@@ -104,34 +104,50 @@ static inline int64_t refSext(uint64_t v, int dt) {
   return (int64_t)((x ^ m) - m);
 }
 
-/* Input element of rank r: integer bits (iv) or float value (fv), for op. */
+/* min(cap, num / n), at least 1 */
+static inline int64_t refSpan(int64_t cap, int64_t num, int n) {
+  int64_t v = num / (n > 0 ? n : 1);
+  return v < 1 ? 1 : v < cap ? v : cap;
+}
+
+/* Input element of rank r: integer bits (iv) or float value (fv), for op. Ranges shrink with the
+ * rank count beyond 8 (16 for floats) so that sums and products stay exact in the narrowest types
+ * (an 8-bit average's sum, bfloat16's 8-bit significand, float16's range) for any order of
+ * reduction. */
 static inline void refInput(uint64_t seed, int r, size_t i, int dt, int op, int nranks,
                             uint64_t *iv, double *fv) {
   uint64_t h = refHash(seed, r, i);
   *iv = h;
   *fv = 0;
   if (!refIsFloat(dt)) {
-    if (op == tpudistAvg) *iv = refIsSigned(dt) ? (uint64_t)((int64_t)(h % 31) - 15) : h % 32;
+    int64_t k = refSpan(15, 127, nranks); /* |sum| <= 127: 8-bit signed averages stay exact */
+    if (op == tpudistAvg)
+      *iv = refIsSigned(dt) ? (uint64_t)((int64_t)(h % (uint64_t)(2 * k + 1)) - k)
+                            : h % (uint64_t)refSpan(32, 256, nranks);
     return;
   }
   int small = dt == tpudistFloat16 || dt == tpudistBfloat16;
   switch (op) {
-    case tpudistSum:
-      *fv = (double)((int64_t)(h % 33) - 16);
+    case tpudistSum: { /* |partial sums| <= 256 in the half types (exact in bfloat16) */
+      int64_t k = small ? refSpan(16, 256, nranks) : 16;
+      *fv = (double)((int64_t)(h % (uint64_t)(2 * k + 1)) - k);
       return;
+    }
     case tpudistProd: {
       static const double v[] = {1, -1, 2, 0.5};
-      *fv = v[h % 4];
+      *fv = v[h % (small && nranks > 16 ? 2 : 4)];
       return;
     }
     case tpudistAvg: {
       /* partial sums stay within +-256 (exact in bfloat16) */
+      int64_t k = refSpan(8, 128, nranks);
+      uint64_t w = (uint64_t)(2 * k + 1);
       if (r < nranks - 1) {
-        *fv = (double)((int64_t)(h % 17) - 8);
+        *fv = (double)((int64_t)(h % w) - k);
         return;
       }
-      double target = (double)((int64_t)(refHash(seed, -1, i) % 17) - 8), s = 0;
-      for (int q = 0; q < nranks - 1; q++) s += (double)((int64_t)(refHash(seed, q, i) % 17) - 8);
+      double target = (double)((int64_t)(refHash(seed, -1, i) % w) - k), s = 0;
+      for (int q = 0; q < nranks - 1; q++) s += (double)((int64_t)(refHash(seed, q, i) % w) - k);
       *fv = target * nranks - s;
       return;
     }
