@@ -80,7 +80,7 @@ typedef struct {
 /* A synchronisation step on shared memory when every rank has a core of its own (the wake-up of a
  * waiting peer through the shm transport's rings), from bench runs on a 2-core host
  * (docs/algorithms.md, "Cost model"); configCostModel scales it by ranks per core. */
-#define TD_COST_SHM_SYNC 2e-6
+#define TD_COST_SHM_SYNC 3.5e-6
 
 /* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us
  * issue cost per message; flat (shared memory) 1 us per message, 10 GB/s per rank copy,

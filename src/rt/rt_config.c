@@ -101,7 +101,7 @@ const tdConfigVar tdConfigTable[] = {
      "Cost of one synchronisation step on shared memory in nanoseconds, as the cost model sees "
      "it (selection on a flat topology): every round of dependent messages within a host pays it "
      "once, so plans with fewer rounds (direct: 2 for an all-reduce, ring: 2(p-1)) gain as it "
-     "grows. -1: the default, 2000 times the host's ranks per online core when that exceeds 1 "
+     "grows. -1: the default, 3500 times the host's ranks per online core when that exceeds 1 "
      "(a waiting peer must first be scheduled; docs/algorithms.md, \"Cost model\")."},
     {"TPU_DIST_DCN_FLOWS", cfgInt, "0", TD_OFF(dcn_flows), 0, 64,
      "Connections (sender-receiver pairs) one host NIC direction carries at once at its rate, as "
