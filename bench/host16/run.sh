@@ -7,6 +7,9 @@
 #   c_npP.csv       C benchmarks at P ranks, tpu_dist and Open MPI's collectives (the same tools,
 #                   -I mpi) in turn each round, 8 B-64 MiB; ranks bound by mpirun --bind-to core
 #                   (--bind-to none and --oversubscribe beyond the cores)
+#   algos_npP.csv   tpu_dist's plans forced by name (-A) in turn each round, 8 B-MAX by 4x: the
+#                   direct (one-shot) all-reduce, all-gather, reduce-scatter and broadcast against
+#                   the ring (chain and tree for broadcast) and selection's own pick (algo column)
 #   torch_npP.csv   torch all_reduce through tpu_dist and through gloo at P ranks (torch imports)
 #   log.txt         everything the steps printed
 # Knobs: PY=python3 (the one torch imports in) NPS="4 8 16" ROUNDS=3 MAX=64M COLLS="all_reduce all_gather reduce_scatter alltoall
@@ -63,6 +66,21 @@ for p in $NPS; do
     done
   done
   echo "host16: C at $p ranks: $(wc -l <"$csv") rows"
+  csv=$OUT/algos_np$p.csv
+  rm -f "$csv"
+  for ((r = 1; r <= ROUNDS; r++)); do
+    for coll in all_reduce all_gather reduce_scatter broadcast; do
+      algos="ring direct selected"
+      [ $coll = broadcast ] && algos="chain tree direct selected"
+      for algo in $algos; do
+        force=(-A "$algo")
+        [ $algo = selected ] && force=()
+        $(mpi "$p") -x MALLOC_MMAP_THRESHOLD_ -x MALLOC_TRIM_THRESHOLD_ bench/${coll}_perf \
+          -b 8 -e "$max" -f 4 -n 50 -w 5 -c 1 "${force[@]}" -C "$csv" >/dev/null
+      done
+    done
+  done
+  echo "host16: algorithms at $p ranks: $(wc -l <"$csv") rows"
   [ $torch = 1 ] || continue
   csv=$OUT/torch_np$p.csv
   rm -f "$csv"
