@@ -1,6 +1,6 @@
 /*
- * test_gen_allreduce.c - the all-reduce generators (ring, ring2, tree, recdbl, rabenseifner) over
- * nranks 1..17, 24, 32, 64 x counts {0, 1, n-1, 3n+1, 1000} x in place / out of place.
+ * test_gen_allreduce.c - the all-reduce generators (ring, ring2, tree, recdbl, rabenseifner,
+ * direct) over nranks 1..17, 24, 32, 64 x counts {0, 1, n-1, 3n+1, 1000} x in place / out of place.
  *
  * Two independent checks per shape:
  *  - the validator (validateAlgo): matching, progress (no deadlock, no cross-stream race), and
@@ -35,7 +35,8 @@ static const genCase kGens[] = {{"ring", genAllreduceRing},
                                 {"ring2", genAllreduceRing2},
                                 {"tree", genAllreduceTree},
                                 {"recdbl", genAllreduceRecdbl},
-                                {"rabenseifner", genAllreduceRabenseifner}};
+                                {"rabenseifner", genAllreduceRabenseifner},
+                                {"direct", genAllreduceDirect}};
 
 static const int kRanks[] = {1, 2, 3, 4, 5, 6, 7, 8, 9, 10, 11, 12, 13, 14, 15, 16, 17, 24, 32, 64};
 #define NUM_RANKS ((int)(sizeof(kRanks) / sizeof(kRanks[0])))
@@ -468,11 +469,15 @@ static void testRabenseifner(void) {
   checkShapes(4);
   checkLarge(4);
 }
+static void testDirect(void) {
+  checkShapes(5);
+  checkLarge(5);
+}
 
 /* The schedule is the same whatever the count: chunks bind at execution time. */
 static void testCountIndependent(void) {
   char err[TD_ERRLEN];
-  for (int g = 0; g < 5; g++)
+  for (int g = 0; g < 6; g++)
     for (int p = 1; p <= 12; p++)
       for (int r = 0; r < p; r++) {
         tdCollArgs a = {.coll = TD_COLL_ALLREDUCE, .nranks = p, .rank = r, .inplace = r % 2};
@@ -553,7 +558,7 @@ static void testTreeComplementary(void) {
 
 static void testBadArgs(void) {
   char err[TD_ERRLEN];
-  for (int g = 0; g < 5; g++) {
+  for (int g = 0; g < 6; g++) {
     tdCollArgs bad[3] = {{.coll = TD_COLL_ALLREDUCE, .nranks = 4, .rank = 4},
                          {.coll = TD_COLL_ALLREDUCE, .nranks = 0, .rank = 0},
                          {.coll = TD_COLL_BROADCAST, .nranks = 4, .rank = 1}};
@@ -574,6 +579,7 @@ int main(void) {
                          {"tree", testTree},
                          {"recdbl", testRecdbl},
                          {"rabenseifner", testRabenseifner},
+                         {"direct", testDirect},
                          {"count independent", testCountIndependent},
                          {"ring shape", testRingShape},
                          {"tree complementary", testTreeComplementary},

@@ -156,11 +156,14 @@ static const Gen kGens[] = {
     {TD_COLL_ALLTOALL, "pairwise", genAlltoallPairwise},
     {TD_COLL_ALLTOALL, "direct", genAlltoallDirect},
     {TD_COLL_SENDRECV, "direct", genSendrecvDirect},
+    {TD_COLL_ALLGATHER, "direct", genAllgatherDirect},
+    {TD_COLL_REDUCESCATTER, "direct", genReducescatterDirect},
+    {TD_COLL_BROADCAST, "direct", genBroadcastDirect},
     {TD_COLL_ALLTOALLV, "pairwise", genAlltoallvPairwise},
     {TD_COLL_ALLTOALLV, "direct", genAlltoallvDirect},
 };
 #define NGENS (int)(sizeof(kGens) / sizeof(kGens[0]))
-#define NUNIFORM 11 /* kGens[0 .. NUNIFORM-1] are count-independent */
+#define NUNIFORM 14 /* kGens[0 .. NUNIFORM-1] are count-independent */
 
 static void testAllgatherRing(void) {
   runGen(kGens[0]);
@@ -195,11 +198,20 @@ static void testAlltoallDirect(void) {
 static void testSendrecvDirect(void) {
   runGen(kGens[10]);
 }
+static void testAllgatherDirect(void) {
+  runGen(kGens[11]);
+}
+static void testReducescatterDirect(void) {
+  runGen(kGens[12]);
+}
+static void testBroadcastDirect(void) {
+  runGen(kGens[13]);
+}
 static void testAlltoallvPairwise(void) {
-  runAlltoallv(kGens[11]);
+  runAlltoallv(kGens[14]);
 }
 static void testAlltoallvDirect(void) {
-  runAlltoallv(kGens[12]);
+  runAlltoallv(kGens[15]);
 }
 
 /* A uniform schedule is the same for every count (the count binds at execution time). */
@@ -312,6 +324,9 @@ int main(void) {
       {"alltoallv pairwise", testAlltoallvPairwise},
       {"alltoallv direct", testAlltoallvDirect},
       {"sendrecv direct", testSendrecvDirect},
+      {"allgather direct", testAllgatherDirect},
+      {"reducescatter direct", testReducescatterDirect},
+      {"broadcast direct", testBroadcastDirect},
       {"count independence", testCountIndependent},
       {"bad arguments", testBadArgs},
       {"fusable", testFusable},
