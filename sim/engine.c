@@ -7,7 +7,8 @@
  * Issue rules: a stream's steps issue in order; a step waits while it conflicts with an earlier
  * incomplete step of its stream (schedStepSpans and schedSpansConflict), while a cross-stream dep
  * is incomplete, and while max_inflight steps of its stream are incomplete (the executor's depth).
- * A fused receive-and-send forwards after its receive (and reduction) completes.
+ * A fused receive-and-send forwards after its receive (and reduction) completes. A stream's sends
+ * to one peer leave one at a time, in the order they are matched (a DMA queue per stream and peer).
  */
 #include <stdlib.h>
 #include <string.h>
@@ -142,10 +143,9 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
   return tpudistSuccess;
 }
 
-static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
-  if (e->cfg->max_dma <= 0) return flowStart(e, ss, rs, bytes, 0);
-  uint32_t port = netPort(&e->net, e->slots[ss].rank, schedSendPeer(&e->slots[ss].step.t));
-  if (e->port_active[port] < (uint32_t)e->cfg->max_dma) return flowStart(e, ss, rs, bytes, port);
+/* A queued message's entry in pend[]. */
+static tpudistResult_t pendAlloc(simEngine *e, uint32_t ss, uint32_t rs, double bytes,
+                                 uint32_t *out) {
   uint32_t id = e->freepend;
   if (id != SIM_NO_SLOT) {
     e->freepend = e->pend[id].next;
@@ -155,6 +155,16 @@ static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double b
     id = e->npend++;
   }
   e->pend[id] = (simPending){ss, rs, SIM_NO_SLOT, bytes};
+  *out = id;
+  return tpudistSuccess;
+}
+
+static tpudistResult_t dmaStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
+  if (e->cfg->max_dma <= 0) return flowStart(e, ss, rs, bytes, 0);
+  uint32_t port = netPort(&e->net, e->slots[ss].rank, schedSendPeer(&e->slots[ss].step.t));
+  if (e->port_active[port] < (uint32_t)e->cfg->max_dma) return flowStart(e, ss, rs, bytes, port);
+  uint32_t id;
+  TD_CHECK(pendAlloc(e, ss, rs, bytes, &id));
   if (e->port_tail[port] != SIM_NO_SLOT)
     e->pend[e->port_tail[port]].next = id;
   else
@@ -175,6 +185,51 @@ static tpudistResult_t dmaDone(simEngine *e, uint32_t port) {
   e->pend[id].next = e->freepend;
   e->freepend = id;
   return flowStart(e, p.ss, p.rs, p.bytes, port);
+}
+
+/* ---- stream queues: a stream's sends to one peer leave one at a time, in the order they are
+ * matched (one DMA queue per stream and peer, fused forwards included); the next starts when the
+ * last byte of the one before has left. In the match table while the queue is busy: the queue's
+ * head and tail pend[] entries (which = 1, 2) while messages wait, and under which = 0 that it
+ * is busy. ---- */
+static uint64_t queueKey(const simEngine *e, uint32_t ss, int which) {
+  const simSlot *s = &e->slots[ss];
+  return mkKey(s->rank, schedSendPeer(&s->step.t), s->stream, (uint32_t)which, 1) & ~(1ull << 63);
+}
+
+static tpudistResult_t queueStart(simEngine *e, uint32_t ss, uint32_t rs, double bytes) {
+  uint64_t ck = queueKey(e, ss, 0), hk = queueKey(e, ss, 1), tk = queueKey(e, ss, 2);
+  uint32_t id;
+  if (tableTake(e, ck) == SIM_NO_SLOT) { /* idle: start it */
+    TD_CHECK(tablePut(e, ck, 0));
+    return dmaStart(e, ss, rs, bytes);
+  }
+  TD_CHECK(tablePut(e, ck, 0));
+  TD_CHECK(pendAlloc(e, ss, rs, bytes, &id));
+  uint32_t tail = tableTake(e, tk);
+  if (tail == SIM_NO_SLOT)
+    TD_CHECK(tablePut(e, hk, id));
+  else
+    e->pend[tail].next = id;
+  return tablePut(e, tk, id);
+}
+
+/* The message sent from slot ss left: its queue starts the next one, or goes idle. */
+static tpudistResult_t queueDone(simEngine *e, uint32_t ss) {
+  uint64_t hk = queueKey(e, ss, 1);
+  uint32_t head = tableTake(e, hk);
+  if (head == SIM_NO_SLOT) { /* nothing waits: idle */
+    tableTake(e, queueKey(e, ss, 0));
+    return tpudistSuccess;
+  }
+  simPending p = e->pend[head];
+  if (p.next == SIM_NO_SLOT)
+    tableTake(e, queueKey(e, ss, 2));
+  else
+    TD_CHECK(tablePut(e, hk, p.next));
+  e->pend[head].next = e->freepend;
+  e->freepend = head;
+  return dmaStart(e, p.ss, p.rs, p.bytes);
 }
 
 /* ---- message ends ---- */
@@ -206,7 +261,7 @@ static tpudistResult_t postEnd(simEngine *e, uint32_t slot, int send) {
                  s->stream, ord, (unsigned long long)sb, (unsigned long long)rb);
   e->messages++;
   e->wire_bytes += (double)sb;
-  return dmaStart(e, ss, rs, (double)sb);
+  return queueStart(e, ss, rs, (double)sb);
 }
 
 /* ---- issue ---- */
@@ -387,6 +442,7 @@ static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
       else
         TD_CHECK(netPush(&e->net, s->phase ? fwdDeliverAt(e, s, f->lat) : e->now + f->lat,
                          SIM_EV_DELIVER, ev->id, 0));
+      TD_CHECK(queueDone(e, f->send_slot));
       return dmaDone(e, e->net.flows[ev->id].port);
     }
     case SIM_EV_DELIVER:

@@ -77,17 +77,17 @@ typedef struct {
 } simGridShape;
 
 static const simGridShape kShapes[] = {
-    /* the small grid (level 0) uses the first three */
+    /* the small grid (level 0) uses the first five: up to 64 ranks */
     {"v5e", "4x4"},
     {"v5p", "4x4:wrap=1,1"}, /* a z-plane of a cube (a sub-block) */
     {"v5p", "2x2x4:hosts=2,2,1:slices=2"},
+    {"v5p", "2x4x4"}, /* a sub-cube slice: no wrap */
     {"v5p", "4x4x4"},
     {"v4", "4x4x8"},
     {"v4", "4x4x8:twist:hosts=2,2,1"},
-    {"v5p", "2x4x4"}, /* a sub-cube slice: no wrap */
     {"v6e", "8x16"},
 };
-/* Rooted collectives last: level 0 leaves broadcast out (docs/simulator.md, "Selection"). */
+#define SIM_GRID_SMALL_SHAPES 5
 static const tdColl kColls[] = {TD_COLL_ALLREDUCE, TD_COLL_ALLGATHER, TD_COLL_REDUCESCATTER,
                                 TD_COLL_ALLTOALL, TD_COLL_BROADCAST};
 
@@ -114,8 +114,7 @@ static tpudistResult_t checkShape(const simGridShape *g, int level, FILE *f, sim
   TD_CHECK(selectBuild(&t, t.nranks, NULL, &m, &tab, err));
   tpudistResult_t r = tpudistSuccess;
   uint64_t lo = 4096, hi = level == 2 ? 256ull << 20 : 16ull << 20, step = level == 2 ? 4 : 16;
-  size_t ncolls = TD_ARRAY_SIZE(kColls) - (level == 0);
-  for (size_t c = 0; c < ncolls && r == tpudistSuccess; c++)
+  for (size_t c = 0; c < TD_ARRAY_SIZE(kColls) && r == tpudistSuccess; c++)
     for (uint64_t b = lo; b <= hi && r == tpudistSuccess; b *= step) {
       simSelCell cell;
       r = simCheckCell(&cfg, tab, kColls[c], b, &cell, err);
@@ -140,7 +139,7 @@ static tpudistResult_t checkShape(const simGridShape *g, int level, FILE *f, sim
 
 tpudistResult_t simCheckSelection(int level, FILE *f, simSelSummary *sum, char *err) {
   memset(sum, 0, sizeof(*sum));
-  size_t n = level == 0 ? 3 : TD_ARRAY_SIZE(kShapes);
+  size_t n = level == 0 ? SIM_GRID_SMALL_SHAPES : TD_ARRAY_SIZE(kShapes);
   for (size_t i = 0; i < n; i++) TD_CHECK(checkShape(&kShapes[i], level, f, sum, err));
   return tpudistSuccess;
 }

@@ -166,8 +166,9 @@ typedef struct {
 } simSelSummary;
 
 /* The grid: presets x shapes (plain, twisted, sub-blocks, slices) x collectives x sizes. level 0:
- * three small shapes (v5e 4x4, a v5p z-plane, two v5p 2x2x4 slices), the unrooted collectives at
- * 4 KiB, 64 KiB, 1 MiB and 16 MiB; 1: every shape, broadcast too; 2: also 4 KiB .. 256 MiB by 4x.
+ * five shapes of up to 64 ranks (v5e 4x4, a v5p z-plane, two v5p 2x2x4 slices, the v5p 2x4x4
+ * sub-cube, v5p 4x4x4), all-reduce, all-gather, reduce-scatter, all-to-all and broadcast at
+ * 4 KiB, 64 KiB, 1 MiB and 16 MiB; 1: every shape; 2: also 4 KiB .. 256 MiB by 4x.
  * A line per cell to f (NULL: none). */
 tpudistResult_t simCheckSelection(int level, FILE *f, simSelSummary *sum, char *err);
 

@@ -18,7 +18,8 @@
  * flows; trees are not rank-symmetric), within a deterministic work budget, so that every rank
  * builds the same table: TD_SELECT_WORK_BUDGET (12 M) step evaluations (steps of a plan x buckets
  * evaluated) in all, estimated as rank 0's steps x ranks x buckets before the others are
- * generated; a candidate past it is ranked after the costed ones by a fixed order (latency
+ * generated; a candidate past it is costed at every 4th bucket (the others interpolated, as at
+ * pod scale) if that fits, else ranked after the costed ones by a fixed order (latency
  * algorithms first up to 64 KiB, bandwidth algorithms above). 64 ranks on 4x4x4 are costed in
  * full. Why the cut-off is at 256 ranks: docs/results/design-choices.md, "Selection cut-off".
  *
@@ -383,11 +384,12 @@ static void podInterpolate(const tdSelectTable *t, tdColl c, double *out) {
   }
 }
 
-/* Costs one candidate at every bucket into t->cost[c][i]; -1 if it refuses the shape. pod: pod
- * scale (buckets interpolated); sym: from rank 0's plan alone by symmetry (2: translations of a
- * wrapped torus only); *costed = 0 (and nothing written) if its plans have none. */
+/* Costs one candidate at every bucket into t->cost[c][i]; -1 if it refuses the shape. stride:
+ * every stride-th bucket evaluated, the others interpolated (1: every bucket); sym: from rank 0's
+ * plan alone by symmetry (2: translations of a wrapped torus only); *costed = 0 (and nothing
+ * written) if its plans have none. */
 static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const tdCostModel *m,
-                                     int pod, int sym, int *costed) {
+                                     int stride, int sym, int *costed) {
   char err[TD_ERRLEN];
   tdCollArgs a;
   baseArgs(t, c, &a);
@@ -403,7 +405,7 @@ static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const td
       out[b] = out[b - 1]; /* same block count as the bucket below (clamped at 1) */
       continue;
     }
-    if (pod && !podEvaluated(b, sym ? TD_SELECT_POD_STRIDE : 2 * TD_SELECT_POD_STRIDE)) {
+    if (stride > 1 && !podEvaluated(b, stride)) {
       out[b] = -3; /* interpolated below */
       continue;
     }
@@ -422,7 +424,7 @@ static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const td
     if (r == tpudistSuccess) t->work += costPlanSteps(p);
   }
   *costed = p != NULL;
-  if (*costed && r == tpudistSuccess && pod) podInterpolate(t, c, out);
+  if (*costed && r == tpudistSuccess && stride > 1) podInterpolate(t, c, out);
   costPlanFree(p);
   free(mat);
   if (r == tpudistNotSupported || r == tpudistInvalidArgument || r == tpudistInternalError) {
@@ -487,14 +489,17 @@ static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m
     if (c == TD_COLL_SENDRECV) continue;
     /* rank 0 alone, by symmetry: at pod scale any, else (past the budget) translations only */
     if ((pod || !fits) && c != TD_COLL_ALLTOALLV) {
-      TD_CHECK(costCandidate(t, c, i, m, pod, pod ? 1 : 2, &costed));
+      TD_CHECK(costCandidate(t, c, i, m, pod ? TD_SELECT_POD_STRIDE : 1, pod ? 1 : 2, &costed));
       t->nsym += costed;
     }
     if (!costed && fits && !(pod && c == TD_COLL_ALLTOALLV)) { /* no nranks^2 matrix */
       uint64_t w = t->work;
-      TD_CHECK(costCandidate(t, c, i, m, pod, 0, &costed));
+      TD_CHECK(costCandidate(t, c, i, m, pod ? 2 * TD_SELECT_POD_STRIDE : 1, 0, &costed));
       t->pod_full_work += pod ? t->work - w : 0;
     }
+    /* past the budget below pod scale: every TD_SELECT_POD_STRIDE-th bucket, if that fits */
+    if (!costed && !pod && t->work + est / TD_SELECT_POD_STRIDE <= TD_SELECT_WORK_BUDGET)
+      TD_CHECK(costCandidate(t, c, i, m, TD_SELECT_POD_STRIDE, 0, &costed));
     if (!costed) leaveUncosted(t, c, i);
   }
   return tpudistSuccess;

@@ -2,10 +2,11 @@
  * test_sim.c - the simulator (sim/): the network model against hand-computed flow times, every
  * generator in functional mode (real reductions checked against the collective's definition),
  * and published facts (docs/simulator.md, "Presets"): the scaling book's worked
- * examples within 15%, the bidirectional ring all-gather approaching V/W, the twisted 4x4x8
- * all-to-all beating the plain one, the v5e/v6e pod figures; the translation quotient (rank 0
- * standing for every rank) against simulating every rank. Expected values come from the
- * published formulas, written out here, never from the simulator.
+ * examples within 15% (the 4x4 AllGather_XY and ReduceScatter_XY within 20%), the bidirectional
+ * ring all-gather approaching V/W, the twisted 4x4x8 all-to-all beating the plain one, the v5e/v6e
+ * pod figures; the translation quotient (rank 0 standing for every rank) against simulating every
+ * rank. Expected values come from the published formulas, written out here, never from the
+ * simulator.
  */
 #include <CUnit/CUnit.h>
 #include <math.h>
@@ -298,15 +299,19 @@ static void report(const char *what, double ours, double published) {
 static void testBookExamples(void) {
   const double B = 1024, D = 4096, W = 2 * BOOK_W1;
   /* v4 4x4x4, AllGather_XY([B_X, D_Y]) bf16 = V / (W * 2 axes), V = 2BD: 46 us; §5: the
-   * reduce-scatter costs the same. The torus all-gather's current level order (last level first)
-   * leaves links idle on this shape: reported, and its mirror, the reduce-scatter, is checked. */
+   * reduce-scatter costs the same. With one DMA queue per stream and peer the four blocks of a
+   * level leave one after another on each link (docs/simulator.md, "DMA queues"): both within
+   * 20%, and within 5% of each other as the book has them. */
   double t = simTime("v4", BOOK_W1, PIECE, "4x4:wrap=1,1", TD_COLL_ALLGATHER, "torus",
                      (uint64_t)(2 * B * D));
-  report("v4 AllGather_XY 2BD/(2W) (reported)", t, 2 * B * D / (2 * W));
+  report("v4 AllGather_XY 2BD/(2W)", t, 2 * B * D / (2 * W));
+  CU_ASSERT(near(t, 2 * B * D / (2 * W), 0.20));
+  double ag = t;
   t = simTime("v4", BOOK_W1, PIECE, "4x4:wrap=1,1", TD_COLL_REDUCESCATTER, "torus",
               (uint64_t)(2 * B * D));
   report("v4 ReduceScatter_XY = AllGather_XY cost", t, 2 * B * D / (2 * W));
-  CU_ASSERT(near(t, 2 * B * D / (2 * W), 0.15));
+  CU_ASSERT(near(t, 2 * B * D / (2 * W), 0.20));
+  CU_ASSERT(near(t, ag, 0.05));
   /* AllReduce_Z of the [B_X, D_Y] shards ~ 4BD/(X Y W): 11.6 us */
   t = simTime("v4", BOOK_W1, PIECE, "4:wrap=1", TD_COLL_ALLREDUCE, "torus",
               (uint64_t)(2 * B * D / 16));
@@ -441,7 +446,7 @@ int main(void) {
       {"functional: every generator", testFunctional},
       {"translation quotient = every rank", testQuotient},
       {"translation quotient: all-to-all-v", testQuotientV},
-      {"book worked examples within 15%", testBookExamples},
+      {"book worked examples", testBookExamples},
       {"bidirectional ring all-gather -> V/W", testRingApproachesVW},
       {"twisted 4x4x8 all-to-all", testTwist},
       {"v5e/v6e pod figures", testPodFigures},
