@@ -39,6 +39,11 @@ const char *selectAlltoallvLocal(const tdSelectTable *t);
  * "alltoallv phases=2" (selectAlltoallvLocal). */
 void selectPrint(const tdSelectTable *t, FILE *f);
 void selectFree(tdSelectTable *t);
+/* Pod scale: the seconds of a pipelined chain ("chain" broadcast or reduce, root 0) of bytes over
+ * every rank of topo, by walking its n - 1 links (select.c: every link's latency and one piece
+ * for the head of the message, the rest behind it at the slowest link's rate) instead of
+ * evaluating n plans of 2k steps. */
+double selectChainEstimate(const tdTopo *topo, tdColl c, const tdCostModel *m, uint64_t bytes);
 /* A table as bytes (selectPackedBytes of them; algorithm names as indices into the algorithm
  * table), so that one rank builds it and the others receive it; selectUnpack checks the bytes
  * (names, orders) and that the table is for nranks ranks on topo. */

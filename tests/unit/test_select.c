@@ -11,6 +11,7 @@
 
 #include "../cu_main.h"
 #include "algos.h"
+#include "drive.h"
 #include "select.h"
 
 static void parse(const char *spec, tdTopo *t) {
@@ -280,8 +281,40 @@ static void testPackUnpack(void) {
   free(buf);
 }
 
+/* The pod-scale chain walk against evaluating every rank's plan where that is affordable: host-
+ * blocked 4x4x4 and 4x8x8 (one and two hops between consecutive ranks), two slices over DCN;
+ * broadcast and reduce from 64 KiB to 64 MiB, within 10%. */
+static void testChainEstimate(void) {
+  const char *shapes[] = {"4x4x4:hosts=2,2,1", "4x8x8:hosts=2,2,1", "2x2x4:hosts=2,2,1:slices=2"};
+  const tdColl colls[] = {TD_COLL_BROADCAST, TD_COLL_REDUCE};
+  for (size_t si = 0; si < TD_ARRAY_SIZE(shapes); si++)
+    for (size_t ci = 0; ci < TD_ARRAY_SIZE(colls); ci++)
+      for (uint64_t bytes = 65536; bytes <= (64u << 20); bytes *= 16) {
+        tdTopo t;
+        parse(shapes[si], &t);
+        tdCostModel m;
+        costModelDefault(&t, &m);
+        tdCollArgs a;
+        memset(&a, 0, sizeof(a));
+        a.coll = colls[ci];
+        a.nranks = t.nranks;
+        a.topo = &t;
+        a.elem_size = 4;
+        a.count = bytes / 4;
+        double full = 0, walk = selectChainEstimate(&t, colls[ci], &m, bytes);
+        char err[TD_ERRLEN] = "";
+        CU_ASSERT_FATAL(costEstimate(&a, "chain", &m, &full, err) == tpudistSuccess);
+        printf("\n%s %s chain %llu B: every rank %.1f us, walk %.1f us (%+.1f%%)", shapes[si],
+               schedCollName(colls[ci]), (unsigned long long)bytes, full * 1e6, walk * 1e6,
+               100 * (walk / full - 1));
+        CU_ASSERT(walk > 0.9 * full && walk < 1.1 * full);
+      }
+  printf("\n");
+}
+
 int main(void) {
   CU_TestInfo tests[] = {{"4x4x4 table", testBuild4x4x4},
+                         {"chain walk", testChainEstimate},
                          {"overrides", testOverrides},
                          {"flat", testFlat},
                          {"print for a topology", testPrintTopology},
