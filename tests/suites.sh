@@ -29,6 +29,9 @@ suite unit-bootstrap quick 60 tests/unit/test_bootstrap
 suite unit-transport quick 180 tests/unit/test_transport
 # the host model's placement decisions over synthetic and XML machines (hwloc)
 suite unit-host quick 60 tests/unit/test_host
+# the NUMA level inside a host: ranks per node from the placement, the topology level, the
+# grouping of the hierarchical generators by node and the selection it leads to
+suite unit-numa quick 60 tests/unit/test_numa
 # the socket transport's streams: split messages exact and in order at 1-16 streams, mixed counts
 suite unit-sock-streams quick 180 tests/unit/test_sock_streams
 # the ofi transport over libfabric's tcp;ofi_rxm (loopback) and shm providers: tagged and RMA

@@ -66,6 +66,24 @@ void hostPlace(const tdHost *h, int local_rank, int local_size, int mode, const 
   }
 }
 
+int hostNumaRanks(const tdHost *h, int local_size, int mode) {
+  int k = 0, prev = -1, run = 0;
+  for (int r = 0; r < local_size; r++) {
+    tdHostPlace p;
+    hostPlace(h, r, local_size, mode, NULL, &p);
+    if (p.action != TD_PLACE_CORE && p.action != TD_PLACE_NUMA) return 0;
+    if (p.numa == prev) {
+      run++;
+      continue;
+    }
+    if (k && run != k) return 0;
+    if (prev >= 0 && !k) k = run;
+    prev = p.numa, run = 1;
+  }
+  if (!k) return 0; /* one node (or no rank) */
+  return run == k ? k : 0;
+}
+
 int hostPlaceMask(const tdHost *h, const tdHostPlace *p, uint8_t *mask) {
   int n = 0;
   memset(mask, 0, (size_t)h->npus);

@@ -75,6 +75,12 @@ int hostMultiNuma(const tdHost *h);
  * nodes, none on one. A bad local rank or size leaves the rank where it is, saying why. */
 void hostPlace(const tdHost *h, int local_rank, int local_size, int mode, const uint8_t *bound,
                tdHostPlace *out);
+/* The NUMA level a host's ranks form when each is placed by hostPlace under mode (core, numa, or
+ * auto on a host of several NUMA nodes) and no launcher bound them: the ranks per NUMA node when
+ * local ranks 0 .. local_size-1 fill more than one node in blocks of equal size, consecutive ranks
+ * on one node (topoSetFlatNuma); 0 when the placement leaves them unplaced, puts them all on one
+ * node, or on nodes in blocks of unequal size. */
+int hostNumaRanks(const tdHost *h, int local_size, int mode);
 /* The processing units a decision binds to (npus flags by index in pus[]); 0 when it binds none. */
 int hostPlaceMask(const tdHost *h, const tdHostPlace *p, uint8_t *mask);
 /* The NUMA node every unit of mask (npus flags) belongs to; -1 if they span several, or none. */

@@ -3,14 +3,14 @@
  * reads the environment). Syntax (docs/topology.md):
  *
  *   AxB[xC[xD]][:wrap=W,W,...][:twist][:hosts=H,H,...][:slices=S]
- *   flat | flat(N) [:hosts=K][:slices=S]
+ *   flat | flat(N) [:hosts=K][:numa=M][:slices=S]
  *
  * Lengths are >= 1, at most 4 of them (x fastest). Without :wrap every axis of length >= 3 wraps
  * (with :twist, x, y and z wrap). :wrap gives one 0/1 per axis; :hosts gives the chips per host
  * along each axis (each dividing its axis) and makes the rank order host-blocked. Options may come
  * in any order, each at most once. :slices=S makes S such slices joined by DCN (the shape and the
- * other options describe one slice; flat(N) is N ranks per slice, :hosts=K ranks per host). Every
- * rejection says what is wrong and where.
+ * other options describe one slice; flat(N) is N ranks per slice, :hosts=K ranks per host, :numa=M
+ * ranks per NUMA node). Every rejection says what is wrong and where.
  */
 #include <ctype.h>
 #include <string.h>
@@ -96,6 +96,7 @@ typedef struct {
   int twist;
   int haveHosts, hosts[TD_MAX_DIMS + 1], nhosts;
   int slices; /* 0 = not given */
+  int numa;   /* flat: ranks per NUMA node; 0 = not given */
 } parsedSpec;
 
 static tpudistResult_t parseOption(const char **p, parsedSpec *ps, char *err) {
@@ -129,10 +130,17 @@ static tpudistResult_t parseOption(const char **p, parsedSpec *ps, char *err) {
     if (ps->slices < 1) return tdErr(err, tpudistInvalidArgument, "slices: expected a number >= 1");
     return tpudistSuccess;
   }
+  if (strncmp(s, "numa=", 5) == 0) {
+    if (ps->numa) return tdErr(err, tpudistInvalidArgument, "numa given twice");
+    *p = s + 5;
+    ps->numa = topoParseNum(p);
+    if (ps->numa < 1) return tdErr(err, tpudistInvalidArgument, "numa: expected a number >= 1");
+    return tpudistSuccess;
+  }
   size_t w = strcspn(s, ":");
   return tdErr(err, tpudistInvalidArgument,
-               "unknown option '%.*s' (expected wrap=, twist, hosts=, slices=)", (int)TD_MIN(w, 32),
-               s);
+               "unknown option '%.*s' (expected wrap=, twist, hosts=, numa=, slices=)",
+               (int)TD_MIN(w, 32), s);
 }
 
 /* The options from p to the end of s. */
@@ -155,13 +163,15 @@ static tpudistResult_t parseSpec(const char *s, parsedSpec *ps, char *err) {
   if (ps->haveWrap && ps->nwrap != ps->ndims)
     return tdErr(err, tpudistInvalidArgument, "wrap lists %d value%s for %d dimensions", ps->nwrap,
                  ps->nwrap == 1 ? "" : "s", ps->ndims);
+  if (ps->numa)
+    return tdErr(err, tpudistInvalidArgument, "numa=M (ranks per NUMA node) is for flat only");
   if (ps->haveHosts && ps->nhosts != ps->ndims)
     return tdErr(err, tpudistInvalidArgument, "hosts lists %d value%s for %d dimensions",
                  ps->nhosts, ps->nhosts == 1 ? "" : "s", ps->ndims);
   return tpudistSuccess;
 }
 
-/* flat, flat(N), each with :hosts=K and :slices=S (N ranks per slice). */
+/* flat, flat(N), each with :hosts=K, :numa=M and :slices=S (N ranks per slice). */
 static tpudistResult_t parseFlat(const char *s, int nranks, tdTopo *out, char *err) {
   const char *p = s + 4;
   int n = -1;
@@ -179,7 +189,8 @@ static tpudistResult_t parseFlat(const char *s, int nranks, tdTopo *out, char *e
   TD_CHECK(parseOptions(s, p, &ps, err));
   if (ps.haveWrap || ps.twist || (ps.haveHosts && ps.nhosts != 1))
     return tdErr(err, tpudistInvalidArgument,
-                 "a flat topology takes only hosts=K (ranks per host) and slices=S");
+                 "a flat topology takes only hosts=K (ranks per host), numa=M (ranks per NUMA "
+                 "node) and slices=S");
   int ns = ps.slices ? ps.slices : 1;
   if (n < 0) n = nranks > 0 && nranks % ns == 0 ? nranks / ns : 0;
   if (nranks > 0 && (long long)n * ns != nranks)
@@ -189,6 +200,7 @@ static tpudistResult_t parseFlat(const char *s, int nranks, tdTopo *out, char *e
   topoInitFlat(out, n);
   TD_CHECK(topoSetSlices(out, ns, err));
   if (ps.haveHosts) TD_CHECK(topoSetFlatHosts(out, ps.hosts[0], err));
+  if (ps.numa) TD_CHECK(topoSetFlatNuma(out, ps.numa, err));
   return tpudistSuccess;
 }
 

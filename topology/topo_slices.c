@@ -60,3 +60,25 @@ tpudistResult_t topoSetFlatHosts(tdTopo *t, int per_host, char *err) {
   t->host_bounds[0] = per_host;
   return tpudistSuccess;
 }
+
+tpudistResult_t topoSetFlatNuma(tdTopo *t, int per_numa, char *err) {
+  if (!t) return tdErr(err, tpudistInvalidArgument, "NULL topology");
+  if (t->ndims != 0)
+    return tdErr(err, tpudistInvalidArgument, "ranks per NUMA node apply to a flat topology");
+  int host = t->host_bounds[0] > 0 ? t->host_bounds[0] : t->nranks / topoNumSlices(t);
+  if (per_numa < 0 || (per_numa > 0 && (host == 0 || host % per_numa != 0)))
+    return tdErr(err, tpudistInvalidArgument,
+                 "%d ranks per NUMA node do not divide %d ranks per %s", per_numa, host,
+                 t->host_bounds[0] > 0 ? "host" : "slice");
+  t->numa = per_numa;
+  return tpudistSuccess;
+}
+
+int topoNumNuma(const tdTopo *t) {
+  return t->ndims == 0 && t->numa > 0 ? t->nranks / t->numa : 1;
+}
+
+int topoNumaOf(const tdTopo *t, int rank) {
+  if (rank < 0 || rank >= t->nranks) return -1;
+  return t->ndims == 0 && t->numa > 0 ? rank / t->numa : 0;
+}

@@ -409,6 +409,7 @@ void topoFormat(const tdTopo *t, char *buf, size_t len) {
     pos = (size_t)snprintf(buf, len, "flat(%d)", n);
     if (hasHosts(t) && pos < len)
       pos = appendList(buf, len, pos, ":hosts=", t->host_bounds, 1, ',');
+    if (t->numa > 0 && pos < len) pos = appendList(buf, len, pos, ":numa=", &t->numa, 1, ',');
   } else {
     pos = appendList(buf, len, 0, "", t->dims, nd, 'x');
     int custom = 0;

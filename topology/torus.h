@@ -24,6 +24,8 @@ typedef struct {
   int slices;                   /* 0 or 1: one slice. S > 1: slices joined by DCN; on a torus the
                                    last axis (length S, a line) is the slice level, the others
                                    one slice's ICI torus; ranks are slice-major */
+  int numa;                     /* flat: ranks per NUMA node, each node's ranks a block of
+                                   consecutive ranks inside its host; 0 = unknown */
 } tdTopo;
 
 /* One hop of a route: from rank along axis in direction dir (+1 / -1), arriving at rank to.
@@ -101,11 +103,19 @@ int topoDcnDomain(const tdTopo *t, int rank);
 int topoHasDcn(const tdTopo *t);
 /* Flat topology: ranks per host (host-blocked, dividing nranks); 0 clears it. */
 tpudistResult_t topoSetFlatHosts(tdTopo *t, int per_host, char *err);
+/* The NUMA level inside a host (flat only): ranks per NUMA node (consecutive blocks, dividing the
+ * ranks per host, or per slice when hosts are unknown); 0 clears it. A level below the hosts: it
+ * carries no DCN, only dearer copies (cost.h, numa_factor). */
+tpudistResult_t topoSetFlatNuma(tdTopo *t, int per_numa, char *err);
+/* NUMA nodes of the whole topology (1 when the level is unknown); the node of a rank (0 when
+ * unknown, -1 out of range). */
+int topoNumNuma(const tdTopo *t);
+int topoNumaOf(const tdTopo *t, int rank);
 
 /* Parses TPU_DIST_TOPOLOGY: AxB[xC[xD]] with optional ":wrap=1,1,0", ":twist", ":hosts=2,2,1"
  * (chips per host) and ":slices=S" (S such slices joined by DCN; the other options describe one
- * slice), or "flat" / "flat(N)" with optional ":hosts=K" (ranks per host) and ":slices=S" (N per
- * slice). Without a wrap spec every axis of length >= 3 wraps
+ * slice), or "flat" / "flat(N)" with optional ":hosts=K" (ranks per host), ":numa=M" (ranks per
+ * NUMA node) and ":slices=S" (N per slice). Without a wrap spec every axis of length >= 3 wraps
  * (with :twist, x, y and z wrap). nranks > 0 must equal the product (the message says both
  * numbers); nranks <= 0 skips that check. */
 tpudistResult_t topoParse(const char *spec, int nranks, tdTopo *out, char *err);

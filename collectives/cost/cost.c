@@ -32,6 +32,7 @@ void costModelDefault(const tdTopo *t, tdCostModel *m) {
     m->mem_bw = 10e9;
     m->msg_overhead = 5e-7;
     m->shm_sync = TD_COST_SHM_SYNC;
+    m->numa_factor = TD_COST_NUMA_FACTOR;
     m->piece_bytes = 131072;
     m->dcn_bw = TD_COST_DCN_HOST_BW;
     m->dcn_latency = TD_COST_DCN_TCP_LATENCY;

@@ -7,7 +7,8 @@
  * of its route in arrival order (two flows on a link share it: together they take twice as
  * long); a sender issues its messages one after another, msg_overhead each. Flat (ndims == 0):
  * every pair is linked; each rank copies at copy_bw, one port out and one in (each busy for
- * msg_overhead + bytes / copy_bw per message), and a message pays hop_latency once. Local
+ * msg_overhead + bytes / copy_bw per message; copy_bw / numa_factor between NUMA nodes), and a
+ * message pays hop_latency once. Local
  * copy/reduce steps (and the reduction of a received message) run at mem_bw.
  *
  * A fused step (recv_reduce_send, recv_copy_send) forwards piece by piece as the executor does:
@@ -48,6 +49,9 @@ typedef struct {
                           was posted (a receive posted that much later pays nothing), so a plan
                           pays it once per round of dependent messages: the ring all-reduce
                           2(p-1) times, direct twice */
+  double numa_factor;  /* flat: a message between ranks of different NUMA nodes of a host
+                          (topoNumaOf; the topology's NUMA level) moves at copy_bw / numa_factor
+                          on both ports (memory on the far node); <= 1: no difference */
   double piece_bytes;  /* executor pipeline piece (TPU_DIST_CHUNK_BYTES): a fused receive-forward
                           step forwards once the first piece has arrived; 0 = store and forward */
   double dcn_bw;       /* DCN: bytes/s of one host's NIC, each direction, shared by its ranks */
@@ -82,10 +86,16 @@ typedef struct {
  * (docs/algorithms.md, "Cost model"); configCostModel scales it by ranks per core. */
 #define TD_COST_SHM_SYNC 3.5e-6
 
+/* The per-byte factor of a copy between NUMA nodes: the ratio of the ACPI SLIT distances Linux
+ * assumes when firmware gives none, REMOTE_DISTANCE 20 to LOCAL_DISTANCE 10 (the kernel header
+ * linux/topology.h); hwloc reports the same table (numactl --hardware prints it), and two-socket
+ * servers commonly state 21 to 10. TPU_DIST_NUMA_FACTOR_PCT replaces it. */
+#define TD_COST_NUMA_FACTOR 2.0
+
 /* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us
  * issue cost per message; flat (shared memory) 1 us per message, 10 GB/s per rank copy,
- * 10 GB/s local, 0.5 us issue cost per message, TD_COST_SHM_SYNC per synchronisation step; DCN as
- * above. */
+ * 10 GB/s local, 0.5 us issue cost per message, TD_COST_SHM_SYNC per synchronisation step,
+ * TD_COST_NUMA_FACTOR between NUMA nodes; DCN as above. */
 void costModelDefault(const tdTopo *t, tdCostModel *m);
 
 /* All ranks' schedules of one collective, prepared for evaluation (count-independent). */

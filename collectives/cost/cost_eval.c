@@ -183,7 +183,10 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
   int flat = !p->topo || p->topo->ndims <= 0, nh = 1, split = 1;
   const uint32_t *links;
   uint32_t ports[2];
-  double bw = flat ? m->copy_bw : m->link_bw, dt = (double)bytes / bw;
+  double bw = flat ? m->copy_bw : m->link_bw;
+  if (flat && m->numa_factor > 1 && p->topo && topoNumaOf(p->topo, src) != topoNumaOf(p->topo, dst))
+    bw /= m->numa_factor; /* across NUMA nodes: the far node's memory */
+  double dt = (double)bytes / bw;
   if (flat) { /* sender's out port, receiver's in port, each busy overhead + bytes / copy_bw */
     ports[0] = (uint32_t)src * 2, ports[1] = (uint32_t)(p->mirror ? 0 : dst) * 2 + 1;
     links = ports, nh = 2, dt += m->msg_overhead;

@@ -87,6 +87,7 @@ static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const 
    * which one machine uses to emulate several hosts) */
   if (c->topo.ndims == 0 && c->topo.host_bounds[0] == 0)
     topoSetFlatHosts(&c->topo, commRanksPerHost(&c->net), NULL);
+  commNumaLevel(c);
   return tpudistSuccess;
 }
 

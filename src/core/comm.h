@@ -232,6 +232,10 @@ static inline tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, co
 /* ---- selection (comm_select.c) ---- */
 /* comm_host.c: this process's placement (once per process) and the communicator's piece size. */
 tpudistResult_t commHostInit(tdComm *c, char *err);
+/* The NUMA level of the communicator's flat one-host topology from the host model and this host's
+ * ranks' placement (docs/host.md, "NUMA level"); leaves the topology as it is when there is none.
+ */
+void commNumaLevel(tdComm *c);
 tpudistResult_t commSelectInit(tdComm *comm, char *err);
 int commSelectCandidates(tdComm *comm, tdColl coll, uint64_t bytes, const char **names, int max);
 void commSelectFree(tdComm *comm);

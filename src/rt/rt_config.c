@@ -103,6 +103,13 @@ const tdConfigVar tdConfigTable[] = {
      "once, so plans with fewer rounds (direct: 2 for an all-reduce, ring: 2(p-1)) gain as it "
      "grows. -1: the default, 3500 times the host's ranks per online core when that exceeds 1 "
      "(a waiting peer must first be scheduled; docs/algorithms.md, \"Cost model\")."},
+    {"TPU_DIST_NUMA_FACTOR_PCT", cfgInt, "-1", TD_OFF(numa_factor_pct), -1, 100000,
+     "Cost of a copy between two NUMA nodes of a host against one within a node, in percent, as "
+     "the cost model sees it (selection on a flat topology with a NUMA level): every byte a "
+     "message moves between ranks on different nodes takes this much longer, so plans that keep "
+     "traffic inside a node (hier, grouped by NUMA node) gain as it grows; 100 makes the nodes "
+     "alike. -1: the default, 200 (the ratio of Linux's default ACPI SLIT distances, 20 to 10; "
+     "docs/host.md, \"NUMA level\")."},
     {"TPU_DIST_DCN_FLOWS", cfgInt, "0", TD_OFF(dcn_flows), 0, 64,
      "Connections (sender-receiver pairs) one host NIC direction carries at once at its rate, as "
      "the cost model sees it: a message that starts while this many other pairs' messages are "

@@ -38,7 +38,8 @@ typedef struct {
   int dcn_gbps;                   /* TPU_DIST_DCN_GBPS: host NIC, Gbit/s (0: the default) */
   int dcn_latency_us;             /* TPU_DIST_DCN_LATENCY_US: per message (< 0: the default) */
   int dcn_flows;                  /* TPU_DIST_DCN_FLOWS: pairs per NIC direction (0: no limit) */
-  int shm_sync_ns; /* TPU_DIST_SHM_SYNC_NS: shm synchronisation step (< 0: default) */
+  int shm_sync_ns;     /* TPU_DIST_SHM_SYNC_NS: shm synchronisation step (< 0: default) */
+  int numa_factor_pct; /* TPU_DIST_NUMA_FACTOR_PCT: copy cost across NUMA nodes (< 0: default) */
   /* bootstrap */
   const char *comm_id;          /* TPU_DIST_COMM_ID host:port */
   const char *hostid;           /* TPU_DIST_HOSTID */

@@ -56,6 +56,7 @@ void configCostModel(const tdConfig *cfg, const tdTopo *t, tdCostModel *m) {
   if (cfg->dcn_gbps > 0) m->dcn_bw = cfg->dcn_gbps * 1e9 / 8;
   if (cfg->dcn_latency_us >= 0) m->dcn_latency = cfg->dcn_latency_us * 1e-6;
   m->dcn_flows = cfg->dcn_flows;
+  if (cfg->numa_factor_pct >= 0) m->numa_factor = cfg->numa_factor_pct / 100.0;
   if (cfg->shm_sync_ns >= 0) {
     m->shm_sync = cfg->shm_sync_ns * 1e-9;
     return;

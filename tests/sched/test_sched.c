@@ -1,7 +1,8 @@
 /*
  * test_sched.c - every algorithm of tdAlgoTable over a matrix of shapes, through the validator
  * (collectives/validate/validate.h) and the text format (collectives/ir/sched_io.h):
- *   nranks 1..17, 24, 32, 64, 128 flat, and the tori 2x2, 3x3, 4x4, 2x2x2, 4x2x2 themselves
+ *   nranks 1..17, 24, 32, 64, 128 flat, the tori 2x2, 3x3, 4x4, 2x2x2, 4x2x2 themselves and flat
+ *   shapes with hosts, slices or NUMA nodes (the levels of the hierarchical generators)
  *   (topology-aware generators refuse flat shapes; TD_FULL=1 adds 4x4x4, 4x4x8) x counts {0, 1,
  * n-1, 3n+1, 1031} x in place / out of place (where the collective has an in-place form) x roots
  * {0, n-1, n/2} (broadcast, reduce; sendrecv shifts) x count matrices (all-to-all-v: uniform, all
@@ -32,7 +33,7 @@
 
 #define MAXALGO 16
 #define MAXCOUNTS 12
-#define MAXRANKCASES 40
+#define MAXRANKCASES 48
 
 static int g_full;
 static int g_failures;
@@ -620,7 +621,8 @@ int main(void) {
     g_ranks[g_nranks_cases++] = full[i];
   for (int i = 0; i < g_nranks_cases; i++) topoInitFlat(&g_topo[i], g_ranks[i]);
   /* the tori themselves, so that topology-aware generators run too */
-  /* and the levels above one slice (slices, hosts), for the hierarchical generators */
+  /* and the levels above one slice (slices, hosts) and inside a host (NUMA nodes), for the
+   * hierarchical generators */
   static const char *const tori[] = {"2x2",
                                      "3x3",
                                      "4x4",
@@ -632,6 +634,9 @@ int main(void) {
                                      "flat(6):slices=3",
                                      "flat(8):hosts=2",
                                      "flat(6):hosts=3",
+                                     "flat(8):numa=2",
+                                     "flat(16):numa=4",
+                                     "flat(8):hosts=4:numa=2",
                                      "flat(2):slices=3",
                                      "flat(3):slices=4",
                                      "2x2:hosts=2,1:slices=3",

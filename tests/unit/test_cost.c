@@ -18,7 +18,7 @@
 #include "hand_scheds.h"
 
 static const tdCostModel kModel = {1e-6, 1e9, 1e9, 1e9, 0, 0,
-                                   0,    0,   0,   0,   0}; /* no pipelining, no DCN, no sync */
+                                   0,    0,   0,   0,   0, 0}; /* no pipelining, DCN, sync, NUMA */
 
 static void add(tdSched *s, tdStep st) {
   CU_ASSERT_FATAL(schedAppend(s, 0, &st, NULL) == tpudistSuccess);

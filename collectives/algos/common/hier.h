@@ -1,8 +1,10 @@
 /*
  * hier.h - the outer level shared by the hierarchical generators (<coll>_hier.c): the ranks form
  * G groups of L consecutive ranks, rank = g*L + l, the groups being the topology's slices (joined
- * by DCN, topoNumSlices) or else its hosts (topoNumHosts). Slices and hosts are both blocks of
- * consecutive ranks (docs/topology.md), so local rank l of every group is the same position.
+ * by DCN, topoNumSlices), else its hosts (topoNumHosts), else, on one host, its NUMA nodes
+ * (topoNumNuma: the two-level form inside a host, docs/host.md). Slices, hosts and NUMA nodes are
+ * all blocks of consecutive ranks (docs/topology.md), so local rank l of every group is the same
+ * position.
  */
 #ifndef TD_HIER_H_
 #define TD_HIER_H_
@@ -17,12 +19,14 @@ typedef struct {
 } tdHier;
 
 /* Groups of the topology for n ranks: slices, else hosts (when a host holds more than one rank
- * and there is more than one host), else 1. */
+ * and there is more than one host), else NUMA nodes (one host's, each holding more than one
+ * rank), else 1. */
 static inline int hierGroups(const tdTopo *t, int n) {
   if (!t || t->nranks != n) return 1;
   if (topoNumSlices(t) > 1) return topoNumSlices(t);
-  int h = topoNumHosts(t);
-  return h > 1 && h < n ? h : 1;
+  int h = topoNumHosts(t), m = topoNumNuma(t);
+  if (h > 1 && h < n) return h;
+  return m > 1 && m < n ? m : 1;
 }
 
 static inline int hierMod(int a, int m) {
@@ -43,8 +47,8 @@ static inline tpudistResult_t hierPlace(const tdCollArgs *a, tdHier *h, char *er
   h->l = a->rank % h->L;
   if (h->G < 2)
     return tdErr(err, tpudistNotSupported,
-                 "%s hier: not supported without an outer level (slices, or hosts of several "
-                 "ranks)",
+                 "%s hier: not supported without an outer level (slices, hosts or NUMA nodes of "
+                 "several ranks)",
                  schedCollName(a->coll));
   return tpudistSuccess;
 }
