@@ -91,6 +91,9 @@ suite stress-ring-nocma stress 480 tests/mpi/stress_ring.sh TPU_DIST_SHM_CMA=0
 suite mpi-algos integration 600 tests/mpi/algos.sh
 # the direct (one-shot) family forced at 16 and 32 ranks, oversubscribed (TD_FULL=1: 64)
 suite mpi-direct integration 180 tests/mpi/direct.sh
+# the two-level form inside a host of NUMA nodes: hier forced at 8 and 16 ranks on a synthetic
+# 2 packages x 2 NUMA nodes x 4 cores host, the level logged by every rank, results exact
+suite mpi-numa integration 120 tests/mpi/numa.sh
 suite dead-peer integration 90 tests/mpi/dead_peer.sh
 # many ranks on one host (tests/mpi/many_ranks.sh, without mpirun): 64 flat ranks, every collective
 # checked exactly, direct all-to-all(-v), /dev/shm bounded; then 512 ranks on an 8x8x8 torus
