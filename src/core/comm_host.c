@@ -36,11 +36,12 @@ tpudistResult_t commHostInit(tdComm *c, char *err) {
   return tpudistSuccess;
 }
 
-/* Every local rank reads the same host and places itself by the same rule (hostPlace), so each
- * computes the same blocks without a word exchanged. A rank its launcher bound, or whose decision
- * was made for another local size (an earlier communicator of this process), knows only its own
- * node: no level then. A synthetic or recorded host places without binding, and the level follows
- * the placement it describes. */
+/* One host only: every rank reads the same host and places itself by the same rule (hostPlace),
+ * so each computes the same blocks without a word exchanged (hosts could differ in their nodes;
+ * their ranks would then disagree on the topology, which selectUnpack refuses). A rank its
+ * launcher bound, or whose decision was made for another local size (an earlier communicator of
+ * this process), knows only its own node: no level then. A synthetic or recorded host places
+ * without binding, and the level follows the placement it describes. */
 void commNumaLevel(tdComm *c) {
   tdTopo *t = &c->topo;
   const tdConfig *cfg = c->net.cfg;
@@ -49,7 +50,7 @@ void commNumaLevel(tdComm *c) {
   const tdHost *h = hostThis(NULL, why);
   int lr, ls, first;
   netLocalRank(&c->net, &lr, &ls);
-  if (!h || ls != (t->host_bounds[0] > 0 ? t->host_bounds[0] : t->nranks)) return;
+  if (!h || ls != t->nranks) return;
   tdHostPlace p, q;
   if (hostBindOnce(lr, ls, cfg->bind, &p, &first, why) != tpudistSuccess) return;
   hostPlace(h, lr, ls, cfg->bind, NULL, &q);
