@@ -5,6 +5,9 @@
 #   tests/torch2/root.sh SUITE ensure         build the root if missing or its package set changed
 #   tests/torch2/root.sh SUITE run CMD...     ensure, then run CMD in the root (bash -c) with /proc,
 #                                             /dev, /dev/shm and /sys bound for the run only
+#   tests/torch2/root.sh SUITE torch-tests    ensure, then print the root's path of torch's
+#                                             test/distributed from Debian's source package of
+#                                             the root's python3-torch (fetched once, cached)
 #
 # SUITE is a Debian suite: trixie (Debian 13: torch 2.6, gcc 14, Open MPI 5.0) or sid (torch
 # 2.14, Python 3.14, gcc 16, Open MPI 6.0, transformers). The root lives outside the tree, in
@@ -30,7 +33,7 @@ case "$SUITE" in
     APT_OPTS="-o Acquire::Check-Valid-Until=false"
     ;;
   *)
-    sed -n '2,17p' "$0"
+    sed -n '2,20p' "$0"
     exit 2
     ;;
 esac
@@ -114,6 +117,37 @@ build_root() {
   mv "$new" "$ROOT"
 }
 
+# torch's test/distributed folder (which the binary packages do not ship) from Debian's source
+# package of the root's python3-torch: apt-get source through a deb-src line for the host's
+# mirror, in an apt state of its own (the root's apt configuration is left as it is), unpacked
+# with dpkg-source (Debian's patches applied). Only test/distributed is kept, in the root under
+# /var/cache/tpu_dist-src/pytorch_VERSION, so a run pays once per torch version; a rebuilt root
+# fetches it again. Prints that path; fails with apt's own words if the source cannot be had.
+torch_tests() {
+  local mirror
+  mirror=$(host_mirror | head -n 1) || true
+  [ -n "$mirror" ] || die "no Debian mirror found in /etc/apt/sources.list*"
+  in_ns "$ROOT" "set -eu
+    ver=\$(dpkg-query -W -f '\${source:Version}' python3-torch)
+    dst=/var/cache/tpu_dist-src/pytorch_\$ver
+    if [ ! -f \$dst/test/distributed/.complete ]; then
+      mkdir -p /var/cache/tpu_dist-src
+      tmp=\$(mktemp -d /var/cache/tpu_dist-src/fetch.XXXXXX)
+      trap 'rm -rf \$tmp' EXIT
+      echo 'deb-src $mirror $SUITE main' >\$tmp/sources.list
+      mkdir -p \$tmp/lists/partial
+      apt='apt-get -q $APT_OPTS -o APT::Sandbox::User=root -o Dir::Etc::SourceList='\$tmp/sources.list' -o Dir::Etc::SourceParts=/nonexistent -o Dir::State::Lists='\$tmp/lists
+      cd \$tmp
+      \$apt update >apt.log 2>&1 || { tail -n 3 apt.log >&2; exit 1; }
+      \$apt source --download-only pytorch=\$ver >>apt.log 2>&1 || { grep -E '^(E|W):' apt.log | tail -n 3 >&2; exit 1; }
+      dpkg-source -q -x pytorch_*.dsc src >>apt.log 2>&1 || { tail -n 3 apt.log >&2; exit 1; }
+      rm -rf \$dst && mkdir -p \$dst/test
+      mv src/test/distributed \$dst/test/
+      touch \$dst/test/distributed/.complete
+    fi
+    echo \$dst/test/distributed" || die "no torch source for the root's python3-torch from $mirror (above)"
+}
+
 ensure() {
   mkdir -p "$(dirname "$ROOT")" || die "cannot create $(dirname "$ROOT")"
   exec 9>"$ROOT.lock"
@@ -140,8 +174,14 @@ case "${1:-}" in
     flock -s 9 # a rebuild waits for runs in progress
     in_ns "$ROOT" "$@"
     ;;
+  torch-tests)
+    ensure
+    exec 9>"$ROOT.lock"
+    flock -s 9
+    torch_tests
+    ;;
   *)
-    sed -n '2,17p' "$0"
+    sed -n '2,20p' "$0"
     exit 2
     ;;
 esac

@@ -7,6 +7,12 @@
 #
 #   tests/torch2/run.sh SUITE [PYTEST ARGS...]      SUITE: trixie or sid
 #
+# On sid, torch's own reconfigure tests (test/distributed/test_c10d_fault_tolerance.py, which the
+# binary package does not ship) come from Debian's source package of the root's torch
+# (tests/torch2/root.sh sid torch-tests, fetched once and cached in the root), or from the torch
+# source tree of the same release that TD_TORCH_SRC names; without either,
+# tests/torch2/test_torch_ft.py is skipped with the reason.
+#
 # The copy lives under the root's /build and is removed on exit. Each phase prints its elapsed
 # time.
 set -euo pipefail
@@ -26,6 +32,23 @@ trap 'rm -rf "$dir"' EXIT
 git ls-files -z -co --exclude-standard | tar --null -T - -cf - | tar -xf - -C "$dir"
 rel=/build/$(basename "$dir")
 
+ft_env=
+if [ "$suite" = sid ]; then
+  if [ -n "${TD_TORCH_SRC:-}" ]; then
+    [ -f "$TD_TORCH_SRC/test/distributed/test_c10d_fault_tolerance.py" ] ||
+      { echo "TD_TORCH_SRC=$TD_TORCH_SRC has no test/distributed/test_c10d_fault_tolerance.py" >&2; exit 1; }
+    mkdir -p "$dir/.torch-test" && cp "$TD_TORCH_SRC"/test/distributed/*.py "$dir/.torch-test/"
+    ft=$rel/.torch-test
+    ft_env="TD_TORCH_TEST_DIR=$ft"
+  elif ft=$(tests/torch2/root.sh "$suite" torch-tests 2>"$dir/.torch-test.err"); then
+    ft_env="TD_TORCH_TEST_DIR=$ft"
+  else
+    ft=$(grep -v '^ *$' "$dir/.torch-test.err" | tail -n 3 | tr '\n' ' ')
+    ft_env="TD_TORCH_TEST_MISSING=$(printf %q "$ft")"
+  fi
+  echo "== torch's test/distributed: $ft"
+fi
+
 args=
 for a in "$@"; do args="$args $(printf '%q' "$a")"; done
 tests/torch2/root.sh "$suite" run "set -e
@@ -38,7 +61,7 @@ tests/torch2/root.sh "$suite" run "set -e
   TD_WERROR=1 python/build_ext.sh >python/ext.log 2>&1 ||
     { grep -E 'error|Error' python/ext.log | head -n 40; exit 1; }
   echo \"== library (-Werror) and extension built after \$((\$(date +%s) - $t0))s\"
-  export USE_LIBUV=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
+  export $ft_env USE_LIBUV=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296
   tests/torch/run.sh tests/torch2 $args
   echo \"== tests done after \$((\$(date +%s) - $t0))s\""
