@@ -6,4 +6,4 @@ cd "$(dirname "$0")/../.."
 PY=/usr/bin/python3
 TD_WERROR=1 PYTHON=$PY python/build_ext.sh >/dev/null
 export PYTHONPATH="$PWD/python${PYTHONPATH:+:$PYTHONPATH}"
-exec $PY -m pytest -q -p no:cacheprovider tests/torch "$@"
+exec $PY -m pytest -q -rs -p no:cacheprovider tests/torch "$@"

@@ -102,11 +102,12 @@ def run_both(names, start):
     return gloo, gwhy, ours, owhy
 
 
-def check(names, start):
+def check(names, start, capsys):
     gloo, gwhy, ours, owhy = run_both(names, start)
     bad, counts = compare(gloo, ours)
-    print("DistributedTest WORLD_SIZE=2 %s (%s): %s" % (
-        "all" if names is None else "%d tests" % len(names), start, dict(counts)))
+    with capsys.disabled():  # the counts belong in the suite's log, passed or not
+        print("\nDistributedTest WORLD_SIZE=2 %s (%s): %s" % (
+            "all" if names is None else "%d tests" % len(names), start, dict(counts)))
     assert sorted(gloo) == sorted(ours) and gloo, (len(gloo), len(ours))
     assert counts["both_run"]["tpu_dist_passed"] >= counts["both_run"]["gloo_passed"], counts
     assert not bad, "\n".join("%s (%s)" % (b, owhy.get(b.split(":")[0], "")) for b in bad)
@@ -115,12 +116,12 @@ def check(names, start):
 pytestmark = pytest.mark.skipif(int(torch.__version__.split(".")[0]) < 2, reason="torch 2.x")
 
 
-def test_whole_class_forked():
-    check(None, "fork")
+def test_whole_class_forked(capsys):
+    check(None, "fork", capsys)
 
 
-def test_subset_spawned():
-    check(SUBSET, "spawn")
+def test_subset_spawned(capsys):
+    check(SUBSET, "spawn", capsys)
 
 
 def report(gloo, gwhy, ours, owhy):
