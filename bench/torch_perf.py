@@ -21,9 +21,20 @@ for all; the modes take turns in every iteration. Prints per mode the median tim
 ratio to the first mode (its time over the mode's: above 1 is faster). Checked exactly once.
 With --phases, also the median per call of each phase: issuing the K calls, the first wait, the
 other waits.
+
+The plugin's cost per call, side by side (tpu_dist only): each round runs the C API
+(bench/all_reduce_perf, in place, back to back) at --np ranks, then torch's blocking all_reduce
+back to back at --np ranks, loops on the whole group and on each rank's own 1-rank group taking
+turns; per size the medians over rounds and the quantity to keep small, (torch at np ranks -
+torch at 1 rank) / C API in place: the collective through torch against the same collective
+through the C API, torch's own per-call cost taken out.
+
+    MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 \
+        /usr/bin/python3 bench/torch_perf.py --percall --rounds 5 --sizes 8,1K,8K,64K
 """
 import argparse
 import os
+import subprocess
 import sys
 import tempfile
 import time
@@ -221,6 +232,92 @@ def modes_worker(rank, n, a, init_file, rows):
     dist.destroy_process_group()
 
 
+def percall_worker(rank, n, a, init_file, rows):
+    """Per size: torch's blocking all_reduce back to back on the whole group and on this rank's
+    own 1-rank group, loops of --calls calls taking turns; the median over --iters loops of the
+    time per call, averaged over ranks (as bench/perf.c's -a 1)."""
+    import tpu_dist  # noqa: F401
+    dist.init_process_group("tpu_dist", init_method="file://" + init_file, rank=rank, world_size=n)
+    alone = [dist.new_group([r]) for r in range(n)][rank]
+    t = torch.zeros(max(min(a.sizes) // 4, 1))
+    for _ in range(5 * a.calls):  # the first size would pay for the processes' warm-up
+        for g in (None, alone):
+            dist.all_reduce(t, group=g)
+    for size in a.sizes:
+        t = torch.full((max(size // 4, 1),), float(rank + 1))
+        dist.all_reduce(t)
+        wrong = 0 if bool((t == float(n * (n + 1) // 2)).all()) else 1
+        dist.all_reduce(t, group=alone)
+        wrong += 0 if bool((t == float(n * (n + 1) // 2)).all()) else 1
+        t.zero_()  # sums of zeros from here on
+        loops = {None: [], alone: []}
+        for it in range(a.warmup + a.iters):
+            for g in loops:
+                dist.barrier()
+                t0 = time.perf_counter()
+                for _ in range(a.calls):
+                    dist.all_reduce(t, group=g)
+                if it >= a.warmup:
+                    loops[g].append((time.perf_counter() - t0) / a.calls)
+        med = torch.tensor([sorted(loops[g])[a.iters // 2] / n for g in (None, alone)] +
+                           [float(wrong)], dtype=torch.float64)
+        dist.all_reduce(med)
+        if rank == 0:
+            rows.append((size, med[1].item() * 1e6, med[0].item() * 1e6, int(med[2].item())))
+    dist.destroy_process_group()
+
+
+def capi_inplace(a):
+    """{bytes: us}: the median of three runs of bench/all_reduce_perf's in-place column (float32
+    sum, back to back)."""
+    runs = [capi_run(a) for _ in range(3)]
+    return {s: sorted(r[s] for r in runs)[1] for s in runs[0]}
+
+
+def capi_run(a):
+    env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
+    cmd = ["mpirun", "-np", str(a.np), "--bind-to", "none", "--oversubscribe", "--mca",
+           "mpi_yield_when_idle", "1", os.path.join(TOP, "bench", "all_reduce_perf"), "-b",
+           str(min(a.sizes)), "-e", str(max(a.sizes)), "-f", "2", "-n", str(a.calls), "-w",
+           str(a.calls // 10), "-c", "1"]
+    out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
+    res = {}
+    for line in out.splitlines():
+        f = line.split()
+        if f and f[0].isdigit():
+            if f[8] != "0" or f[12] != "0":
+                raise SystemExit("torch_perf: all_reduce_perf found wrong results:\n" + out)
+            res[int(f[0])] = float(f[9])
+    return res
+
+
+def percall(a):
+    """Rounds of: the C API in place, torch at 1 rank, torch at --np ranks; the table."""
+    runs = []
+    for r in range(a.rounds):
+        c = capi_inplace(a)
+        with tempfile.TemporaryDirectory() as d:
+            rows = mp.Manager().list()
+            mp.spawn(percall_worker, args=(a.np, a, os.path.join(d, "init"), rows), nprocs=a.np)
+        if any(x[3] for x in rows):
+            raise SystemExit("torch_perf: wrong all_reduce results")
+        runs.append({x[0]: (c[x[0]], x[1], x[2]) for x in rows})
+        sys.stdout.write("# round %d: %s\n" % (r + 1, "  ".join(
+            "%d B %.2f/%.2f/%.2f" % ((s,) + runs[-1][s]) for s in a.sizes)))
+    med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
+    text = ("# blocking all_reduce float32 sum, %d ranks, %d rounds of %d loops of %d calls; "
+            "us per call, medians over rounds\n" % (a.np, a.rounds, a.iters, a.calls) +
+            "%8s %10s %12s %12s %10s %8s %15s\n" % ("bytes", "C in place", "torch 1 rank",
+                                                    "torch %d rnk" % a.np, "excess", "ratio",
+                                                    "ratio per round"))
+    for s in a.sizes:
+        c, one, many = (med([x[s][i] for x in runs]) for i in range(3))
+        per = [(x[s][2] - x[s][1]) / x[s][0] for x in runs]
+        text += "%8d %10.2f %12.2f %12.2f %10.2f %7.2fx %14.2fx\n" % (
+            s, c, one, many, many - one, (many - one) / c, med(per))
+    return text
+
+
 def main():
     ap = argparse.ArgumentParser()
     ap.add_argument("--backend", default="gloo")
@@ -243,7 +340,20 @@ def main():
     ap.add_argument("--torchrun", action="store_true",
                     help="run as one torchrun worker (RANK, WORLD_SIZE, MASTER_ADDR from torchrun; "
                          "--np ignored): rank 0 prints the rows and appends them to --csv")
+    ap.add_argument("--percall", action="store_true",
+                    help="the plugin's cost per call against the C API (tpu_dist only)")
+    ap.add_argument("--sizes", default="8,1K,8K,64K", help="with --percall: bytes per call")
+    ap.add_argument("--rounds", type=int, default=5, help="with --percall")
+    ap.add_argument("--calls", type=int, default=1000, help="with --percall: calls per loop")
     a = ap.parse_args()
+    a.sizes = [parse_size(x) for x in a.sizes.split(",")]
+    if a.percall:
+        text = percall(a)
+        if a.csv:
+            with open(a.csv, "a") as f:
+                f.write(text)
+        sys.stdout.write(text)
+        return
     if a.torchrun:
         rows = []
         worker(int(os.environ["RANK"]), int(os.environ["WORLD_SIZE"]), a, None, rows)

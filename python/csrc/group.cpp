@@ -99,7 +99,9 @@ WorkTpuDist::WorkTpuDist(int rank, c10d::OpType type, const char *name, uint64_t
 // The Future completes first (complete() below), so a Work whose Future is done already counts
 // as completed: get_future().wait() then is_completed() is true on every thread.
 bool WorkTpuDist::isCompleted() {
-  return future_->completed();
+  if (future_->completed()) return true;
+  if (queue) queue->kick();
+  return false;
 }
 
 bool WorkTpuDist::isSuccess() const {
@@ -107,11 +109,11 @@ bool WorkTpuDist::isSuccess() const {
 }
 
 namespace {
-// Counts a thread waiting for a Work in the queue's waiters while it lives (defer mode's worker
-// harvests when someone waits).
+// Counts a thread waiting for a Work in the queue's waiters while it lives (the worker runs the
+// queue, or in defer mode harvests, when someone waits).
 struct WaitMark {
   WorkQueue *q;
-  explicit WaitMark(WorkQueue *queue) : q(queue && !queue->runInline ? queue : nullptr) {
+  explicit WaitMark(WorkQueue *queue) : q(queue) {
     if (!q) return;
     std::lock_guard<std::mutex> lock(q->mu);
     q->waiters++;
@@ -140,16 +142,27 @@ bool WorkQueue::runIfHead(WorkTpuDist *w) {
 }
 
 void WorkQueue::done() {
+  bool wake;
   {
     std::lock_guard<std::mutex> lock(mu);
     busy = false;
+    wake = !runInline || !q.empty() || stop;  // defer mode's worker watches busy
+  }
+  if (wake) cv.notify_all();
+}
+
+void WorkQueue::kick() {
+  {
+    std::lock_guard<std::mutex> lock(mu);
+    if (!runInline || q.empty() || kicked) return;
+    kicked = true;
   }
   cv.notify_all();
 }
 
 bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
-  bool waitsForWorker = queue && !isCompleted();
+  bool waitsForWorker = queue && !future_->completed();
   if (waitsForWorker && queue->runInline) waitsForWorker = !queue->runIfHead(this);
   if (waitsForWorker && !queue->runInline) waitsForWorker = !queue->harvestHere();
   WaitMark mark(waitsForWorker ? queue.get() : nullptr);  // defer mode: the worker harvests
@@ -291,21 +304,49 @@ void ProcessGroupTpuDist::abort() {
   runAbortHooks();
 }
 
+// Strict and debug mode (the header's WorkQueue): a hot worker leaves the head to its caller's
+// wait unless something says it will not come soon; seen is the head at the last period.
+namespace {
+constexpr auto kPoll = std::chrono::microseconds(200);
+constexpr int kQuietPolls = 50;
+}  // namespace
+
 void ProcessGroupTpuDist::workerLoop() {
   if (defer_) return deferLoop();
   WorkQueue &wq = *queue_;
+  std::unique_lock<std::mutex> lock(wq.mu);
+  uint64_t seen = 0, issues = wq.enqueued;
+  int quiet = 0;
   for (;;) {
-    c10::intrusive_ptr<WorkTpuDist> w;
-    {
-      std::unique_lock<std::mutex> lock(wq.mu);
-      wq.cv.wait(lock, [&] { return (wq.stop && wq.q.empty()) || (!wq.q.empty() && !wq.busy); });
-      if (wq.q.empty()) return;  // stopped and drained
-      w = wq.q.front();
-      wq.q.pop_front();
-      wq.busy = true;
+    if (wq.stop && wq.q.empty()) return;  // stopped and drained
+    if (!wq.q.empty() && !wq.busy) {
+      uint64_t head = wq.q.front()->seq;
+      if (!wq.hot || wq.stop || wq.kicked || wq.waiters > 0 || wq.q.size() > 1 || head == seen) {
+        c10::intrusive_ptr<WorkTpuDist> w = wq.q.front();
+        wq.q.pop_front();
+        wq.busy = true;
+        wq.kicked = false;
+        lock.unlock();
+        w->execute();
+        w.reset();
+        lock.lock();
+        wq.busy = false;
+        wq.hot = true;
+        quiet = 0;
+        continue;
+      }
+      seen = head;
     }
-    w->execute();
-    wq.done();
+    if (!wq.hot) {  // cold: the next issue wakes the worker, which turns hot
+      wq.cv.wait(lock);
+      wq.hot = true;
+      quiet = 0;
+      issues = wq.enqueued;
+    } else if (wq.cv.wait_for(lock, kPoll) == std::cv_status::timeout) {
+      quiet = wq.enqueued == issues ? quiet + 1 : 0;
+      issues = wq.enqueued;
+      if (quiet >= kQuietPolls && wq.q.empty()) wq.hot = false;
+    }
   }
 }
 
@@ -322,7 +363,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
     c10d::OpType type, const char *name, std::vector<at::Tensor> outputs,
     std::chrono::milliseconds timeout, std::function<void(WorkTpuDist &)> body) {
   auto w = makeWork(type, name, std::move(outputs), timeout, std::move(body));
-  bool stopped = false, here = false;
+  bool stopped = false, here = false, wake = false;
   {
     WorkQueue &wq = *queue_;
     std::lock_guard<std::mutex> lock(wq.mu);
@@ -333,12 +374,15 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
     }
     if (!stopped) {
       w->queue = queue_;
+      wq.enqueued++;
       // defer mode: an all-reduce goes to the library now, on this thread, if nothing executes
       here = defer_ && type == c10d::OpType::ALLREDUCE && wq.q.empty() && !wq.busy;
       if (here)
         wq.busy = true;
       else
         wq.q.push_back(w);
+      // strict and debug mode: a hot worker is not woken for an operation its caller may run
+      wake = !here && (defer_ || !wq.hot || wq.q.size() > 1);
     }
   }
   if (here) {
@@ -355,7 +399,7 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
     w->complete(std::make_exception_ptr(std::runtime_error(os.str())));
     return w;
   }
-  queue_->cv.notify_one();
+  if (wake) queue_->cv.notify_one();
   return w;
 }
 

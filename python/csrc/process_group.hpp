@@ -60,6 +60,12 @@ struct NoGil {
 // The operations of one group, run in issue order and one at a time: by the group's worker thread,
 // or by a thread that waits for the operation at the head of the queue while nothing executes
 // (a blocking call then runs on the caller's thread, with no hand-off and no wake-up).
+// Strict and debug mode: while operations flow the worker is "hot": it sleeps with a period
+// (200 us) and an issue does not wake it, so a blocking call costs no thread switch at all; it runs
+// the head at once when an operation is queued behind it, when a thread waits for one it cannot
+// run itself, when a Work's result is asked for (is_completed, get_future: kick), and otherwise
+// once the head went unclaimed for a whole period. After 50 periods with no issue it is
+// "cold" again: it sleeps without a timer and the next issue wakes it.
 // Defer mode (group_defer.cpp): an all-reduce issued while nothing executes goes to the library on
 // the caller's thread (non-blocking: the library defers it), and a wait while nothing executes
 // runs the queue and completes every issued Work on the waiting thread; otherwise the worker does.
@@ -71,7 +77,10 @@ struct WorkQueue {
   bool busy = false;  // an operation is executing (or, in defer mode, being issued or harvested)
   // a wait may run the head operation on the waiting thread (strict and debug mode)
   bool runInline = true;
-  int waiters = 0;  // threads in Work::wait (defer mode's worker harvests when there are any)
+  int waiters = 0;        // threads in Work::wait (the worker runs or harvests when there are any)
+  bool hot = false;       // strict and debug mode: the worker polls; an issue need not wake it
+  bool kicked = false;    // a Work's result was asked for: the worker runs the head at once
+  uint64_t enqueued = 0;  // issues so far (a hot worker goes cold after periods without any)
   // defer mode: Works issued to the library and not completed yet, issues so far (the worker's
   // timer harvests only once the issues stop), and the group's round: issue what is queued, then
   // complete every issued Work if asked (run by whoever set busy)
@@ -86,8 +95,10 @@ struct WorkQueue {
   // Defer mode: runs a harvesting round here if something is issued or queued and nothing
   // executes; true if it did.
   bool harvestHere();
-  // Marks the running operation finished and wakes the worker and waiters.
+  // Marks the running operation finished and wakes the worker if it has work.
   void done();
+  // A Work's result is asked for: a hot worker runs what is queued now (strict and debug mode).
+  void kick();
 };
 
 class WorkTpuDist : public c10d::Work {
@@ -104,6 +115,7 @@ class WorkTpuDist : public c10d::Work {
     return outputs_;
   }
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
+    if (queue) queue->kick();
     return future_;
   }
 #if TD_TORCH_2_0
