@@ -14,7 +14,8 @@
 # tests/torch2/test_torch_ft.py is skipped with the reason.
 #
 # The copy lives under the root's /build and is removed on exit. Each phase prints its elapsed
-# time.
+# time. TD_TORCH2_BENCH (arguments of bench/torch_perf.py, e.g. "--percall --rounds 5") runs that
+# benchmark in the root after the build, before the tests.
 set -euo pipefail
 cd "$(dirname "$0")/../.."
 suite=${1:?usage: tests/torch2/run.sh trixie|sid [PYTEST ARGS...]}
@@ -63,5 +64,6 @@ tests/torch2/root.sh "$suite" run "set -e
   echo \"== library (-Werror) and extension built after \$((\$(date +%s) - $t0))s\"
   export $ft_env USE_LIBUV=0 OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
   export MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296
+  ${TD_TORCH2_BENCH:+python3 bench/torch_perf.py $TD_TORCH2_BENCH}
   tests/torch/run.sh tests/torch2 $args
   echo \"== tests done after \$((\$(date +%s) - $t0))s\""
