@@ -321,6 +321,31 @@ def case_async(rank, world):
                                    torch.float32, world), "future")
 
 
+def case_unclaimed(rank, world):
+    """An isend that nobody waits for, asks about or queues behind still runs (the group's worker
+    starts it after a period even while blocking calls keep the worker from being woken): rank 1's
+    blocking recv completes and says so through the store, which rank 0 watches without touching
+    the group."""
+    for _ in range(5):  # blocking calls: the worker is left hot (not woken at an issue)
+        dist.all_reduce(torch.ones(4))
+    store = dist.distributed_c10d._get_default_store()
+    if rank == 0:
+        base = store.add("unclaimed", 0)
+        t = torch.arange(16, dtype=torch.int32)
+        w = dist.isend(t, 1)
+        deadline = time.monotonic() + 60
+        while store.add("unclaimed", 0) == base:
+            assert time.monotonic() < deadline, "an isend nobody waited for never ran"
+            time.sleep(0.01)
+        w.wait()
+    elif rank == 1:
+        got = torch.zeros(16, dtype=torch.int32)
+        dist.recv(got, 0)
+        expect_equal(got, torch.arange(16, dtype=torch.int32), "unclaimed isend")
+        store.add("unclaimed", 1)
+    dist.barrier()
+
+
 def case_barrier(rank, world):
     dist.barrier()
 
@@ -388,6 +413,7 @@ def cases(world):
     out.append(("alltoall-list", case_alltoall_list))
     out.append(("send-recv", case_send_recv))
     out.append(("async", case_async))
+    out.append(("unclaimed", case_unclaimed))
     out.append(("barrier", case_barrier))
     out.append(("sparse-rejected", case_sparse_rejected))
     groups = make_groups(world)
