@@ -47,7 +47,7 @@ suite sim-fidelity integration 300 tests/sim/test_fidelity
 suite sim-scale stress 900 tests/sim/scale.sh
 suite pod-scale stress 300 tests/sim/podscale.sh
 suite sched quick 600 tests/sched/test_sched
-suite torch torch 900 tests/torch/run.sh
+suite torch1.13 torch 900 tests/torch/run.sh
 # torch 2.x in debootstrapped roots cached outside the tree (tests/torch2/root.sh): Debian 13
 # trixie (torch 2.6, gcc 14, Open MPI 5.0) and Debian sid (torch 2.14, gcc 16, Open MPI 6.0); each
 # budget includes making its root on a fresh machine (about 5 minutes with a near mirror); sid's
