@@ -15,18 +15,11 @@
 
 #include "../cu_main.h"
 #include "host_detect.h"
+#include "host_synth.h"
 
 #define TWO_BY_TWO "pack:2 numa:2 core:16 pu:1"
 
 static char err[TD_ERRLEN];
-
-static tdHost synth(const char *desc) {
-  tdHost h;
-  tpudistResult_t r = hostDetect(desc, NULL, &h, err);
-  if (r != tpudistSuccess) fprintf(stderr, "%s: %s\n", desc, err);
-  CU_ASSERT_EQUAL_FATAL(r, tpudistSuccess);
-  return h;
-}
 
 static tdHostPlace place(const tdHost *h, int r, int l, int mode) {
   tdHostPlace p;

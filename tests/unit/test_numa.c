@@ -16,20 +16,13 @@
 #include "cost.h"
 #include "hier.h"
 #include "host_detect.h"
+#include "host_synth.h"
 #include "select.h"
 #include "step_sem.h"
 
 #define TWO_BY_TWO_BY_FOUR "pack:2 numa:2 core:4 pu:1"
 
 static char err[TD_ERRLEN];
-
-static tdHost synth(const char *desc) {
-  tdHost h;
-  tpudistResult_t r = hostDetect(desc, NULL, &h, err);
-  if (r != tpudistSuccess) fprintf(stderr, "%s: %s\n", desc, err);
-  CU_ASSERT_EQUAL_FATAL(r, tpudistSuccess);
-  return h;
-}
 
 static tdTopo parsed(const char *spec) {
   tdTopo t;

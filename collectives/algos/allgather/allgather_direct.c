@@ -17,11 +17,6 @@
 tpudistResult_t genAllgatherDirect(const tdCollArgs *a, tdSched *s, char *err) {
   TD_CHECK(directOneHost(a, err));
   int n = a->nranks, r = a->rank;
-  schedSetLayout(s, TD_BUF_INPUT, 1, 1);
-  schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
-  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
-  if (!a->inplace)
-    TD_CHECK(schedPush(
-        s, schedCopy(schedRef(TD_BUF_INPUT, 0, 1), schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1))));
+  TD_CHECK(allgatherOwnBlock(a, s));
   return directAllgather(s, n, r, schedRef(TD_BUF_INPUT, 0, 1), NULL, NULL);
 }

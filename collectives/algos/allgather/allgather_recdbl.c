@@ -67,13 +67,8 @@ static tpudistResult_t genBruck(const tdCollArgs *a, tdSched *s) {
 }
 
 tpudistResult_t genAllgatherRecdbl(const tdCollArgs *a, tdSched *s, char *err) {
-  int n = a->nranks, r = a->rank;
+  int n = a->nranks;
   (void)err;
-  schedSetLayout(s, TD_BUF_INPUT, 1, 1);
-  schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
-  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
-  if (!a->inplace)
-    TD_CHECK(schedPush(
-        s, schedCopy(schedRef(TD_BUF_INPUT, 0, 1), schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1))));
+  TD_CHECK(allgatherOwnBlock(a, s));
   return (n & (n - 1)) == 0 ? genPow2(a, s) : genBruck(a, s);
 }

@@ -19,13 +19,8 @@
 tpudistResult_t genAllgatherRing(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
   (void)err;
-  schedSetLayout(s, TD_BUF_INPUT, 1, 1);
-  schedSetLayout(s, TD_BUF_OUTPUT, (uint32_t)n, 1);
-  schedSetLayout(s, TD_BUF_SCRATCH, 0, 1);
+  TD_CHECK(allgatherOwnBlock(a, s));
   int right = (r + 1) % n, left = (r - 1 + n) % n;
-  if (!a->inplace)
-    TD_CHECK(schedPush(
-        s, schedCopy(schedRef(TD_BUF_INPUT, 0, 1), schedRef(TD_BUF_OUTPUT, (uint32_t)r, 1))));
   for (int i = 0; i < n - 1; i++) {
     int sb = (r - i + n) % n, rb = (r - i - 1 + n) % n;
     tdBufRef src = i == 0 ? schedRef(TD_BUF_INPUT, 0, 1) : schedRef(TD_BUF_OUTPUT, (uint32_t)sb, 1);
