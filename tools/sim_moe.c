@@ -15,7 +15,7 @@
  *
  * Dispatch sends hidden-state rows from sources to experts (count matrix M), combine sends them
  * back (M transposed). Bounds (one way, per direction W = the preset's link figure): bisection,
- * the bytes crossing the halves of the longest axis (either direction) over its 2 x (chips in a
+ * the worst ICI axis' bytes crossing its halves (either direction) over its 2 x (chips in a
  * cross-section) links (wrapped; 1 x without wrap); injection/ejection, the busiest chip's bytes
  * over 2 x ndims links; with slices (tpudist-sim --slices) the DCN bound, the busiest host NIC
  * direction's bytes across slices over its bandwidth. The fraction printed is the largest bound
@@ -107,15 +107,15 @@ static double dcnBound(const simConfig *cfg, const uint64_t *m) {
 }
 
 /* The larger of the bisection, injection/ejection and DCN bounds (seconds); *bis the first, *dcn
- * the last. With slices the bisection is that of the slices' longest ICI axis (the slice axis,
- * the last, is DCN). */
+ * the last. The bisection is the worst over the ICI axes (with slices the slice axis, the last, is
+ * DCN) of the bytes crossing that axis' halves over its cross-section: a placement's traffic may
+ * cross one axis' halves and never another's (group-local slabs), so no single axis stands for
+ * all. */
 static double moeBound(const simConfig *cfg, const uint64_t *m, double *bis, double *dcn) {
   const tdTopo *t = cfg->topo;
-  int n = t->nranks, ax = 0, ici = t->ndims - (topoNumSlices(t) > 1 && t->ndims > 0 ? 1 : 0);
-  for (int a = 1; a < ici; a++)
-    if (t->dims[a] > t->dims[ax]) ax = a;
-  double w = cfg->p.link_bw, cross[2] = {0, 0}, worst = 0;
-  int c[TD_MAX_DIMS], cs[TD_MAX_DIMS], half = t->dims[ax] / 2;
+  int n = t->nranks, ici = t->ndims - (topoNumSlices(t) > 1 && t->ndims > 0 ? 1 : 0);
+  double w = cfg->p.link_bw, cross[TD_MAX_DIMS][2] = {{0}}, worst = 0;
+  int c[TD_MAX_DIMS], cs[TD_MAX_DIMS];
   double *out = calloc((size_t)n, sizeof(double)), *in = calloc((size_t)n, sizeof(double));
   for (int s = 0; s < n && out && in; s++) {
     topoRankToCoords(t, s, cs);
@@ -124,15 +124,21 @@ static double moeBound(const simConfig *cfg, const uint64_t *m, double *bis, dou
       if (b == 0 || s == d) continue;
       out[s] += b, in[d] += b;
       topoRankToCoords(t, d, c);
-      if ((cs[ax] < half) != (c[ax] < half)) cross[cs[ax] < half] += b;
+      for (int a = 0; a < ici; a++) {
+        int half = t->dims[a] / 2;
+        if ((cs[a] < half) != (c[a] < half)) cross[a][cs[a] < half] += b;
+      }
     }
   }
   for (int r = 0; r < n && out && in; r++) worst = TD_MAX(worst, TD_MAX(out[r], in[r]));
   free(out);
   free(in);
-  int section = n / t->dims[ax];
-  double links = (double)section * (t->wrap[ax] ? 2 : 1);
-  *bis = TD_MAX(cross[0], cross[1]) / (links * w);
+  *bis = 0;
+  for (int a = 0; a < ici; a++) {
+    if (t->dims[a] < 2) continue;
+    double links = (double)(n / t->dims[a]) * (t->wrap[a] ? 2 : 1);
+    *bis = TD_MAX(*bis, TD_MAX(cross[a][0], cross[a][1]) / (links * w));
+  }
   *dcn = dcnBound(cfg, m);
   return TD_MAX(TD_MAX(*bis, *dcn), worst / (2.0 * ici * w));
 }
