@@ -64,5 +64,8 @@ measure "sim moe 4x4x8" $((4 * 1024 * 1024)) $SIM --preset v7 --topology 4x4x8 -
   --algos pairwise,torus && cat "$out" | grep -v '^TIME'
 rows=$(grep -Ec '^(local|spread) +(uniform|zipf) +(pairwise|torus) +[0-9]' "$out")
 [ "$rows" -eq 8 ] || { echo "FAIL moe: $rows of 8 rows"; fail=1; }
+# the bound is a lower bound: no simulated layer may beat it
+over=$(grep -E '^(local|spread) ' "$out" | awk '{ v = $NF; sub("%", "", v); if (v + 0 > 100.05) n++ } END { print n + 0 }')
+[ "$over" -eq 0 ] || { echo "FAIL moe: $over rows faster than their bound"; fail=1; }
 [ $fail -eq 0 ] && echo "pod-scale: ok"
 exit $fail
