@@ -33,43 +33,17 @@
  */
 #include "allreduce.h"
 
-#define TREE_CHUNKS 4 /* chunks per half: pipeline depth between the up and down phases */
+#define TREE_CHUNKS TD_ALGO_DTREE_CHUNKS
 
 typedef struct {
   int up;      /* parent, -1 at the root */
   int down[2]; /* children, -1 when absent */
 } treeNode;
 
-/* NCCL's btree: rank 0 is the root with one child, other ranks' parents are found by bit tricks
- * on the lowest set bit. */
-static treeNode treeBtree(int p, int r) {
-  treeNode t = {-1, {-1, -1}};
-  int bit = 1;
-  while (bit < p && !(bit & r)) bit <<= 1;
-  if (r == 0) {
-    if (p > 1) t.down[1] = bit >> 1;
-    return t;
-  }
-  t.up = (r ^ bit) | (bit << 1);
-  if (t.up >= p) t.up = r ^ bit;
-  int low = bit >> 1;
-  if (low) t.down[0] = r - low;
-  while (low && r + low >= p) low >>= 1;
-  if (low) t.down[1] = r + low;
-  return t;
-}
-
-static int treeMap(int p, int tree, int r, int inverse) {
-  if (r < 0 || tree == 0) return r;
-  if (p % 2 == 0) return p - 1 - r;
-  return inverse ? (r - 1 + p) % p : (r + 1) % p;
-}
-
-/* Node of rank r in tree 0 or 1. */
+/* Node of rank r in tree 0 or 1 (generator.h). */
 static treeNode treeGet(int p, int tree, int r) {
-  treeNode b = treeBtree(p, treeMap(p, tree, r, 1));
-  treeNode t = {treeMap(p, tree, b.up, 0),
-                {treeMap(p, tree, b.down[0], 0), treeMap(p, tree, b.down[1], 0)}};
+  treeNode t;
+  algoDoubleTree(p, tree, r, &t.up, t.down);
   return t;
 }
 

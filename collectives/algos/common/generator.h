@@ -41,4 +41,42 @@ static inline void algoBinaryTree(int n, int root, int r, int *parent, int kids[
   *parent = v > 0 ? ((v - 1) / 2 + root) % n : -1;
 }
 
+/* The double binary tree of the tree all-reduce (allreduce_tree.c), NCCL's trees: tree 0 is the
+ * "btree" rooted at rank 0 (internal nodes have a run of trailing zero bits; the root has one
+ * child), tree 1 is tree 0 mirrored (r -> p-1-r) when p is even, else shifted by one rank. Each
+ * tree carries half of the buffer in TD_ALGO_DTREE_CHUNKS chunks (the pipeline depth between its
+ * up and down phases). */
+#define TD_ALGO_DTREE_CHUNKS 4
+
+static inline void algoBtree(int p, int r, int *up, int down[2]) {
+  int bit = 1;
+  *up = down[0] = down[1] = -1;
+  while (bit < p && !(bit & r)) bit <<= 1;
+  if (r == 0) {
+    if (p > 1) down[1] = bit >> 1;
+    return;
+  }
+  *up = (r ^ bit) | (bit << 1);
+  if (*up >= p) *up = r ^ bit;
+  int low = bit >> 1;
+  if (low) down[0] = r - low;
+  while (low && r + low >= p) low >>= 1;
+  if (low) down[1] = r + low;
+}
+
+static inline int algoDtreeMap(int p, int tree, int r, int inverse) {
+  if (r < 0 || tree == 0) return r;
+  if (p % 2 == 0) return p - 1 - r;
+  return inverse ? (r - 1 + p) % p : (r + 1) % p;
+}
+
+/* Rank r's parent (-1 at the root) and children (slots 0 and 1, -1 when absent) in tree 0 or 1
+ * of p ranks. */
+static inline void algoDoubleTree(int p, int tree, int r, int *up, int down[2]) {
+  int u, d[2];
+  algoBtree(p, algoDtreeMap(p, tree, r, 1), &u, d);
+  *up = algoDtreeMap(p, tree, u, 0);
+  for (int k = 0; k < 2; k++) down[k] = algoDtreeMap(p, tree, d[k], 0);
+}
+
 #endif /* TD_GENERATOR_H_ */
