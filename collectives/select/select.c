@@ -434,29 +434,6 @@ static tpudistResult_t costCandidate(tdSelectTable *t, tdColl c, int i, const td
   return r;
 }
 
-/* select.h. The links of consecutive pairs are taken as disjoint (one message per link in
- * flight); a sender issues a chunk per msg_overhead at most. */
-double selectChainEstimate(const tdTopo *topo, tdColl c, const tdCostModel *m, uint64_t bytes) {
-  int n = topo->nranks, red = c == TD_COLL_REDUCE;
-  double lat = 0, inv_piece = 0, slow = 0;
-  tdHop hops[512];
-  for (int j = 0; j + 1 < n; j++) {
-    int dcn = topoDcnDomain(topo, j) != topoDcnDomain(topo, j + 1);
-    int h = dcn ? 0 : topoRoute(topo, j, j + 1, 0, hops, (int)TD_ARRAY_SIZE(hops));
-    double bw = dcn ? m->dcn_bw : m->link_bw * topoPaths(topo, j, j + 1);
-    lat +=
-        (dcn ? m->dcn_latency : TD_MAX(h, 1) * m->hop_latency) + m->msg_latency + m->msg_overhead;
-    inv_piece += 1 / bw + (red ? 1 / m->mem_bw : 0);
-    slow = TD_MAX(slow, 1 / bw + (red ? 1 / m->mem_bw : 0));
-  }
-  uint32_t k = algoChainChunks(n);
-  double chunk = (double)bytes / k;
-  double piece = m->piece_bytes > 0 ? TD_MIN(chunk, m->piece_bytes) : chunk;
-  /* behind the head, a chunk per slowest link time, or per issue cost if that is longer */
-  return lat + piece * inv_piece + (chunk - piece) * slow +
-         (k - 1) * TD_MAX(chunk * slow, m->msg_overhead);
-}
-
 /* All-to-all-v candidates with an all-to-all twin take its costs. */
 static int copyTwin(tdSelectTable *t, int i) {
   const char *name = t->cand[TD_COLL_ALLTOALLV][i];
@@ -480,6 +457,21 @@ static void leaveUncosted(tdSelectTable *t, tdColl c, int i) {
   if (n + 40 < sizeof(t->uncosted))
     snprintf(t->uncosted + n, sizeof(t->uncosted) - n, "%s%s/%s", n ? " " : "", schedCollName(c),
              t->cand[c][i]);
+}
+
+/* Pod scale: a rooted candidate past the budget costed from its structure (select_est.c), at
+ * every bucket; 0 if it has none (or no memory for it: left to the fixed order). */
+static int costEstimated(tdSelectTable *t, tdColl c, int i, const tdCostModel *m) {
+  const char *name = t->cand[c][i];
+  int chain = strcmp(name, "chain") == 0 && (c == TD_COLL_BROADCAST || c == TD_COLL_REDUCE);
+  int tree = strcmp(name, "tree") == 0 && c == TD_COLL_ALLREDUCE;
+  if (!chain && !tree) return 0;
+  uint64_t bytes[TD_SELECT_NBUCKETS];
+  for (int b = 0; b < TD_SELECT_NBUCKETS; b++) bytes[b] = bucketCount(c, t->nranks, b) * 4;
+  if (tree) return selectTreeEstimate(&t->topo, m, TD_SELECT_NBUCKETS, bytes, t->cost[c][i]);
+  for (int b = 0; b < TD_SELECT_NBUCKETS; b++)
+    t->cost[c][i][b] = selectChainEstimate(&t->topo, c, m, bytes[b]);
+  return 1;
 }
 
 static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m) {
@@ -523,12 +515,7 @@ static tpudistResult_t costColl(tdSelectTable *t, tdColl c, const tdCostModel *m
     /* past the budget below pod scale: every TD_SELECT_POD_STRIDE-th bucket, if that fits */
     if (!costed && !pod && t->work + est / TD_SELECT_POD_STRIDE <= TD_SELECT_WORK_BUDGET)
       TD_CHECK(costCandidate(t, c, i, m, TD_SELECT_POD_STRIDE, 0, &costed));
-    if (!costed && pod && strcmp(t->cand[c][i], "chain") == 0 &&
-        (c == TD_COLL_BROADCAST || c == TD_COLL_REDUCE)) {
-      for (int b = 0; b < TD_SELECT_NBUCKETS; b++)
-        t->cost[c][i][b] = selectChainEstimate(&t->topo, c, m, bucketCount(c, t->nranks, b) * 4);
-      costed = 1;
-    }
+    if (!costed && pod) costed = costEstimated(t, c, i, m);
     if (!costed) leaveUncosted(t, c, i);
   }
   return tpudistSuccess;

@@ -44,6 +44,16 @@ void selectFree(tdSelectTable *t);
  * for the head of the message, the rest behind it at the slowest link's rate) instead of
  * evaluating n plans of 2k steps. */
 double selectChainEstimate(const tdTopo *topo, tdColl c, const tdCostModel *m, uint64_t bytes);
+/* Pod scale: the seconds of the double binary tree all-reduce ("tree") of bytes[i] over every
+ * rank of a torus topo into out[i] (nsizes of them), from the trees' structure (select_est.c):
+ * the first chunk through idle links, its latest path up to a tree's root and down to a rank
+ * (per edge its hops' latency, and a piece where the step forwards as it receives, else the whole
+ * chunk), then the other chunks each a chunk time of the busiest link behind (its share of the
+ * links both trees' edges take), less what messages of different levels overlap. O(n) route
+ * look-ups instead of evaluating n plans. Returns 1, or 0 on a flat topology, one with DCN, or
+ * out of memory (out untouched). */
+int selectTreeEstimate(const tdTopo *topo, const tdCostModel *m, int nsizes, const uint64_t *bytes,
+                       double *out);
 /* A table as bytes (selectPackedBytes of them; algorithm names as indices into the algorithm
  * table), so that one rank builds it and the others receive it; selectUnpack checks the bytes
  * (names, orders) and that the table is for nranks ranks on topo. */
