@@ -36,8 +36,10 @@
  * recursive doubling folds ranks; the twisted torus all-reduce, whose ranks' plans differ) are
  * costed with every rank's plan if they fit TD_SELECT_POD_FULL_STEPS and, per collective,
  * TD_SELECT_POD_FULL_WORK; pod-scale costing evaluates every 4th bucket (every 8th in full) and
- * interpolates between (podInterpolate). What does not fit is ranked after the costed ones and
- * named on the header line, except the head of the fixed order (orderClass).
+ * interpolates between (podInterpolate). Rooted candidates that do not fit are costed from their
+ * structure where select_est.c has an estimate (the chains; the tree all-reduce on a torus
+ * without DCN: costEstimated). What is left is ranked after the costed ones and named on the
+ * header line, except the head of the fixed order (orderClass).
  */
 #include "select.h"
 
