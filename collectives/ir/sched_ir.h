@@ -122,6 +122,11 @@ typedef struct {
   uint32_t nstreams;
   tdStream streams[TD_MAX_STREAMS];
   int needs_reduce; /* uses RECV_REDUCE/REDUCE steps (op matters) */
+  /* set by a generator whose every element is reduced x_0 (+) x_1 (+) ... (+) x_{n-1}, in rank
+     order whatever its position and the count (the direct family): its bits do not depend on
+     where chunks start, so deferred operations on it may be fused (src/core/defer.c). Not
+     carried by dump/load: a loaded plan counts as not in rank order. */
+  int rank_order;
 } tdSched;
 
 #define TD_SCHED_VERSION 1

@@ -27,8 +27,9 @@
  * members' buffers directly (the executor binds each step to them piece by piece, no piece crossing
  * a member: src/exec/exec_parts.c); a slot host, whose payload must be one contiguous buffer, and a
  * gathered host (below) copy their members' inputs into a pooled buffer and the results back.
- * Fused: reductions by a plan of whole blocks (each element is reduced by the same tree whatever
- * its position and the count, so the bits are those of strict mode: see fusable) or through the
+ * Fused: reductions by a plan of whole blocks or one that reduces in rank order (each element is
+ * reduced by the same tree whatever its position and the count, so the bits are those of strict
+ * mode: see fusable) or through the
  * slots (slot all-reduces too many for one slot are all-gathered by any plan and reduced in rank
  * order at the end, as the slots reduce), broadcast, all-gather and all-to-all by any plan (they
  * only copy). Larger ones (TPU_DIST_DEFER_FUSE_BYTES), other plans and other collectives run on
@@ -239,8 +240,9 @@ static int blockwise(const tdSched *s) {
 /* 1 if op may be fused with others of its key (concatenated block by block, so each element keeps
  * its block): the slots (reduced in rank order), a collective that only copies, or a reduction by
  * a blockwise plan (recursive doubling all-reduce; ring and recursive halving reduce-scatter, in
- * place or not; reduce by a tree of whole blocks), whose bits then are those of strict mode. Not
- * ring all-reduce and the other chunked plans: chunk c of a ring is reduced starting at rank c. */
+ * place or not; reduce by a tree of whole blocks) or by a plan that reduces every element in rank
+ * order (the direct family), whose bits then are those of strict mode. Not ring all-reduce and
+ * the other chunked plans: chunk c of a ring is reduced starting at rank c. */
 static int fusable(const tdComm *c, const tdOp *op) {
   if (op->dbytes > (uint64_t)c->net.cfg->defer_fuse_bytes) return 0;
   if (op->kind == TD_OP_SMALL) return 1;
@@ -248,7 +250,7 @@ static int fusable(const tdComm *c, const tdOp *op) {
     case TD_COLL_ALLREDUCE:
     case TD_COLL_REDUCE:
     case TD_COLL_REDUCESCATTER: /* in place too: each member's OUTPUT is in its own INPUT */
-      return blockwise(op->sched);
+      return blockwise(op->sched) || op->sched->rank_order;
     case TD_COLL_BROADCAST:
     case TD_COLL_ALLGATHER:
     case TD_COLL_ALLTOALL:

@@ -47,6 +47,7 @@ static tpudistResult_t fold(tdSched *s, int n, int r, int inplace, tdBufRef out,
 tpudistResult_t directReduceScatter(tdSched *s, int n, int r, int inplace, tdBufRef out,
                                     tdBufRef stash, tdDirectAt *sent, tdDirectAt *done) {
   tdDirectAt prev = {TD_NO_DEP, 0};
+  s->rank_order = 1; /* fold: x_0 (+) x_1 (+) ... (+) x_{n-1} for every element */
   if (inplace && r != 0) TD_CHECK(add(s, 0, schedCopy(part(TD_BUF_INPUT, r), stash), &prev));
   for (int i = 1; i < n; i++) {
     int to = (r + i) % n;
