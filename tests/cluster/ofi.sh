@@ -4,17 +4,18 @@
 # tests/mpi/test_mpi exact on 2 hosts x 2 ranks with every pair over ofi (libfabric's tcp;ofi_rxm,
 # on the hosts' own interface: the socket transport's choice), then the same job over sockets,
 # then over ofi on 4 hosts x 1 rank; the INFO log must show ofi across hosts.
-# Needs root (network namespaces). TD_CLUSTER_NET picks the subnet (default 10.217.61).
+# Needs root (network namespaces). TD_CLUSTER_NET picks the subnet (default auto: the first free).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${TD_BUILDDIR:-.}
-export TD_CLUSTER_NAME=${TD_CLUSTER_NAME:-tdo$$} TD_CLUSTER_NET=${TD_CLUSTER_NET:-10.217.61}
+export TD_CLUSTER_NAME=${TD_CLUSTER_NAME:-tdo$$} TD_CLUSTER_NET=${TD_CLUSTER_NET:-auto}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 C=scripts/cluster
 tmp=$(mktemp -d)
 trap '$C down; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 $C up 4 --rate 2gbit || exit 1
+TD_CLUSTER_NET=$($C net 1)
 rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 for job in ofi:2 socket:2 ofi:4; do

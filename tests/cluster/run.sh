@@ -28,12 +28,13 @@
 #      answers success or a verdict, at most the 2 listeners per rank that accept only during a
 #      split or a shrink (bootstrap, agreement) leave it unserved, and the job's exactly checked
 #      all-reduces (cluster_job steady) all succeed
-# Needs root (network namespaces). TD_CLUSTER_NET picks the subnet (default 10.217.49).
+# Needs root (network namespaces). TD_CLUSTER_NET/TD_CLUSTER_NET2 pick the subnets (default auto:
+# the first free ones, so a cluster another run left behind does not stop this one).
 set -uo pipefail
 cd "$(dirname "$0")/../.."
 B=${TD_BUILDDIR:-.}
-export TD_CLUSTER_NAME=${TD_CLUSTER_NAME:-tdt$$} TD_CLUSTER_NET=${TD_CLUSTER_NET:-10.217.49}
-export TD_CLUSTER_NET2=${TD_CLUSTER_NET2:-10.217.50}
+export TD_CLUSTER_NAME=${TD_CLUSTER_NAME:-tdt$$} TD_CLUSTER_NET=${TD_CLUSTER_NET:-auto}
+export TD_CLUSTER_NET2=${TD_CLUSTER_NET2:-auto}
 export OMPI_ALLOW_RUN_AS_ROOT=1 OMPI_ALLOW_RUN_AS_ROOT_CONFIRM=1
 C=scripts/cluster
 N=$TD_CLUSTER_NAME
@@ -41,6 +42,7 @@ tmp=$(mktemp -d)
 trap '$C down; rm -rf "$tmp"' EXIT
 trap 'exit 130' INT TERM
 $C up 4 --rate 2gbit --second-net || exit 1
+TD_CLUSTER_NET=$($C net 1) TD_CLUSTER_NET2=$($C net 2)
 rc=0
 fail() { echo "FAIL: $*"; rc=1; }
 port() { echo $((20000 + (RANDOM * 7 + $$) % 12000)); }
