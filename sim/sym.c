@@ -11,16 +11,16 @@
  * the fair share, which is what each physical link of that class sees.
  *
  * The group: all translations (one representative, rank 0) when one step along each axis, the
- * diagonal and the far corner map rank 0's plan to theirs; else (untwisted, no DMA limit) the
- * axes along which one step does (plans that order peers by rank number: the slowest axis, where
- * a step shifts rank numbers by a plane), the representatives being the ranks at coordinate 0 on
- * those axes. The image is checked, not assumed, on those samples: stream for stream and step for
- * step the same op and dependencies, peers moved by the translation, and buffer references that
- * are the representative's up to a permutation of chunks of equal size (so sizes and conflicts
- * between steps are the same; sigSame; explicit all-to-all-v layouts with their blocks apart).
- * Plans whose steps never wait (planFree: direct) need only be images as sets. Shapes without
- * wrap on some axis, failed links, in-place plans and the functional mode are simulated rank by
- * rank.
+ * diagonal and the far corner map rank 0's plan to theirs; else (untwisted, no DMA limit) per
+ * axis the shortest period k (a divisor of the axis) such that k steps do (plans that order peers
+ * by rank number: the slowest axis, where a step shifts rank numbers by a plane; groups of k
+ * planes: k), the representatives being the ranks below the periods. The image is checked, not
+ * assumed, on those samples: stream for stream and step for step the same op and dependencies,
+ * peers moved by the translation, and buffer references that are the representative's up to a
+ * permutation of chunks of equal size (so sizes and conflicts between steps are the same; sigSame;
+ * explicit all-to-all-v layouts with their blocks apart). Plans whose steps never wait (planFree:
+ * direct) need only be images as sets. Shapes without wrap on some axis, failed links, in-place
+ * plans and the functional mode are simulated rank by rank.
  */
 #include <stdlib.h>
 #include <string.h>
@@ -323,26 +323,44 @@ static tpudistResult_t symWhole(simEngine *e, int set0, int *kind) {
   return tpudistSuccess;
 }
 
-/* A subgroup: the axes along which one step maps rank 0's plan to its neighbour's (plans that
- * order peers by rank number have it along the slowest axis, where a step is a shift of rank
- * numbers); then a step along all of them at once must too, from rank 0 and from the far
- * corner of the representatives. period[a] = dims[a] on the other axes. */
+/* The shortest period along axis a: the least k dividing the axis (k < dims[a]) such that k steps
+ * along it map rank 0's plan to its translate's; dims[a] (no translation) if none does. */
+static tpudistResult_t symPeriod(simEngine *e, int a, int set0, int *period, int *kind) {
+  const tdTopo *t = e->cfg->topo;
+  *period = t->dims[a];
+  *kind = 0;
+  for (int k = 1; k < t->dims[a]; k++) {
+    if (t->dims[a] % k) continue;
+    int step = 1, set = set0, u[TD_MAX_DIMS] = {0}, zero = 0;
+    u[a] = k;
+    int g = vecRank(t, u);
+    TD_CHECK(symCheck(e, &zero, 1, &g, 1, &step, &set));
+    if (!step && !set) continue;
+    *period = k;
+    *kind = step ? 1 : 2;
+    return tpudistSuccess;
+  }
+  return tpudistSuccess;
+}
+
+/* A subgroup: per axis the shortest period that maps rank 0's plan to its translate's (plans that
+ * order peers by rank number have period 1 along the slowest axis, where a step is a shift of
+ * rank numbers; plans of groups of k planes, period k); then a translation by every period at
+ * once must too, from rank 0 and from the far corner of the representatives. period[a] =
+ * dims[a] on the other axes. */
 static tpudistResult_t symAxes(simEngine *e, int set0, int *kind) {
   const tdTopo *t = e->cfg->topo;
-  int d[TD_MAX_DIMS] = {0}, far[TD_MAX_DIMS] = {0}, any = 0, zero = 0;
+  int d[TD_MAX_DIMS] = {0}, far[TD_MAX_DIMS] = {0}, any = 0;
   *kind = 0;
   for (int a = 0; a < TD_MAX_DIMS; a++) {
     e->period[a] = a < t->ndims ? t->dims[a] : 1;
     if (a >= t->ndims || t->dims[a] < 2) continue;
-    int step = 1, set = set0, u[TD_MAX_DIMS] = {0};
-    u[a] = 1;
-    int g = vecRank(t, u);
-    TD_CHECK(symCheck(e, &zero, 1, &g, 1, &step, &set));
-    if (!step && !set) continue;
-    e->period[a] = 1;
-    d[a] = 1;
+    int k = 0;
+    TD_CHECK(symPeriod(e, a, set0, &e->period[a], &k));
+    if (!k) continue;
+    d[a] = e->period[a];
     any = 1;
-    *kind = TD_MAX(*kind, step ? 1 : 2);
+    *kind = TD_MAX(*kind, k);
   }
   if (!any) return tpudistSuccess;
   for (int a = 0; a < t->ndims; a++) far[a] = e->period[a] - 1;
