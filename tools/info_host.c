@@ -4,8 +4,10 @@
  * it runs: its processing units (sched_getaffinity of every thread of the process), the NUMA node
  * they lie in, and the placement decision (TPU_DIST_BIND, or the launcher's binding left alone).
  * With TPU_DIST_COMM_ID set it joins the job as one rank (tpudistCommInitEnv, which places the
- * process as any communicator does) and rank 0 prints every rank's line; else it describes this
- * process alone.
+ * process as any communicator does) and rank 0 prints every rank's line and the communicator's
+ * NUMA level; else it describes this process alone, and the NUMA level --nranks ranks of this host
+ * would form. Both say what a copy across NUMA nodes costs the selection, and where that figure
+ * comes from (the host's distances, the default, or TPU_DIST_NUMA_FACTOR_PCT).
  */
 #include "info_host.h"
 
@@ -18,6 +20,7 @@
 #include "comm.h"
 #include "host_detect.h"
 #include "rt_config.h"
+#include "rt_topo.h"
 
 #define TD_LINE 320
 
@@ -64,6 +67,18 @@ static void rankLine(const tdHost *h, const char *who, const tdHostPlace *p, cha
            (int)getpid(), hostCpusNow(cpus, sizeof(cpus)), numaNow(h), nthreads, apart, p->why);
 }
 
+/* The NUMA level the library sets for n ranks of one host (k ranks per node on nodes; k = 0: none)
+ * and the cost of a copy across the nodes, with where that comes from (host_pct: the host's). */
+static void numaLines(int n, const char *nodes, int k, int host_pct) {
+  const char *from;
+  int pct = configNumaFactorPct(configGet(), host_pct, &from);
+  if (k > 0)
+    printf("numa level: %d ranks on nodes %s, %d ranks per node\n", n, nodes, k);
+  else
+    printf("numa level: none for %d ranks\n", n);
+  printf("numa factor: %d%% (%s)\n", pct, from);
+}
+
 static int jobHost(const tdHost *h) {
   tpudistComm_t comm;
   tpudistResult_t r = tpudistCommInitEnv(&comm, -1, -1, NULL);
@@ -86,6 +101,7 @@ static int jobHost(const tdHost *h) {
   if (r == tpudistSuccess && me == 0) {
     hostPrint(h, stdout);
     printf("TPU_DIST_BIND=%s, %d ranks\n", hostBindName(configGet()->bind), n);
+    numaLines(n, comm->c.numa_nodes, comm->c.topo.numa, comm->c.numa_pct);
     for (int i = 0; i < n; i++) printf("%s\n", lines + (size_t)i * TD_LINE);
   }
   free(lines);
@@ -94,7 +110,21 @@ static int jobHost(const tdHost *h) {
   return r != tpudistSuccess;
 }
 
-int infoHost(void) {
+/* Outside a job: the level nranks ranks of this host would form, placed under TPU_DIST_BIND. */
+static int levelFor(const tdHost *h, int nranks) {
+  int *node = calloc((size_t)nranks, sizeof(int));
+  char nodes[64];
+  if (!node) return 1;
+  hostPlaceNodes(h, nranks, configGet()->bind, node);
+  int k = hostNumaBlocks(node, nranks);
+  printf("TPU_DIST_BIND=%s, %d ranks\n", hostBindName(configGet()->bind), nranks);
+  numaLines(nranks, hostNodeList(node, nranks, nodes, sizeof(nodes)), k,
+            k > 0 ? hostNumaFactorPct(h, node, nranks) : 0);
+  free(node);
+  return 0;
+}
+
+int infoHost(int nranks) {
   char err[TD_ERRLEN], line[TD_LINE];
   const uint8_t *bound;
   const tdHost *h = hostThis(&bound, err);
@@ -109,5 +139,5 @@ int infoHost(void) {
   hostPrint(h, stdout);
   rankLine(h, "this process", &p, line);
   printf("%s\n", line);
-  return 0;
+  return levelFor(h, nranks > 0 ? nranks : 1);
 }

@@ -5,7 +5,9 @@
 #define TD_INFO_HOST_H_
 
 /* Prints the host as the library reads it and where this process runs; inside a TPU_DIST_COMM_ID
- * job (one tpudist-info per rank) rank 0 prints every rank's line. Returns the exit status. */
-int infoHost(void);
+ * job (one tpudist-info per rank) rank 0 prints every rank's line and the communicator's NUMA
+ * level; outside one, the NUMA level nranks ranks of this host would form. Returns the exit
+ * status. */
+int infoHost(int nranks);
 
 #endif /* TD_INFO_HOST_H_ */

@@ -16,13 +16,17 @@
  *                                    waits for (the job's secret from TPU_DIST_COMM_SECRET or
  *                                    TPU_DIST_COMM_SECRET_FILE); --dump: every rank also writes
  *                                    its flight record to its TPU_DIST_FR_DUMP_DIR
- *   tpudist-info --host                the host as the library reads it (hwloc: packages, NUMA
- *                                    nodes, cores, caches) and where this process runs; run as
- *                                    every rank of a TPU_DIST_COMM_ID job, rank 0 prints where
- *                                    each rank runs and how it was placed (TPU_DIST_BIND)
+ *   tpudist-info --host [--nranks N]   the host as the library reads it (hwloc: packages, NUMA
+ *                                    nodes and their distances, cores, caches), where this
+ *                                    process runs, and the NUMA level N ranks of this host would
+ *                                    form under TPU_DIST_BIND with the cost of a copy across
+ *                                    nodes and its source; run as every rank of a
+ *                                    TPU_DIST_COMM_ID job, rank 0 prints where each rank runs,
+ *                                    how it was placed, and the communicator's NUMA level
  *
  * Without --topology the tool sees what the library sees: TPU_DIST_TOPOLOGY, else the TPU
- * runtime's variables, else flat over --nranks; without --algo-override, TPU_DIST_ALGO.
+ * runtime's variables, else flat over --nranks; without --algo-override, TPU_DIST_ALGO. -s and
+ * -d cost copies across NUMA nodes at TPU_DIST_NUMA_FACTOR_PCT or the default, not from a host.
  */
 #include <stdio.h>
 #include <stdlib.h>
@@ -50,7 +54,7 @@ static int usage(void) {
           "       -d --coll C [--algo A] (--nranks N | --topology T) --rank R [--root R]\n"
           "          [--count N] [--inplace] [--summary] |\n"
           "       -s (--topology T | --nranks N) [--algo-override SPEC] |\n"
-          "       --status HOST:PORT [--dump] [--timeout MS] | --host\n");
+          "       --status HOST:PORT [--dump] [--timeout MS] | --host [--nranks N]\n");
   return 2;
 }
 
@@ -141,7 +145,7 @@ static int selection(const tdInfoArgs *a) {
   tdSelectTable *tab = NULL;
   if (makeTopo(a, &t)) return 1;
   tdCostModel m;
-  configCostModel(configGet(), &t, &m);
+  configCostModel(configGet(), &t, 0, &m);
   if (selectBuild(&t, t.nranks, a->override, &m, &tab, err) != tpudistSuccess) {
     fprintf(stderr, "tpudist-info: selection: %s\n", err);
     return 1;
@@ -222,7 +226,7 @@ static int dumpOne(const tdInfoArgs *a) {
   tdSelectTable *tab = NULL;
   if (!a->algo) {
     tdCostModel m;
-    configCostModel(configGet(), &t, &m);
+    configCostModel(configGet(), &t, 0, &m);
     if (selectBuild(&t, t.nranks, a->override, &m, &tab, err) != tpudistSuccess) {
       fprintf(stderr, "tpudist-info: selection: %s\n", err);
       return 1;
@@ -299,7 +303,7 @@ int main(int argc, char **argv) {
     case 'S':
       return status(&a);
     case 'H':
-      return infoHost();
+      return infoHost(a.nranks);
     default:
       return dumpOne(&a);
   }

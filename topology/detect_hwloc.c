@@ -1,7 +1,8 @@
 /*
  * detect_hwloc.c - the host model from hwloc (host_detect.h): packages, NUMA nodes, cores in
- * topology order with their processing units' OS indices, cache sizes and sharing; this process's
- * host read once, with the binding the process had then; the placement applied once.
+ * topology order with their processing units' OS indices, the NUMA nodes' distance matrix, cache
+ * sizes and sharing; this process's host read once, with the binding the process had then; the
+ * placement applied once.
  */
 #include <errno.h>
 #include <hwloc.h>
@@ -69,6 +70,27 @@ static int fillNuma(hwloc_topology_t t, tdHost *h) {
   return 0;
 }
 
+/* The NUMA nodes' latency matrix (the OS's, e.g. ACPI SLIT, or one an XML file records), indexed
+ * by the nodes' logical indices; left NULL when hwloc holds none. */
+static int fillDistances(hwloc_topology_t t, tdHost *h) {
+  struct hwloc_distances_s *d = NULL;
+  unsigned nr = 1;
+  if (h->nnuma < 2 ||
+      hwloc_distances_get_by_type(t, HWLOC_OBJ_NUMANODE, &nr, &d,
+                                  HWLOC_DISTANCES_KIND_MEANS_LATENCY, 0) != 0 ||
+      nr < 1 || !d)
+    return 0;
+  h->numa_dist = calloc((size_t)h->nnuma * (size_t)h->nnuma, sizeof(uint64_t));
+  for (unsigned i = 0; h->numa_dist && i < d->nbobjs; i++)
+    for (unsigned j = 0; j < d->nbobjs; j++) {
+      unsigned a = d->objs[i]->logical_index, b = d->objs[j]->logical_index;
+      if (a < (unsigned)h->nnuma && b < (unsigned)h->nnuma)
+        h->numa_dist[a * (unsigned)h->nnuma + b] = d->values[i * d->nbobjs + j];
+    }
+  hwloc_distances_release(t, d);
+  return h->numa_dist ? 0 : -1;
+}
+
 static void fillSource(hwloc_topology_t t, const char *synthetic, const char *xml, tdHost *h) {
   hwloc_obj_t root = hwloc_get_root_obj(t);
   const char *desc = hwloc_obj_get_info_by_name(root, "SyntheticDescription");
@@ -83,7 +105,7 @@ static void fillSource(hwloc_topology_t t, const char *synthetic, const char *xm
 
 static tpudistResult_t fillHost(hwloc_topology_t t, tdHost *h, char *err) {
   h->npackages = TD_MAX(hwloc_get_nbobjs_by_type(t, HWLOC_OBJ_PACKAGE), 1);
-  if (fillCores(t, h) || fillNuma(t, h)) {
+  if (fillCores(t, h) || fillNuma(t, h) || fillDistances(t, h)) {
     hostFree(h);
     return tdErr(err, tpudistNoMemory, "host: out of memory for the topology");
   }

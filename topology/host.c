@@ -66,22 +66,82 @@ void hostPlace(const tdHost *h, int local_rank, int local_size, int mode, const 
   }
 }
 
-int hostNumaRanks(const tdHost *h, int local_size, int mode) {
-  int k = 0, prev = -1, run = 0;
+void hostPlaceNodes(const tdHost *h, int local_size, int mode, int *node) {
   for (int r = 0; r < local_size; r++) {
     tdHostPlace p;
     hostPlace(h, r, local_size, mode, NULL, &p);
-    if (p.action != TD_PLACE_CORE && p.action != TD_PLACE_NUMA) return 0;
-    if (p.numa == prev) {
+    node[r] = p.action == TD_PLACE_CORE || p.action == TD_PLACE_NUMA ? p.numa : -1;
+  }
+}
+
+int hostNumaBlocks(const int *node, int n) {
+  int k = 0, run = 0;
+  for (int r = 0; r < n; r++) {
+    if (node[r] < 0) return 0;
+    if (r && node[r] == node[r - 1]) {
       run++;
       continue;
     }
     if (k && run != k) return 0;
-    if (prev >= 0 && !k) k = run;
-    prev = p.numa, run = 1;
+    if (r && !k) k = run;
+    for (int e = 0; e < r; e++) /* one block a node */
+      if (node[e] == node[r]) return 0;
+    run = 1;
   }
   if (!k) return 0; /* one node (or no rank) */
   return run == k ? k : 0;
+}
+
+/* Flags of the nodes in node[0 .. n-1] (nnuma of them, calloc'd); NULL if one is out of range. */
+static uint8_t *nodesUsed(const int *node, int n, int nnuma) {
+  uint8_t *used = calloc((size_t)TD_MAX(nnuma, 1), 1);
+  for (int r = 0; used && r < n; r++) {
+    if (node[r] < 0 || node[r] >= nnuma) return free(used), NULL;
+    used[node[r]] = 1;
+  }
+  return used;
+}
+
+int hostNumaFactorPct(const tdHost *h, const int *node, int n) {
+  int nn = h->nnuma, pct = 0;
+  uint8_t *used = h->numa_dist ? nodesUsed(node, n, nn) : NULL;
+  uint64_t local = 0, remote = 0, nlocal = 0, nremote = 0, missing = 0;
+  for (int i = 0; used && i < nn; i++)
+    for (int j = 0; used[i] && j < nn; j++) {
+      uint64_t d = h->numa_dist[i * nn + j];
+      if (!used[j]) continue;
+      missing += d == 0;
+      if (i == j)
+        local += d, nlocal++;
+      else
+        remote += d, nremote++;
+    }
+  if (used && !missing && nremote && local)
+    pct = (int)((remote * nlocal * 200 + local * nremote) / (2 * local * nremote));
+  free(used);
+  return pct;
+}
+
+char *hostNodeList(const int *node, int n, char *buf, size_t len) {
+  int max = -1;
+  size_t used = 0;
+  buf[0] = 0;
+  for (int r = 0; r < n; r++) max = TD_MAX(max, node[r]);
+  uint8_t *in = max >= 0 ? nodesUsed(node, n, max + 1) : NULL;
+  for (int i = 0; in && i <= max && used < len;) {
+    if (!in[i]) {
+      i++;
+      continue;
+    }
+    int j = i;
+    while (j + 1 <= max && in[j + 1]) j++;
+    used +=
+        (size_t)snprintf(buf + used, len - used, j > i ? "%s%d-%d" : "%s%d", used ? "," : "", i, j);
+    i = j + 1;
+  }
+  if (!in) snprintf(buf, len, "?");
+  free(in);
+  return buf;
 }
 
 int hostPlaceMask(const tdHost *h, const tdHostPlace *p, uint8_t *mask) {
@@ -178,6 +238,12 @@ void hostPrint(const tdHost *h, FILE *f) {
             (unsigned long long)(h->numa_bytes[n] >> 20), hostMaskCores(h, mask), pus,
             hostMaskList(h, mask, list, sizeof(list)));
   }
+  for (int i = 0; h->numa_dist && i < h->nnuma; i++) {
+    fprintf(f, "numa %d distances:", i);
+    for (int j = 0; j < h->nnuma; j++)
+      fprintf(f, " %llu", (unsigned long long)h->numa_dist[i * h->nnuma + j]);
+    fprintf(f, "\n");
+  }
   free(mask);
 }
 
@@ -186,5 +252,6 @@ void hostFree(tdHost *h) {
   free(h->pus);
   free(h->numa_os);
   free(h->numa_bytes);
+  free(h->numa_dist);
   memset(h, 0, sizeof(*h));
 }

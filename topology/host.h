@@ -34,6 +34,8 @@ typedef struct {
   int *pus;             /* npus OS indices (what sched_setaffinity takes), grouped by core */
   int *numa_os;         /* nnuma: each node's OS index */
   uint64_t *numa_bytes; /* nnuma: each node's memory (0: unknown) */
+  uint64_t *numa_dist;  /* nnuma x nnuma: latency from node i to node j at [i * nnuma + j], as
+                           the OS states it (ACPI SLIT on Linux); NULL: none, 0: not given */
   uint64_t l1d_bytes;   /* one instance of each cache level, the smallest on the host; 0: none */
   uint64_t l2_bytes, l3_bytes;
   int l2_cores, l3_cores; /* cores sharing one instance (0: unknown) */
@@ -75,12 +77,22 @@ int hostMultiNuma(const tdHost *h);
  * nodes, none on one. A bad local rank or size leaves the rank where it is, saying why. */
 void hostPlace(const tdHost *h, int local_rank, int local_size, int mode, const uint8_t *bound,
                tdHostPlace *out);
-/* The NUMA level a host's ranks form when each is placed by hostPlace under mode (core, numa, or
- * auto on a host of several NUMA nodes) and no launcher bound them: the ranks per NUMA node when
- * local ranks 0 .. local_size-1 fill more than one node in blocks of equal size, consecutive ranks
- * on one node (topoSetFlatNuma); 0 when the placement leaves them unplaced, puts them all on one
- * node, or on nodes in blocks of unequal size. */
-int hostNumaRanks(const tdHost *h, int local_size, int mode);
+/* The NUMA node each of a host's local_size ranks lies in when placed by hostPlace under mode
+ * (core, numa, or auto on a host of several NUMA nodes) and no launcher bound them: node[r] for
+ * local rank r, -1 where the placement leaves it unplaced. */
+void hostPlaceNodes(const tdHost *h, int local_size, int mode, int *node);
+/* The NUMA level ranks form (topoSetFlatNuma) from the node of each (node[r]: rank r's NUMA node,
+ * -1 unknown): the ranks per node when ranks 0 .. n-1 lie on more than one node in consecutive
+ * blocks of equal size, one block a node; 0 when a node is unknown, all ranks share one node, or
+ * the blocks differ. */
+int hostNumaBlocks(const int *node, int n);
+/* The cost of a copy between NUMA nodes against one within a node, in percent, from the host's
+ * distance matrix: 100 x the mean distance between two different nodes among those of node[0 ..
+ * n-1] over the mean distance of those nodes to themselves, rounded (SLIT 10 and 21: 210). 0 when
+ * the host has no matrix, misses a distance among those nodes, or they are fewer than two. */
+int hostNumaFactorPct(const tdHost *h, const int *node, int n);
+/* The NUMA nodes of node[0 .. n-1] as a list ("0-3"); returns buf. */
+char *hostNodeList(const int *node, int n, char *buf, size_t len);
 /* The processing units a decision binds to (npus flags by index in pus[]); 0 when it binds none. */
 int hostPlaceMask(const tdHost *h, const tdHostPlace *p, uint8_t *mask);
 /* The NUMA node every unit of mask (npus flags) belongs to; -1 if they span several, or none. */

@@ -65,7 +65,7 @@ static int commRanksPerHost(const tdNet *n) {
 }
 
 /* Topology: config.topology, else the parent's sub-block, else TPU_DIST_TOPOLOGY, else the TPU
- * runtime variables, else flat. */
+ * runtime variables, else flat; a flat one on one host then takes its NUMA level. */
 static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const tdParentView *pv,
                                     const int *members, char *err) {
   const tdConfig *cfg = c->net.cfg;
@@ -73,7 +73,7 @@ static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const 
     return topoParse(uc->topology, c->net.nranks, &c->topo, err);
   if (pv) {
     topoSubBlock(pv->topo, members, c->net.nranks, &c->topo);
-    return tpudistSuccess;
+    return commNumaLevel(c, err);
   }
   const char *source;
   TD_CHECK(configTopology(cfg, c->net.nranks, &c->topo, &source, err));
@@ -87,8 +87,7 @@ static tpudistResult_t commTopoInit(tdComm *c, const tpudistConfig_t *uc, const 
    * which one machine uses to emulate several hosts) */
   if (c->topo.ndims == 0 && c->topo.host_bounds[0] == 0)
     topoSetFlatHosts(&c->topo, commRanksPerHost(&c->net), NULL);
-  commNumaLevel(c);
-  return tpudistSuccess;
+  return commNumaLevel(c, err);
 }
 
 static double msSince(uint64_t t0) {

@@ -87,6 +87,10 @@ typedef struct tdComm {
   tdNet net;   /* what the transports and the executor see */
   tdExec exec; /* the executor */
   tdTopo topo;
+  /* its NUMA level (comm_host.c): the nodes its ranks use ("0-3"; empty: no level) and the cost
+   * of a copy across them from the host's distances, in percent (0: the host states none) */
+  char numa_nodes[32];
+  int numa_pct;
   const char *last_algo; /* tpudistLastAlgorithm */
   int mode;              /* TPUDIST_MODE_STRICT / TPUDIST_MODE_DEBUG (config.mode, TPU_DIST_MODE) */
   int check;             /* signature check before each collective (TPU_DIST_CHECK or debug mode) */
@@ -232,10 +236,11 @@ static inline tpudistResult_t commErrorMsg(tdComm *comm, tpudistResult_t res, co
 /* ---- selection (comm_select.c) ---- */
 /* comm_host.c: this process's placement (once per process) and the communicator's piece size. */
 tpudistResult_t commHostInit(tdComm *c, char *err);
-/* The NUMA level of the communicator's flat one-host topology from the host model and this host's
- * ranks' placement (docs/host.md, "NUMA level"); leaves the topology as it is when there is none.
- */
-void commNumaLevel(tdComm *c);
+/* The NUMA level of the communicator's flat one-host topology from the nodes its ranks were placed
+ * on, exchanged over the bootstrap channel, and the host's factor across those nodes (docs/host.md,
+ * "NUMA level"); leaves the topology as it is when there is none. Fails only when the exchange
+ * does. */
+tpudistResult_t commNumaLevel(tdComm *c, char *err);
 tpudistResult_t commSelectInit(tdComm *comm, char *err);
 int commSelectCandidates(tdComm *comm, tdColl coll, uint64_t bytes, const char **names, int max);
 void commSelectFree(tdComm *comm);

@@ -3,12 +3,17 @@
  * (local rank and size), this process's placement under TPU_DIST_BIND decided and applied once per
  * process (the first communicator; later ones report the same), and the pipeline piece size from
  * the host's caches unless TPU_DIST_CHUNK_BYTES is set, and the NUMA level of a one-host flat
- * topology. The host is read with hwloc once per process; a host hwloc cannot read leaves the
- * process unbound with the default piece size and no NUMA level.
+ * topology with the cost of a copy across its nodes. The host is read with hwloc once per process;
+ * a host hwloc cannot read leaves the process unbound with the default piece size and no NUMA
+ * level.
  */
+#include <stdlib.h>
+
+#include "bootstrap.h"
 #include "comm.h"
 #include "host_detect.h"
 #include "rt_log.h"
+#include "rt_topo.h"
 
 tpudistResult_t commHostInit(tdComm *c, char *err) {
   const tdConfig *cfg = c->net.cfg;
@@ -36,27 +41,48 @@ tpudistResult_t commHostInit(tdComm *c, char *err) {
   return tpudistSuccess;
 }
 
-/* One host only: every rank reads the same host and places itself by the same rule (hostPlace),
- * so each computes the same blocks without a word exchanged (hosts could differ in their nodes;
- * their ranks would then disagree on the topology, which selectUnpack refuses). A rank its
- * launcher bound, or whose decision was made for another local size (an earlier communicator of
- * this process), knows only its own node: no level then. A synthetic or recorded host places
- * without binding, and the level follows the placement it describes. */
-void commNumaLevel(tdComm *c) {
+/* This rank's NUMA node as this library placed it (on a synthetic or recorded host, the node the
+ * placement describes); -1 when it is not placed, its launcher bound it, or the host is unknown. */
+static int ownNode(const tdComm *c) {
+  char why[TD_ERRLEN];
+  int lr, ls, first;
+  tdHostPlace p;
+  netLocalRank(&c->net, &lr, &ls);
+  if (!hostThis(NULL, why) ||
+      hostBindOnce(lr, ls, c->net.cfg->bind, &p, &first, why) != tpudistSuccess)
+    return -1;
+  return p.action == TD_PLACE_LAUNCHER ? -1 : p.numa;
+}
+
+/* One host only (agreed by every rank: the host identities are exchanged): the ranks exchange
+ * their nodes, and the level is there when they lie in consecutive blocks of equal size, one block
+ * a node (hostNumaBlocks). The same for a communicator made by init, split or shrink: each rank's
+ * node is where its process was placed, whichever communicator decided it. The factor is the
+ * host's distance ratio among the nodes used, where hwloc has a matrix. */
+tpudistResult_t commNumaLevel(tdComm *c, char *err) {
   tdTopo *t = &c->topo;
   const tdConfig *cfg = c->net.cfg;
-  if (t->ndims != 0 || t->numa > 0 || topoNumSlices(t) > 1) return;
-  char why[TD_ERRLEN];
-  const tdHost *h = hostThis(NULL, why);
-  int lr, ls, first;
+  int lr, ls, n = c->net.nranks;
   netLocalRank(&c->net, &lr, &ls);
-  if (!h || ls != t->nranks) return;
-  tdHostPlace p, q;
-  if (hostBindOnce(lr, ls, cfg->bind, &p, &first, why) != tpudistSuccess) return;
-  hostPlace(h, lr, ls, cfg->bind, NULL, &q);
-  if (p.action == TD_PLACE_LAUNCHER || p.numa != q.numa) return;
-  int k = hostNumaRanks(h, ls, cfg->bind);
-  if (k > 0 && topoSetFlatNuma(t, k, NULL) == tpudistSuccess)
-    TD_INFO(TD_SUBSYS_INIT, "%s: NUMA level: %d ranks per node, %d nodes (TPU_DIST_BIND=%s)",
-            c->net.name, k, ls / k, hostBindName(cfg->bind));
+  if (t->ndims != 0 || t->numa > 0 || topoNumSlices(t) > 1 || ls != n || n < 2)
+    return tpudistSuccess;
+  int *node = calloc((size_t)n, sizeof(int));
+  if (!node) return tdErr(err, tpudistNoMemory, "%s: no memory for the NUMA level", c->net.name);
+  node[c->net.rank] = ownNode(c);
+  tpudistResult_t r = bootstrapAllGather(c->net.bootstrap, node, sizeof(int), err);
+  int k = r == tpudistSuccess ? hostNumaBlocks(node, n) : 0;
+  if (k > 0 && topoSetFlatNuma(t, k, NULL) == tpudistSuccess) {
+    char why[TD_ERRLEN];
+    const tdHost *h = hostThis(NULL, why);
+    const char *from;
+    c->numa_pct = h ? hostNumaFactorPct(h, node, n) : 0;
+    hostNodeList(node, n, c->numa_nodes, sizeof(c->numa_nodes));
+    int pct = configNumaFactorPct(cfg, c->numa_pct, &from);
+    TD_INFO(TD_SUBSYS_INIT,
+            "%s: NUMA level: %d ranks per node, %d nodes (TPU_DIST_BIND=%s): nodes %s, a copy "
+            "across them costs %d%% (%s)",
+            c->net.name, k, n / k, hostBindName(cfg->bind), c->numa_nodes, pct, from);
+  }
+  free(node);
+  return r;
 }

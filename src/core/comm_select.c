@@ -26,7 +26,7 @@ static void a2avDecide(tdComm *comm) {
 
 static tpudistResult_t buildTable(tdComm *comm, char *err) {
   tdCostModel m;
-  configCostModel(comm->net.cfg, &comm->topo, &m);
+  configCostModel(comm->net.cfg, &comm->topo, comm->numa_pct, &m);
   tpudistResult_t r =
       selectBuild(&comm->topo, comm->net.nranks, comm->net.cfg->algo, &m, &comm->select, err);
   if (r == tpudistNotSupported && comm->net.cfg->algo) {

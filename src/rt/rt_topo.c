@@ -51,12 +51,23 @@ tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, con
   return tpudistSuccess;
 }
 
-void configCostModel(const tdConfig *cfg, const tdTopo *t, tdCostModel *m) {
+int configNumaFactorPct(const tdConfig *cfg, int host_pct, const char **source) {
+  const char *from = "default";
+  int pct = (int)(TD_COST_NUMA_FACTOR * 100 + 0.5);
+  if (cfg->numa_factor_pct >= 0)
+    pct = cfg->numa_factor_pct, from = "TPU_DIST_NUMA_FACTOR_PCT";
+  else if (host_pct > 0)
+    pct = host_pct, from = "hwloc distances";
+  if (source) *source = from;
+  return pct;
+}
+
+void configCostModel(const tdConfig *cfg, const tdTopo *t, int host_pct, tdCostModel *m) {
   costModelDefault(t, m);
   if (cfg->dcn_gbps > 0) m->dcn_bw = cfg->dcn_gbps * 1e9 / 8;
   if (cfg->dcn_latency_us >= 0) m->dcn_latency = cfg->dcn_latency_us * 1e-6;
   m->dcn_flows = cfg->dcn_flows;
-  if (cfg->numa_factor_pct >= 0) m->numa_factor = cfg->numa_factor_pct / 100.0;
+  m->numa_factor = configNumaFactorPct(cfg, host_pct, NULL) / 100.0;
   if (cfg->shm_sync_ns >= 0) {
     m->shm_sync = cfg->shm_sync_ns * 1e-9;
     return;

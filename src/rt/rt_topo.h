@@ -19,8 +19,15 @@
 tpudistResult_t configTopology(const tdConfig *cfg, int nranks, tdTopo *out, const char **source,
                                char *err);
 
+/* The cost of a copy between NUMA nodes against one within a node, in percent, that selection
+ * uses: TPU_DIST_NUMA_FACTOR_PCT where it is set, else host_pct (> 0: from the host's NUMA
+ * distances, hostNumaFactorPct), else TD_COST_NUMA_FACTOR. *source (if not NULL) says which:
+ * "TPU_DIST_NUMA_FACTOR_PCT", "hwloc distances" or "default". */
+int configNumaFactorPct(const tdConfig *cfg, int host_pct, const char **source);
+
 /* The cost model selection uses on topology t: costModelDefault, with TPU_DIST_DCN_GBPS,
- * TPU_DIST_DCN_LATENCY_US and TPU_DIST_DCN_FLOWS applied where they are set. */
-void configCostModel(const tdConfig *cfg, const tdTopo *t, tdCostModel *m);
+ * TPU_DIST_DCN_LATENCY_US and TPU_DIST_DCN_FLOWS applied where they are set, and the NUMA factor
+ * of configNumaFactorPct (host_pct: the host's, 0 for none). */
+void configCostModel(const tdConfig *cfg, const tdTopo *t, int host_pct, tdCostModel *m);
 
 #endif /* TD_RT_TOPO_H_ */

@@ -2,7 +2,9 @@
  * test_mpi.c - every collective checked exactly against a local reference, under mpirun.
  *
  * Each rank regenerates every rank's input (mpi_ref.h), so the expected output is computed
- * locally. Communicators: world, halves (split), reversed order (split with key = -rank), odd/even.
+ * locally. Communicators: world, halves (split), reversed order (split with key = -rank), odd/even,
+ * and with --split-every K blocks of K consecutive ranks; each split is named after its kind
+ * ("halves", "reversed", "odd-even", "blocks") in logs.
  * Default set: every dtype x op at counts {0, 1, 7, 1000} on world (in and out of place),
  * {int32, float32, bfloat16} x {sum, max} at 1 MiB + 3 elements and 16 MiB on world, non-reducing
  * collectives per element size, all-to-all-v, point to point (group ring, any source), requests,
@@ -11,9 +13,11 @@
  *
  *   mpirun -np N tests/mpi/test_mpi [--expect-algo allreduce=torus[,alltoall=hier...]
  *                                    [--expect-from BYTES] [--expect-other-below]]
- *   (--expect-algo: collectives of those kinds on the world communicator from BYTES, default
- *   1 MiB, must report those algorithms through tpudistLastAlgorithm; --expect-other-below: and
- *   smaller ones of those kinds must report another one)
+ *                                    [--expect-on world[,halves,...]] [--split-every K]
+ *   (--expect-algo: collectives of those kinds on the world communicator, or on those
+ *   --expect-on names, from BYTES, default 1 MiB, must report those algorithms through
+ *   tpudistLastAlgorithm; --expect-other-below: and smaller ones of those kinds must report
+ *   another one)
  */
 #include <mpi.h>
 #include <pthread.h>
@@ -38,8 +42,11 @@ static long gFail, gChecks;
 static int gWorldRank, gFull;
 static uint64_t gSeed = 12345;
 static char gExpect[256];                 /* --expect-algo: ",coll=algo,coll=algo," */
-static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here (world only) */
+static size_t gExpectMinBytes = 1u << 20; /* --expect-algo checks sizes from here */
+static char gExpectOn[128] = ",world,";   /* --expect-on: the communicators it checks */
 static int gExpectOtherBelow;             /* --expect-other-below: smaller sizes use another */
+static int gSplitEvery;                   /* --split-every K: also blocks of K ranks */
+static int gNumSubs = 3;
 
 static const char *dtName(int dt) {
   static const char *n[] = {"int8",   "uint8",   "int32",   "uint32",  "int64",
@@ -90,9 +97,10 @@ static void raw(void *buf, size_t i, size_t esize, uint64_t seed, int r, size_t 
 }
 
 static void checkAlgo(const Ctx *c, const char *coll, size_t bytes) {
-  char key[32], *at;
+  char key[32], on[32], *at;
   snprintf(key, sizeof(key), ",%s=", coll);
-  if (!(at = strstr(gExpect, key)) || strcmp(c->name, "world")) return;
+  snprintf(on, sizeof(on), ",%s,", c->name);
+  if (!(at = strstr(gExpect, key)) || !strstr(gExpectOn, on)) return;
   const char *want = at + strlen(key), *a = tpudistLastAlgorithm(c->comm);
   size_t len = strcspn(want, ",");
   int same = strlen(a) == len && !strncmp(a, want, len);
@@ -742,18 +750,26 @@ static void parseArgs(int argc, char **argv) {
       break;
     } else if (!strcmp(argv[i], "--expect-algo")) {
       snprintf(gExpect, sizeof(gExpect), ",%s,", argv[i + 1]);
+    } else if (!strcmp(argv[i], "--expect-on")) {
+      snprintf(gExpectOn, sizeof(gExpectOn), ",%s,", argv[i + 1]);
+    } else if (!strcmp(argv[i], "--split-every")) {
+      gSplitEvery = atoi(argv[i + 1]);
+      gNumSubs = gSplitEvery > 0 ? 4 : 3;
     } else if (!strcmp(argv[i], "--expect-from")) {
       gExpectMinBytes = (size_t)strtoull(argv[i + 1], NULL, 10);
     }
 }
 
-/* Halves, reversed order, odd/even; each new rank is checked against the split rule. */
+/* Halves, reversed order, odd/even (and blocks of --split-every ranks); each new rank is checked
+ * against the split rule. */
 static void makeSubs(const Ctx *w, Ctx *subs) {
-  int r = w->rank, n = w->n, half = n / 2;
-  int colors[3] = {r < half ? 0 : 1, 0, r % 2}, keys[3] = {r, -r, r};
-  int want[3] = {r < half ? r : r - half, n - 1 - r, r / 2};
-  for (int s = 0; s < 3; s++) {
-    if (!ok(w, tpudistCommSplit(w->comm, colors[s], keys[s], &subs[s].comm, NULL), "split"))
+  int r = w->rank, n = w->n, half = n / 2, k = gSplitEvery > 0 ? gSplitEvery : 1;
+  int colors[4] = {r < half ? 0 : 1, 0, r % 2, r / k}, keys[4] = {r, -r, r, r};
+  int want[4] = {r < half ? r : r - half, n - 1 - r, r / 2, r % k};
+  for (int s = 0; s < gNumSubs; s++) {
+    tpudistConfig_t cfg = TPUDIST_CONFIG_INITIALIZER;
+    cfg.commName = subs[s].name;
+    if (!ok(w, tpudistCommSplit(w->comm, colors[s], keys[s], &subs[s].comm, &cfg), "split"))
       continue;
     tpudistCommCount(subs[s].comm, &subs[s].n);
     tpudistCommUserRank(subs[s].comm, &subs[s].rank);
@@ -787,12 +803,15 @@ int main(int argc, char **argv) {
     fprintf(stderr, "[%d] init: %s\n", gWorldRank, tpudistGetLastError(NULL));
     MPI_Abort(MPI_COMM_WORLD, 2);
   }
-  Ctx subs[3] = {{NULL, 0, 0, "halves"}, {NULL, 0, 0, "reversed"}, {NULL, 0, 0, "odd-even"}};
+  Ctx subs[4] = {{NULL, 0, 0, "halves"},
+                 {NULL, 0, 0, "reversed"},
+                 {NULL, 0, 0, "odd-even"},
+                 {NULL, 0, 0, "blocks"}};
   makeSubs(&w, subs);
   const char *only = getenv("TD_MPI_ONLY"); /* "small" or "large": one part, for debugging */
   if (!only || strcmp(only, "large")) {
     smallCross(&w, 1);
-    for (int s = 0; s < 3; s++)
+    for (int s = 0; s < gNumSubs; s++)
       if (subs[s].comm) smallCross(&subs[s], gFull);
   }
   if (!only || strcmp(only, "small")) large(&w, gFull);
@@ -802,7 +821,7 @@ int main(int argc, char **argv) {
   tMismatch(&w);
   tAlltoallvMismatch(&w);
   tSmallMismatch(&w);
-  for (int s = 0; s < 3; s++)
+  for (int s = 0; s < gNumSubs; s++)
     if (subs[s].comm) ok(&subs[s], tpudistCommDestroy(subs[s].comm), "destroy split");
   ok(&w, tpudistCommDestroy(w.comm), "destroy");
   long tot[2] = {gChecks, gFail}, sum[2];

@@ -1,8 +1,10 @@
 /*
  * test_numa.c - CUnit tests of the NUMA level inside a host (docs/host.md, "NUMA level"): the
- * ranks per NUMA node the host model gives for a placement (hostNumaRanks) on a synthetic
- * 2 packages x 2 NUMA nodes x 4 cores machine and on one of one node; the level in the flat
- * topology (flat(N):numa=M, topoSetFlatNuma, topoNumaOf) with its errors; the grouping the
+ * ranks per NUMA node the host model gives for a placement (hostPlaceNodes, hostNumaBlocks) on a
+ * synthetic 2 packages x 2 NUMA nodes x 4 cores machine and on one of one node, and for any list of
+ * nodes; the cost of a copy across nodes from a recorded host's distance matrix
+ * (tests/host/numa-2x2-slit.xml), the default without one, the knob over both; the level in the
+ * flat topology (flat(N):numa=M, topoSetFlatNuma, topoNumaOf) with its errors; the grouping the
  * hierarchical generators take from it (hierGroups, and the peers of a hier all-reduce: ring
  * neighbours inside the node, the same local index on the other nodes); and the selection it
  * leads to under the cost model (hier for large all-reduces across NUMA nodes, never without the
@@ -17,6 +19,7 @@
 #include "hier.h"
 #include "host_detect.h"
 #include "host_synth.h"
+#include "rt_topo.h"
 #include "select.h"
 #include "step_sem.h"
 
@@ -30,6 +33,14 @@ static tdTopo parsed(const char *spec) {
   if (r != tpudistSuccess) fprintf(stderr, "%s: %s\n", spec, err);
   CU_ASSERT_EQUAL_FATAL(r, tpudistSuccess);
   return t;
+}
+
+/* The NUMA level local_size ranks of h form when placed under mode. */
+static int hostNumaRanks(const tdHost *h, int local_size, int mode) {
+  int node[64];
+  CU_ASSERT_FATAL(local_size <= 64);
+  hostPlaceNodes(h, local_size, mode, node);
+  return hostNumaBlocks(node, local_size);
 }
 
 static void testHostNumaRanks(void) {
@@ -53,6 +64,60 @@ static void testHostNumaRanks(void) {
   CU_ASSERT_EQUAL(hostNumaRanks(&h, 16, TD_BIND_CORE), 0);
   CU_ASSERT_EQUAL(hostNumaRanks(&h, 8, TD_BIND_NUMA), 0);
   CU_ASSERT_EQUAL(hostNumaRanks(&h, 8, TD_BIND_AUTO), 0);
+  hostFree(&h);
+}
+
+static void testBlocks(void) {
+  int twos[] = {0, 0, 1, 1}, back[] = {3, 3, 2, 2, 1, 1, 0, 0}, again[] = {0, 0, 1, 1, 0, 0};
+  int gaps[] = {0, 2}, one[] = {2, 2, 2}, unknown[] = {0, -1}, uneven[] = {0, 0, 1};
+  CU_ASSERT_EQUAL(hostNumaBlocks(twos, 4), 2);
+  CU_ASSERT_EQUAL(hostNumaBlocks(back, 8), 2);  /* blocks in any node order */
+  CU_ASSERT_EQUAL(hostNumaBlocks(gaps, 2), 1);  /* nodes 0 and 2: one rank a node */
+  CU_ASSERT_EQUAL(hostNumaBlocks(again, 6), 0); /* node 0 in two blocks */
+  CU_ASSERT_EQUAL(hostNumaBlocks(one, 3), 0);
+  CU_ASSERT_EQUAL(hostNumaBlocks(unknown, 2), 0);
+  CU_ASSERT_EQUAL(hostNumaBlocks(uneven, 3), 0);
+  char b[32];
+  CU_ASSERT_STRING_EQUAL(hostNodeList(back, 8, b, sizeof(b)), "0-3");
+  CU_ASSERT_STRING_EQUAL(hostNodeList(gaps, 2, b, sizeof(b)), "0,2");
+  CU_ASSERT_STRING_EQUAL(hostNodeList(unknown, 2, b, sizeof(b)), "?");
+}
+
+/* The factor from a recorded host's latency matrix (tests/host/make_xml.sh: 10 in a node, 12 to
+ * the other node of the package, 21 across packages) over the nodes a communicator uses; none from
+ * a host without one; and the order TPU_DIST_NUMA_FACTOR_PCT, the host's, the default. */
+static void testFactor(void) {
+  tdHost h;
+  CU_ASSERT_FATAL(hostDetect(NULL, TD_TEST_HOSTS "/numa-2x2-slit.xml", &h, err) == tpudistSuccess);
+  CU_ASSERT(h.nnuma == 4 && h.numa_dist && h.numa_dist[0 * 4 + 3] == 21 && h.numa_dist[5] == 10);
+  int all[] = {0, 0, 1, 1, 2, 2, 3, 3}, pkg[] = {0, 1}, across[] = {0, 2}, far[] = {1, 1, 3, 3};
+  int alone[] = {2, 2}, unknown[] = {0, -1};
+  CU_ASSERT_EQUAL(hostNumaFactorPct(&h, all, 8), 180); /* remote mean (12+21+21)/3 = 18 */
+  CU_ASSERT_EQUAL(hostNumaFactorPct(&h, pkg, 2), 120);
+  CU_ASSERT_EQUAL(hostNumaFactorPct(&h, across, 2), 210); /* SLIT 10 / 21 */
+  CU_ASSERT_EQUAL(hostNumaFactorPct(&h, far, 4), 210);
+  CU_ASSERT_EQUAL(hostNumaFactorPct(&h, alone, 2), 0); /* one node: nothing across */
+  CU_ASSERT_EQUAL(hostNumaFactorPct(&h, unknown, 2), 0);
+  tdConfig cfg = {.numa_factor_pct = -1};
+  const char *from;
+  CU_ASSERT_EQUAL(configNumaFactorPct(&cfg, hostNumaFactorPct(&h, across, 2), &from), 210);
+  CU_ASSERT_STRING_EQUAL(from, "hwloc distances");
+  tdTopo t = parsed("flat(8):numa=2");
+  tdCostModel m;
+  configCostModel(&cfg, &t, 210, &m);
+  CU_ASSERT_EQUAL(m.numa_factor, 2.1);
+  cfg.numa_factor_pct = 150; /* the knob wins */
+  CU_ASSERT_EQUAL(configNumaFactorPct(&cfg, 210, &from), 150);
+  CU_ASSERT_STRING_EQUAL(from, "TPU_DIST_NUMA_FACTOR_PCT");
+  hostFree(&h);
+  h = synth(TWO_BY_TWO_BY_FOUR); /* no matrix: the default, 2 */
+  CU_ASSERT_PTR_NULL(h.numa_dist);
+  CU_ASSERT_EQUAL(hostNumaFactorPct(&h, all, 8), 0);
+  cfg.numa_factor_pct = -1;
+  CU_ASSERT_EQUAL(configNumaFactorPct(&cfg, hostNumaFactorPct(&h, all, 8), &from), 200);
+  CU_ASSERT_STRING_EQUAL(from, "default");
+  configCostModel(&cfg, &t, 0, &m);
+  CU_ASSERT_EQUAL(m.numa_factor, TD_COST_NUMA_FACTOR);
   hostFree(&h);
 }
 
@@ -167,6 +232,8 @@ static void testSelection(void) {
 int main(void) {
   CU_TestInfo tests[] = {
       {"ranks per NUMA node from the placement", testHostNumaRanks},
+      {"the NUMA level from each rank's node", testBlocks},
+      {"the factor from the host's distances", testFactor},
       {"the NUMA level of a flat topology", testTopoLevel},
       {"grouping by NUMA node", testGrouping},
       {"selection across NUMA nodes", testSelection},
