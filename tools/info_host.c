@@ -101,8 +101,8 @@ static int jobHost(const tdHost *h) {
   if (r == tpudistSuccess && me == 0) {
     hostPrint(h, stdout);
     printf("TPU_DIST_BIND=%s, %d ranks\n", hostBindName(configGet()->bind), n);
-    numaLines(n, comm->c.numa_nodes, comm->c.topo.numa, comm->c.numa_pct);
     for (int i = 0; i < n; i++) printf("%s\n", lines + (size_t)i * TD_LINE);
+    numaLines(n, comm->c.numa_nodes, comm->c.topo.numa, comm->c.numa_pct);
   }
   free(lines);
   tpudistCommDestroy(comm);

@@ -86,10 +86,12 @@ typedef struct {
  * (docs/algorithms.md, "Cost model"); configCostModel scales it by ranks per core. */
 #define TD_COST_SHM_SYNC 3.5e-6
 
-/* The per-byte factor of a copy between NUMA nodes: the ratio of the ACPI SLIT distances Linux
- * assumes when firmware gives none, REMOTE_DISTANCE 20 to LOCAL_DISTANCE 10 (the kernel header
- * linux/topology.h); hwloc reports the same table (numactl --hardware prints it), and two-socket
- * servers commonly state 21 to 10. TPU_DIST_NUMA_FACTOR_PCT replaces it. */
+/* The per-byte factor of a copy between NUMA nodes when the host states no distances: the ratio of
+ * the ACPI SLIT distances Linux assumes when firmware gives none, REMOTE_DISTANCE 20 to
+ * LOCAL_DISTANCE 10 (the kernel header linux/topology.h); hwloc reports the same table (numactl
+ * --hardware prints it), and two-socket servers commonly state 21 to 10. A communicator takes the
+ * host's own ratio where hwloc has one (configNumaFactorPct); TPU_DIST_NUMA_FACTOR_PCT replaces
+ * both. */
 #define TD_COST_NUMA_FACTOR 2.0
 
 /* Defaults: torus 1 us per hop, 45 GB/s per link direction (TPU ICI), 1 TB/s local, 0.1 us

@@ -108,8 +108,10 @@ const tdConfigVar tdConfigTable[] = {
      "the cost model sees it (selection on a flat topology with a NUMA level): every byte a "
      "message moves between ranks on different nodes takes this much longer, so plans that keep "
      "traffic inside a node (hier, grouped by NUMA node) gain as it grows; 100 makes the nodes "
-     "alike. -1: the default, 200 (the ratio of Linux's default ACPI SLIT distances, 20 to 10; "
-     "docs/host.md, \"NUMA level\")."},
+     "alike. -1: from the host's NUMA distances where hwloc has them (the mean distance between "
+     "two of the nodes the communicator's ranks use over a node's own: 210 for an ACPI SLIT of "
+     "21 to 10), else 200 (the ratio of Linux's default SLIT distances, 20 to 10; docs/host.md, "
+     "\"NUMA level\")."},
     {"TPU_DIST_DCN_FLOWS", cfgInt, "0", TD_OFF(dcn_flows), 0, 64,
      "Connections (sender-receiver pairs) one host NIC direction carries at once at its rate, as "
      "the cost model sees it: a message that starts while this many other pairs' messages are "

@@ -2,9 +2,11 @@
 # tests/mpi/tools_info.sh - tpudist-info: docs/env.md is what `-c --markdown` generates (no drift
 # from the configuration table); -a lists every collective; -d dumps a schedule in the text format
 # and --summary accounts its bytes; -s prints the selection table; --host prints the host (this one
-# and a synthetic one); bad arguments exit non-zero.
+# and a synthetic one) and the NUMA level and factor the library would take (a recorded host with
+# a SLIT and a synthetic one without, alone and as a job); bad arguments exit non-zero.
 set -uo pipefail
 cd "$(dirname "$0")/../.."
+source tests/mpi/launch.sh
 info=tools/tpudist-info
 fail() { echo "tools-info: $*"; exit 1; }
 diff <($info -c --markdown) docs/env.md || fail "docs/env.md is stale: run $info -c --markdown > docs/env.md"
@@ -44,4 +46,33 @@ for want in '^packages 2 numa 4 cores 64 pus 64$' '^caches: L1d=none L2=2MiB L3=
   '^chunk from caches: 262144 bytes$' '^numa 2 (os 2): 1024 MiB, cores 16, pus 16: 32-47$'; do
   grep -q "$want" <<<"$out" || fail "--host (synthetic) lacks $want: $out"
 done
+# --host --nranks N: the NUMA level N ranks of the host would form under TPU_DIST_BIND and the cost
+# of a copy across nodes with its source. The recorded host's SLIT (tests/host/make_xml.sh): 10 in
+# a node, 12 to the package's other node, 21 across packages; 8 ranks use every node (mean remote
+# 18: 180%), 2 ranks nodes 0 and 2 (210%); a synthetic host has no matrix (the default, 200%);
+# TPU_DIST_NUMA_FACTOR_PCT wins over both. As a job, rank 0 prints the communicator's level.
+hostnuma() { # hostnuma N VAR=VALUE...
+  local n=$1
+  shift
+  env -u TPU_DIST_COMM_ID "$@" $info --host --nranks "$n" || fail "--host --nranks $n $*: failed"
+}
+has() { # has OUT LINE...: each LINE is a whole line of OUT
+  local out=$1 w
+  shift
+  for w in "$@"; do grep -qxF "$w" <<<"$out" || fail "--host lacks '$w': $out"; done
+}
+xml=HWLOC_XMLFILE=tests/host/numa-2x2-slit.xml
+has "$(hostnuma 8 $xml TPU_DIST_BIND=core)" 'host: xml: (HWLOC_XMLFILE)' \
+  'numa 3 distances: 21 21 12 10' 'TPU_DIST_BIND=core, 8 ranks' \
+  'numa level: 8 ranks on nodes 0-3, 2 ranks per node' 'numa factor: 180% (hwloc distances)'
+has "$(hostnuma 2 $xml TPU_DIST_BIND=core)" 'numa level: 2 ranks on nodes 0,2, 1 ranks per node' \
+  'numa factor: 210% (hwloc distances)'
+has "$(hostnuma 8 $xml TPU_DIST_BIND=core TPU_DIST_NUMA_FACTOR_PCT=150)" \
+  'numa factor: 150% (TPU_DIST_NUMA_FACTOR_PCT)'
+has "$(hostnuma 8 $xml TPU_DIST_BIND=none)" 'numa level: none for 8 ranks'
+has "$(hostnuma 16 HWLOC_SYNTHETIC="pack:2 numa:2 core:4 pu:1" TPU_DIST_BIND=core)" \
+  'numa level: 16 ranks on nodes 0-3, 4 ranks per node' 'numa factor: 200% (default)'
+out=$(launch 8 env $xml TPU_DIST_BIND=core $info --host) || fail "--host as a job: $out"
+has "$out" '[rank 0] numa level: 8 ranks on nodes 0-3, 2 ranks per node' \
+  '[rank 0] numa factor: 180% (hwloc distances)'
 echo "tools-info: ok"
