@@ -43,6 +43,7 @@ void hostPlace(const tdHost *h, int local_rank, int local_size, int mode, const 
   }
   if (launcherBound(h, bound)) {
     out->action = TD_PLACE_LAUNCHER;
+    out->numa = hostMaskNuma(h, bound);
     snprintf(out->why, sizeof(out->why), "already bound by its launcher: left alone");
     return;
   }

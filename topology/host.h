@@ -61,7 +61,8 @@ enum {
 typedef struct {
   int action; /* TD_PLACE_* */
   int core;   /* TD_PLACE_CORE: index in cores[]; else -1 */
-  int numa;   /* TD_PLACE_CORE / _NUMA: the node it ends up on; else -1 */
+  int numa;   /* TD_PLACE_CORE / _NUMA: the node it ends up on; _LAUNCHER: the node its binding
+               * lies in (-1: it spans several); else -1 */
   char why[160];
 } tdHostPlace;
 

@@ -41,8 +41,9 @@ tpudistResult_t commHostInit(tdComm *c, char *err) {
   return tpudistSuccess;
 }
 
-/* This rank's NUMA node as this library placed it (on a synthetic or recorded host, the node the
- * placement describes); -1 when it is not placed, its launcher bound it, or the host is unknown. */
+/* This rank's NUMA node: where this library placed it (on a synthetic or recorded host, the node
+ * the placement describes) or where its launcher bound it; -1 when it is not placed, its
+ * launcher's binding spans several nodes, or the host is unknown. */
 static int ownNode(const tdComm *c) {
   char why[TD_ERRLEN];
   int lr, ls, first;
@@ -51,7 +52,7 @@ static int ownNode(const tdComm *c) {
   if (!hostThis(NULL, why) ||
       hostBindOnce(lr, ls, c->net.cfg->bind, &p, &first, why) != tpudistSuccess)
     return -1;
-  return p.action == TD_PLACE_LAUNCHER ? -1 : p.numa;
+  return p.numa;
 }
 
 /* One host only (agreed by every rank: the host identities are exchanged): the ranks exchange

@@ -120,9 +120,13 @@ static void testLauncherAndBadArgs(void) {
   bound[63] = 0; /* one unit missing: a launcher bound the process */
   for (int mode = TD_BIND_NONE; mode <= TD_BIND_AUTO; mode++) {
     hostPlace(&h, 1, 4, mode, bound, &p);
-    CU_ASSERT(p.action == TD_PLACE_LAUNCHER && p.core == -1 && p.numa == -1);
+    CU_ASSERT(p.action == TD_PLACE_LAUNCHER && p.core == -1 && p.numa == -1); /* 4 nodes */
     CU_ASSERT_PTR_NOT_NULL(strstr(p.why, "launcher"));
   }
+  memset(bound, 0, sizeof(bound)); /* bound to one core of node 2: its node is known */
+  bound[h.cores[40].pu0] = 1;
+  hostPlace(&h, 1, 4, TD_BIND_NONE, bound, &p);
+  CU_ASSERT(p.action == TD_PLACE_LAUNCHER && p.numa == h.cores[40].numa && p.numa == 2);
   static const int bad[][2] = {{0, 0}, {-1, 4}, {4, 4}, {0, -2}};
   for (int i = 0; i < (int)TD_ARRAY_SIZE(bad); i++) {
     hostPlace(&h, bad[i][0], bad[i][1], TD_BIND_CORE, NULL, &p);
