@@ -28,16 +28,6 @@
  */
 #include "allreduce.h"
 
-/* New rank after the fold, or -1 for an even rank of the first 2e. */
-static int rabNewRank(int r, int e) {
-  if (r < 2 * e) return (r % 2) ? r / 2 : -1;
-  return r - e;
-}
-
-static int rabOldRank(int v, int e) {
-  return v < e ? 2 * v + 1 : v + e;
-}
-
 /* The chunk range this rank keeps and the one it gives away in each halving step. */
 typedef struct {
   uint32_t keep[32], give[32], len[32];
@@ -51,7 +41,7 @@ static tpudistResult_t rabReduceScatter(tdSched *s, int q, int v, int e, tdBufKi
   uint32_t lo = 0, len = (uint32_t)q;
   pl->steps = 0;
   for (int d = 1; d < q; d *= 2, pl->steps++) {
-    int peer = rabOldRank(v ^ d, e);
+    int peer = algoFoldOldRank(e, v ^ d);
     uint32_t half = len / 2, keep = (v & d) ? lo + half : lo, give = (v & d) ? lo : lo + half;
     TD_CHECK(schedPush(s, schedSend(peer, schedRef(own, give, half))));
     TD_CHECK(schedPush(
@@ -68,7 +58,7 @@ static tpudistResult_t rabReduceScatter(tdSched *s, int q, int v, int e, tdBufKi
  * what was given away (completed by the partner). */
 static tpudistResult_t rabAllgather(tdSched *s, int v, int e, const rabPlan *pl) {
   for (int i = pl->steps - 1; i >= 0; i--) {
-    int peer = rabOldRank(v ^ (1 << i), e);
+    int peer = algoFoldOldRank(e, v ^ (1 << i));
     TD_CHECK(schedPush(s, schedSend(peer, schedRef(TD_BUF_OUTPUT, pl->keep[i], pl->len[i]))));
     TD_CHECK(schedPush(s, schedRecv(peer, schedRef(TD_BUF_OUTPUT, pl->give[i], pl->len[i]))));
   }
@@ -76,9 +66,7 @@ static tpudistResult_t rabAllgather(tdSched *s, int v, int e, const rabPlan *pl)
 }
 
 static tpudistResult_t rabBuild(tdSched *s, int p, int r) {
-  int q = 1;
-  while (q * 2 <= p) q *= 2;
-  int e = p - q, v = rabNewRank(r, e);
+  int q = algoFoldPow2(p), e = p - q, v = algoFoldNewRank(e, r);
   tdBufKind own = s->inplace ? TD_BUF_OUTPUT : TD_BUF_INPUT;
   tdBufRef all = schedRef(own, 0, (uint32_t)q), out = schedRef(TD_BUF_OUTPUT, 0, (uint32_t)q);
   schedSetLayout(s, TD_BUF_INPUT, 1, (uint32_t)q);

@@ -80,20 +80,8 @@ static int rdLog2(int q) {
   return L;
 }
 
-/* This rank's part when folded: new rank (or -1 when it only sends and receives the result). */
-static int rdNewRank(int r, int e) {
-  if (r < 2 * e) return (r % 2) ? r / 2 : -1;
-  return r - e;
-}
-
-static int rdOldRank(int v, int e) {
-  return v < e ? 2 * v + 1 : v + e;
-}
-
 static tpudistResult_t rdBuild(tdSched *s, int p, int r) {
-  int q = 1;
-  while (q * 2 <= p) q *= 2;
-  int e = p - q, L = rdLog2(q), v = rdNewRank(r, e);
+  int q = algoFoldPow2(p), e = p - q, L = rdLog2(q), v = algoFoldNewRank(e, r);
   rdState st = {s, s->inplace ? TD_BUF_OUTPUT : TD_BUF_INPUT, 0};
   if (v < 0) { /* even rank of the first 2e: hand the input over, get the result back */
     TD_CHECK(rdAdd(s, schedSend(r + 1, rdAll(st.cur)), NULL));
@@ -107,7 +95,7 @@ static tpudistResult_t rdBuild(tdSched *s, int p, int r) {
   }
   for (int i = 1, d = 1; d < q; i++, d *= 2) {
     int pv = v ^ d;
-    TD_CHECK(rdExchange(&st, rdOldRank(pv, e), v < pv, rdWant(L, i)));
+    TD_CHECK(rdExchange(&st, algoFoldOldRank(e, pv), v < pv, rdWant(L, i)));
   }
   if (st.cur != TD_BUF_OUTPUT)
     TD_CHECK(rdAdd(s, schedCopy(rdAll(st.cur), rdAll(TD_BUF_OUTPUT)), NULL));

@@ -79,4 +79,30 @@ static inline void algoDoubleTree(int p, int tree, int r, int *up, int down[2]) 
   for (int k = 0; k < 2; k++) down[k] = algoDtreeMap(p, tree, d[k], 0);
 }
 
+/* Folding for recursive doubling and halving on p ranks (allreduce_recdbl.c,
+ * allreduce_rabenseifner.c, reducescatter_recdbl.c): q = the largest power of two <= p and
+ * e = p - q; of the first 2e ranks each even rank hands its data to the odd rank above it, which
+ * goes on as new rank r / 2; ranks from 2e on go on as new rank r - e. New ranks 0 .. q-1 then
+ * pair by exclusive-or. */
+static inline int algoFoldPow2(int p) {
+  int q = 1;
+  while (q * 2 <= p) q *= 2;
+  return q;
+}
+
+/* Rank r's new rank, or -1 for an even rank of the first 2e (it only hands over and receives). */
+static inline int algoFoldNewRank(int e, int r) {
+  if (r < 2 * e) return (r % 2) ? r / 2 : -1;
+  return r - e;
+}
+
+static inline int algoFoldOldRank(int e, int v) {
+  return v < e ? 2 * v + 1 : v + e;
+}
+
+/* The lowest rank new rank v stands for (its ranks are algoFoldFirstRank(e, v) .. the old rank). */
+static inline int algoFoldFirstRank(int e, int v) {
+  return v < e ? 2 * v : v + e;
+}
+
 #endif /* TD_GENERATOR_H_ */

@@ -5,14 +5,14 @@
  * Algorithm: let p = the largest power of two <= n and rem = n - p. Folding: among ranks
  * 0 .. 2rem-1, each even rank sends its whole INPUT to the odd rank above it, which reduces it
  * with its own (SCRATCH = x_odd (+) x_even) and stands for both in the halving; the even rank
- * then only waits for its block. Virtual rank v (0 .. p-1) is real rank 2v+1 for v < rem, else
- * v+rem, and owns blocks [start(v), start(v+1)) with start(v) = 2v for v < rem, else v+rem
- * (contiguous, so every half below is one contiguous range of blocks).
- * Halving: for d = p/2 .. 1, virtual rank v and its partner v XOR d split their current window of
- * 2d virtual ranks; each sends the partner's half of its partial and receives and reduces its own
- * half (dst = mine (+) partner's). The last step writes the rank's own block into OUTPUT; an odd
- * folded rank reduces both its blocks into SCRATCH, copies its own to OUTPUT and sends the even
- * rank's. Per element the reduction tree is fixed by the rank count alone.
+ * then only waits for its block (algoFoldNewRank). Virtual rank v (0 .. p-1) is real rank 2v+1
+ * for v < rem, else v+rem, and owns blocks [start(v), start(v+1)) with start(v) = 2v for v < rem,
+ * else v+rem (contiguous, so every half below is one contiguous range of blocks). Halving: for d =
+ * p/2 .. 1, virtual rank v and its partner v XOR d split their current window of 2d virtual ranks;
+ * each sends the partner's half of its partial and receives and reduces its own half (dst = mine
+ * (+) partner's). The last step writes the rank's own block into OUTPUT; an odd folded rank reduces
+ * both its blocks into SCRATCH, copies its own to OUTPUT and sends the even rank's. Per element the
+ * reduction tree is fixed by the rank count alone.
  *
  * Cost: log2(p) steps halving the data (+2 steps when n is not a power of two, the first moving
  * the whole input): log2(p) alpha + (p-1)/p * N beta (+ 2 alpha + (N + m) beta folded),
@@ -30,11 +30,7 @@ typedef struct {
 } rsPlan;
 
 static int vStart(const rsPlan *P, int v) {
-  return v < P->rem ? 2 * v : v + P->rem;
-}
-
-static int vReal(const rsPlan *P, int v) {
-  return v < P->rem ? 2 * v + 1 : v + P->rem;
+  return algoFoldFirstRank(P->rem, v);
 }
 
 /* Blocks of virtual ranks [v, v+d) in buffer buf (SCRATCH is offset by sbase). */
@@ -52,8 +48,9 @@ static tpudistResult_t halve(const rsPlan *P, tdSched *s, int vr, tdBufKind at) 
     int keep = (vr & d) ? lo + d : lo, give = (vr & d) ? lo : lo + d;
     tdBufRef dst = vRange(P, TD_BUF_SCRATCH, keep, d);
     if (d == 1 && vr >= P->rem) dst = schedRef(TD_BUF_OUTPUT, 0, 1);
-    TD_CHECK(schedPush(s, schedSend(vReal(P, vp), vRange(P, at, give, d))));
-    TD_CHECK(schedPush(s, schedRecvReduce(vReal(P, vp), vRange(P, at, keep, d), dst)));
+    TD_CHECK(schedPush(s, schedSend(algoFoldOldRank(P->rem, vp), vRange(P, at, give, d))));
+    TD_CHECK(
+        schedPush(s, schedRecvReduce(algoFoldOldRank(P->rem, vp), vRange(P, at, keep, d), dst)));
     at = TD_BUF_SCRATCH;
     lo = keep;
   }
@@ -63,8 +60,7 @@ static tpudistResult_t halve(const rsPlan *P, tdSched *s, int vr, tdBufKind at) 
 tpudistResult_t genReducescatterRecdbl(const tdCollArgs *a, tdSched *s, char *err) {
   int n = a->nranks, r = a->rank;
   (void)err;
-  rsPlan P = {n, r, 1, 0, 0};
-  while (P.p * 2 <= n) P.p *= 2;
+  rsPlan P = {n, r, algoFoldPow2(n), 0, 0};
   P.rem = n - P.p;
   schedSetLayout(s, TD_BUF_INPUT, (uint32_t)n, 1);
   schedSetLayout(s, TD_BUF_OUTPUT, 1, 1);
@@ -74,7 +70,7 @@ tpudistResult_t genReducescatterRecdbl(const tdCollArgs *a, tdSched *s, char *er
     TD_CHECK(schedPush(s, schedSend(r + 1, in_all)));
     return schedPush(s, schedRecv(r + 1, out));
   }
-  int vr = r < 2 * P.rem ? r / 2 : r - P.rem;
+  int vr = algoFoldNewRank(P.rem, r);
   if (r < 2 * P.rem) { /* odd folded: partial of all blocks in SCRATCH [0, n) */
     schedSetLayout(s, TD_BUF_SCRATCH, (uint32_t)n, 1);
     TD_CHECK(
