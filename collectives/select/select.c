@@ -36,9 +36,10 @@
  * recursive doubling folds ranks; the twisted torus all-reduce, whose ranks' plans differ) are
  * costed with every rank's plan if they fit TD_SELECT_POD_FULL_STEPS and, per collective,
  * TD_SELECT_POD_FULL_WORK; pod-scale costing evaluates every 4th bucket (every 8th in full) and
- * interpolates between (podInterpolate). Rooted candidates that do not fit are costed from their
- * structure where select_est.c has an estimate (the chains; the tree all-reduce on a torus
- * without DCN: costEstimated). What is left is ranked after the costed ones and named on the
+ * interpolates between (podInterpolate). Candidates that do not fit are costed from their
+ * structure where select_est.c has an estimate (costEstimated; on a torus without DCN but the
+ * chains): the chains, the tree all-reduce, and the folded recursive doubling family (recursive
+ * doubling all-reduce, all-gather and reduce-scatter, Rabenseifner). What is left is ranked after the costed ones and named on the
  * header line, except the head of the fixed order (orderClass).
  */
 #include "select.h"
@@ -461,18 +462,36 @@ static void leaveUncosted(tdSelectTable *t, tdColl c, int i) {
              t->cand[c][i]);
 }
 
-/* Pod scale: a rooted candidate past the budget costed from its structure (select_est.c), at
- * every bucket; 0 if it has none (or no memory for it: left to the fixed order). */
+/* Pod scale: a candidate past the budget costed from its structure (select_est.c): the chains
+ * and the tree all-reduce at every bucket, the recursive doubling family at the buckets a
+ * pod-scale costing of every rank's plan evaluates (every 8th; the others interpolated); 0 if it
+ * has none (or no memory for it: left to the fixed order). */
 static int costEstimated(tdSelectTable *t, tdColl c, int i, const tdCostModel *m) {
   const char *name = t->cand[c][i];
   int chain = strcmp(name, "chain") == 0 && (c == TD_COLL_BROADCAST || c == TD_COLL_REDUCE);
   int tree = strcmp(name, "tree") == 0 && c == TD_COLL_ALLREDUCE;
-  if (!chain && !tree) return 0;
   uint64_t bytes[TD_SELECT_NBUCKETS];
+  double *out = t->cost[c][i], est[TD_SELECT_NBUCKETS];
   for (int b = 0; b < TD_SELECT_NBUCKETS; b++) bytes[b] = bucketCount(c, t->nranks, b) * 4;
-  if (tree) return selectTreeEstimate(&t->topo, m, TD_SELECT_NBUCKETS, bytes, t->cost[c][i]);
+  if (tree) return selectTreeEstimate(&t->topo, m, TD_SELECT_NBUCKETS, bytes, out);
+  if (chain) {
+    for (int b = 0; b < TD_SELECT_NBUCKETS; b++)
+      out[b] = selectChainEstimate(&t->topo, c, m, bytes[b]);
+    return 1;
+  }
+  int ne = 0, at[TD_SELECT_NBUCKETS];
   for (int b = 0; b < TD_SELECT_NBUCKETS; b++)
-    t->cost[c][i][b] = selectChainEstimate(&t->topo, c, m, bytes[b]);
+    if (podEvaluated(b, 2 * TD_SELECT_POD_STRIDE) && (b == 0 || bytes[b] != bytes[b - 1]))
+      at[ne] = b, bytes[ne++] = bytes[b];
+  if (!selectFoldEstimate(&t->topo, c, name, m, ne, bytes, est)) return 0;
+  for (int b = 0, e = 0; b < TD_SELECT_NBUCKETS; b++) {
+    uint64_t n = bucketCount(c, t->nranks, b);
+    if (e < ne && at[e] == b)
+      out[b] = est[e++];
+    else
+      out[b] = b > 0 && n == bucketCount(c, t->nranks, b - 1) ? out[b - 1] : -3;
+  }
+  podInterpolate(t, c, out);
   return 1;
 }
 

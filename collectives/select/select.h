@@ -54,6 +54,17 @@ double selectChainEstimate(const tdTopo *topo, tdColl c, const tdCostModel *m, u
  * out of memory (out untouched). */
 int selectTreeEstimate(const tdTopo *topo, const tdCostModel *m, int nsizes, const uint64_t *bytes,
                        double *out);
+/* Pod scale: the seconds of the recursive doubling family ("recdbl" all-reduce, all-gather and
+ * reduce-scatter, "rabenseifner" all-reduce) over every rank of a torus topo into out[i], for
+ * bytes[i] per rank (all-reduce: the buffer; all-gather and reduce-scatter: one block), from the
+ * rounds of their plans (the fold of algoFold*, the exchanges of new ranks, the unfold; the
+ * all-gather on ranks that are not a power of two disseminates as Bruck's): every message as the
+ * cost model takes it (issue cost, the links of its route reserved from when they are free,
+ * latency), started in time order once both its ends have posted their round. O(n lg n) messages
+ * instead of evaluating n plans. Returns 1, or 0 for another candidate, a flat topology, one with
+ * DCN, or out of memory (out untouched). */
+int selectFoldEstimate(const tdTopo *topo, tdColl c, const char *algo, const tdCostModel *m,
+                       int nsizes, const uint64_t *bytes, double *out);
 /* A table as bytes (selectPackedBytes of them; algorithm names as indices into the algorithm
  * table), so that one rank builds it and the others receive it; selectUnpack checks the bytes
  * (names, orders) and that the table is for nranks ranks on topo. */

@@ -1,14 +1,18 @@
 /*
- * select_est.c - pod-scale estimates of rooted plans from their structure (select.h), for
- * candidates whose every rank's plan is too many steps to evaluate there and that no symmetry
- * covers: the pipelined chain (broadcast, reduce) and the double binary tree all-reduce. Both use
- * the cost model's terms (cost.h): per message its hops' latency, msg_latency and the sender's
- * msg_overhead; a piece (piece_bytes) ahead of the rest where a step forwards as it receives
- * (fused), the whole chunk where it stores first; bytes over link_bw times the shares of its
- * route, or dcn_bw across DCN (the chain; the tree's estimate covers one torus without DCN);
- * a reduction at mem_bw.
+ * select_est.c - pod-scale estimates of plans from their structure (select.h), for candidates
+ * whose every rank's plan is too many steps to evaluate there and that no symmetry covers: the
+ * pipelined chain (broadcast, reduce), the double binary tree all-reduce (both rooted) and the
+ * recursive doubling family on a rank count that is not a power of two (folded: the ranks' plans
+ * are not images of each other). All use the cost model's terms (cost.h): per message its hops'
+ * latency, msg_latency and the sender's msg_overhead; a piece (piece_bytes) ahead of the rest
+ * where a step forwards as it receives (fused), the whole chunk where it stores first; bytes over
+ * link_bw times the shares of its route, or dcn_bw across DCN (the chain; the other estimates
+ * cover one torus without DCN); a reduction at mem_bw. The chain and the tree are formulas over
+ * their links; the recursive doubling family is walked message by message in time order, as the
+ * cost model executes it, from its rounds (a few per rank) instead of its steps.
  */
 #include <stdlib.h>
+#include <string.h>
 
 #include "algos.h"
 #include "select.h"
@@ -220,5 +224,302 @@ int selectTreeEstimate(const tdTopo *topo, const tdCostModel *m, int nsizes, con
   free(ed);
   free(order);
   free(su);
+  return ok;
+}
+
+/* The folded recursive doubling family, round by round: what rank r sends (to, sbytes) and
+ * receives (from, rbytes, reduced or not) in round i of the plan; -1: nothing. */
+typedef struct {
+  int to, from, reduce;
+  double sbytes, rbytes;
+} foldMsg;
+
+typedef enum { FOLD_RECDBL = 0, FOLD_RABENSEIFNER, FOLD_HALVING, FOLD_DISSEMINATION } foldKind;
+
+typedef struct {
+  foldKind kind;
+  int n, q, e, lg, rounds;
+  double bytes; /* all-reduce: the buffer; reduce-scatter and all-gather: one block */
+} foldPlan;
+
+/* Round 0 folds (the even rank of the first 2e hands over bytes to the odd one, which reduces),
+ * the last round unfolds (bytes back); between them the exchanges of new ranks (algoFold*). */
+static void foldEnds(const foldPlan *f, int r, int i, double in, double back, foldMsg *o) {
+  if (r >= 2 * f->e) return;
+  int even = r % 2 == 0;
+  if (i == 0 && even) o->to = r + 1, o->sbytes = in;
+  if (i == 0 && !even) o->from = r - 1, o->rbytes = in, o->reduce = 1;
+  if (i == f->rounds - 1 && !even) o->to = r - 1, o->sbytes = back;
+  if (i == f->rounds - 1 && even) o->from = r + 1, o->rbytes = back;
+}
+
+/* Reduce-scatter by halving (reducescatter_recdbl.c): distance q/2 first; new rank v sends the
+ * blocks of the new ranks of the half it gives and reduces those of the half it keeps. */
+static void foldHalving(const foldPlan *f, int v, int i, foldMsg *o) {
+  int d = f->q >> i, lo = v & ~(2 * d - 1), keep = (v & d) ? lo + d : lo, give = keep ^ d;
+  o->to = o->from = algoFoldOldRank(f->e, v ^ d);
+  o->sbytes = (algoFoldFirstRank(f->e, give + d) - algoFoldFirstRank(f->e, give)) * f->bytes;
+  o->rbytes = (algoFoldFirstRank(f->e, keep + d) - algoFoldFirstRank(f->e, keep)) * f->bytes;
+  o->reduce = 1;
+}
+
+static void foldRound(const foldPlan *f, int r, int i, foldMsg *o) {
+  o->to = o->from = -1, o->reduce = 0, o->sbytes = o->rbytes = 0;
+  if (f->kind == FOLD_DISSEMINATION) { /* allgather_recdbl.c (Bruck) */
+    int d = 1 << i;
+    o->to = (r - d + f->n) % f->n, o->from = (r + d) % f->n;
+    o->sbytes = o->rbytes = TD_MIN(d, f->n - d) * f->bytes;
+    return;
+  }
+  double all = f->kind == FOLD_HALVING ? f->n * f->bytes : f->bytes;
+  foldEnds(f, r, i, all, f->kind == FOLD_HALVING ? f->bytes : all, o);
+  int v = algoFoldNewRank(f->e, r);
+  if (i == 0 || i == f->rounds - 1 || v < 0) return;
+  if (f->kind == FOLD_HALVING) return foldHalving(f, v, i, o);
+  int k = i - 1; /* exchange k: distance 2^k (Rabenseifner: halving k, then doubling back) */
+  if (f->kind == FOLD_RABENSEIFNER && k >= f->lg) k = 2 * f->lg - 1 - k;
+  o->to = o->from = algoFoldOldRank(f->e, v ^ (1 << k));
+  o->sbytes = o->rbytes = f->kind == FOLD_RECDBL ? all : all / (2 << k);
+  o->reduce = f->kind == FOLD_RECDBL || i - 1 < f->lg;
+}
+
+typedef struct {
+  double t;
+  int r;
+} foldDue;
+
+/* The walk's state: per rank the first round it has not finished; per rank and round when it
+ * posted its send and its receive (< 0: not yet), how many of its messages that end the round are
+ * unfinished (< 0: not posted) and when the last ends; per directed link and per rank's issue port
+ * when it is free; the ranks due to go on, earliest first (a heap). gate: a round ends when its
+ * send has arrived too (the all-reduce's exchanges alternate two buffers, so the next receive
+ * overwrites what was sent); else when its receive has (the next steps touch other chunks). */
+typedef struct {
+  const tdTopo *topo;
+  const tdCostModel *m;
+  const foldPlan *f;
+  int *round, *left, nheap, gate, moving;
+  foldDue *heap;
+  double *sposted, *rposted, *end, *busy, *inj, last;
+  /* per rank and round the links of its send's route (every share's), computed once for all
+     sizes: first (UINT32_MAX: not yet) and count in pool, shares */
+  uint32_t *lfirst, *pool;
+  uint16_t *lcount;
+  uint8_t *lsplit;
+  size_t npool, cappool;
+  int oom;
+} foldWalk;
+
+static void heapPush(foldWalk *w, int r, double t) {
+  int i = w->nheap++;
+  while (i > 0 && w->heap[(i - 1) / 2].t > t) w->heap[i] = w->heap[(i - 1) / 2], i = (i - 1) / 2;
+  w->heap[i] = (foldDue){t, r};
+}
+
+static foldDue heapPop(foldWalk *w) {
+  foldDue top = w->heap[0], last = w->heap[--w->nheap];
+  int i = 0;
+  for (;;) {
+    int c = 2 * i + 1;
+    if (c >= w->nheap) break;
+    if (c + 1 < w->nheap && w->heap[c + 1].t < w->heap[c].t) c++;
+    if (w->heap[c].t >= last.t) break;
+    w->heap[i] = w->heap[c], i = c;
+  }
+  w->heap[i] = last;
+  return top;
+}
+
+static size_t foldAt(const foldWalk *w, int r, int i) {
+  return (size_t)r * (size_t)w->f->rounds + (size_t)i;
+}
+
+/* A message that ends round i of rank r is done at t: when it was the last of the round r waits
+ * for, r goes on then. */
+static void foldDone(foldWalk *w, int r, int i, double t) {
+  size_t k = foldAt(w, r, i);
+  w->end[k] = TD_MAX(w->end[k], t);
+  w->last = TD_MAX(w->last, t);
+  if (--w->left[k] == 0 && i == w->round[r] && r != w->moving) heapPush(w, r, w->end[k]);
+}
+
+/* The message src -> dst of bytes, both ends posted at t0, as the cost model takes it (cost.h):
+ * the sender's issue cost, every link of its route (each share's) reserved from when it is free,
+ * the hops' latency and the synchronisation after the last byte; the receiver reduces it. */
+/* The links of rank src's send in round i to dst (every share's), *split shares; out of memory:
+ * none, and the walk fails (oom). */
+static int foldLinks(foldWalk *w, int src, int dst, int i, const uint32_t **links, int *split) {
+  size_t k = foldAt(w, src, i);
+  if (w->lfirst[k] == UINT32_MAX) {
+    tdHop hops[1024];
+    int np = topoPaths(w->topo, src, dst), nh = 0, nd = w->topo->ndims;
+    for (int p = 0; p < np; p++) {
+      int h = TD_MIN(topoRoute(w->topo, src, dst, p, hops, (int)TD_ARRAY_SIZE(hops)),
+                     (int)TD_ARRAY_SIZE(hops));
+      if (w->npool + (size_t)nh + (size_t)h > w->cappool) {
+        size_t cap = TD_MAX(2 * w->cappool, w->npool + (size_t)nh + (size_t)h + 4096);
+        uint32_t *g = realloc(w->pool, sizeof(uint32_t) * cap);
+        if (!g || cap > UINT32_MAX) {
+          free(g);
+          w->oom = 1, *split = 1;
+          return 0;
+        }
+        w->pool = g, w->cappool = cap;
+      }
+      for (int j = 0; j < h; j++)
+        w->pool[w->npool + (size_t)nh++] =
+            (uint32_t)(((size_t)hops[j].from * (size_t)nd + (size_t)hops[j].axis) * 2 +
+                       (hops[j].dir > 0));
+    }
+    w->lfirst[k] = (uint32_t)w->npool, w->lcount[k] = (uint16_t)nh, w->lsplit[k] = (uint8_t)np;
+    w->npool += (size_t)nh;
+  }
+  *links = w->pool + w->lfirst[k];
+  *split = w->lsplit[k];
+  return w->lcount[k];
+}
+
+/* The message src -> dst of bytes in round i, both ends posted at t0, as the cost model takes it
+ * (cost.h): the sender's issue cost, every link of its route (each share's) reserved from when it
+ * is free, the hops' latency and the synchronisation after the last byte; the receiver reduces
+ * it. */
+static void foldMessage(foldWalk *w, int src, int dst, int i, double bytes, int reduce, double t0) {
+  const tdCostModel *m = w->m;
+  const uint32_t *links;
+  int np, nh = foldLinks(w, src, dst, i, &links, &np);
+  t0 = TD_MAX(t0, w->inj[src]) + m->msg_overhead;
+  w->inj[src] = t0;
+  double dt = bytes / m->link_bw / np, fin = t0;
+  for (int h = 0; h < nh; h++) {
+    double *l = &w->busy[links[h]];
+    *l = TD_MAX(t0, *l) + dt;
+    fin = TD_MAX(fin, *l);
+  }
+  fin += (double)nh / np * m->hop_latency + m->msg_latency;
+  if (w->gate) foldDone(w, src, i, fin);
+  foldDone(w, dst, i, fin + (reduce ? bytes / m->mem_bw : 0));
+}
+
+/* The rounds before round i whose receives its send needs: all, but in Bruck's dissemination
+ * the last round sends blocks complete since round ceil(lg cnt) (the only round that can start
+ * before the one before it ends). */
+static int foldNeeds(const foldPlan *f, int i) {
+  if (f->kind != FOLD_DISSEMINATION) return i;
+  int cnt = TD_MIN(1 << i, f->n - (1 << i)), k = 0;
+  while ((1 << k) < cnt) k++;
+  return k;
+}
+
+/* Rank r posts round i at t: a message whose other end is posted already starts (a transfer
+ * starts when both its send and its receive are issued). */
+static void foldPost(foldWalk *w, int r, int i, double t) {
+  const foldPlan *f = w->f;
+  foldMsg o, p;
+  foldRound(f, r, i, &o);
+  size_t k = foldAt(w, r, i);
+  w->end[k] = t, w->left[k] = (o.from >= 0) + (o.to >= 0 && w->gate);
+  if (o.to >= 0) w->sposted[k] = t;
+  if (o.from >= 0) w->rposted[k] = t;
+  int send = o.to >= 0 && w->rposted[foldAt(w, o.to, i)] >= 0;
+  int recv = o.from >= 0 && w->sposted[foldAt(w, o.from, i)] >= 0;
+  if (send) {
+    foldRound(f, o.to, i, &p);
+    foldMessage(w, r, o.to, i, o.sbytes, p.reduce, t);
+  }
+  if (recv) {
+    foldRound(f, o.from, i, &p);
+    foldMessage(w, o.from, r, i, p.sbytes, o.reduce, t);
+  }
+}
+
+/* Rank r has finished its rounds before round[r] at t: it posts its rounds in order until one
+ * that ends later, and the last round if its send needs no more. A round whose messages
+ * started when posted goes on as an event when it ends, so that every message starts in time
+ * order (the links are reserved in that order). */
+static void foldAdvance(foldWalk *w, int r, double t) {
+  int n = w->f->rounds, i = w->round[r];
+  w->moving = r;
+  for (; i < n; i++) {
+    size_t k = foldAt(w, r, i);
+    if (w->left[k] < 0) foldPost(w, r, i, t);
+    if (w->left[k] > 0 || w->end[k] > t) break;
+  }
+  if (i + 1 < n && w->left[foldAt(w, r, n - 1)] < 0 && foldNeeds(w->f, n - 1) <= i)
+    foldPost(w, r, n - 1, t);
+  w->round[r] = i; /* one event at a time: the round that ends later, or its messages' */
+  if (i < n && w->left[foldAt(w, r, i)] == 0) heapPush(w, r, w->end[foldAt(w, r, i)]);
+  w->moving = -1;
+}
+
+/* One walk for bytes: every rank posts its first round at 0; returns when the last is done. */
+static double foldWalkOnce(foldWalk *w) {
+  int n = w->f->n;
+  size_t nl = (size_t)n * (size_t)w->topo->ndims * 2;
+  for (size_t l = 0; l < nl; l++) w->busy[l] = 0;
+  for (size_t k = 0; k < (size_t)n * (size_t)w->f->rounds; k++)
+    w->sposted[k] = w->rposted[k] = -1, w->left[k] = -1;
+  w->last = 0, w->moving = -1;
+  w->nheap = 0;
+  for (int r = 0; r < n; r++) {
+    w->round[r] = 0, w->inj[r] = 0;
+    heapPush(w, r, 0);
+  }
+  while (w->nheap > 0) {
+    foldDue d = heapPop(w);
+    foldAdvance(w, d.r, d.t);
+  }
+  return w->last;
+}
+
+/* select.h. */
+int selectFoldEstimate(const tdTopo *topo, tdColl c, const char *algo, const tdCostModel *m,
+                       int nsizes, const uint64_t *bytes, double *out) {
+  int n = topo->nranks, rab = strcmp(algo, "rabenseifner") == 0, ok = 0;
+  double est[64];
+  if (nsizes > (int)TD_ARRAY_SIZE(est) || topo->ndims <= 0 || topoHasDcn(topo) || n < 3 ||
+      (!rab && strcmp(algo, "recdbl") != 0))
+    return 0;
+  foldPlan f = {FOLD_RECDBL, n, algoFoldPow2(n), 0, 0, 0, 0};
+  f.e = n - f.q;
+  while ((1 << f.lg) < f.q) f.lg++;
+  f.rounds = f.lg + 2;
+  if (c == TD_COLL_ALLREDUCE && rab)
+    f.kind = FOLD_RABENSEIFNER, f.rounds = 2 * f.lg + 2;
+  else if (c == TD_COLL_REDUCESCATTER && !rab)
+    f.kind = FOLD_HALVING;
+  else if (c == TD_COLL_ALLGATHER && !rab && f.e > 0) /* Bruck's dissemination: no fold */
+    f.kind = FOLD_DISSEMINATION, f.rounds = f.lg + 1;
+  else if (c != TD_COLL_ALLREDUCE || rab)
+    return 0;
+  size_t nl = (size_t)n * (size_t)topo->ndims * 2;
+  foldWalk w;
+  memset(&w, 0, sizeof(w));
+  w.topo = topo, w.m = m, w.f = &f;
+  size_t nr = (size_t)n * (size_t)f.rounds;
+  w.round = malloc(sizeof(int) * ((size_t)n + nr));
+  w.left = w.round + n;
+  w.heap = malloc(sizeof(foldDue) * (size_t)n);
+  w.gate = f.kind == FOLD_RECDBL;
+  w.sposted = malloc(sizeof(double) * (3 * nr + (size_t)n + nl));
+  w.rposted = w.sposted + nr, w.end = w.rposted + nr, w.inj = w.end + nr, w.busy = w.inj + n;
+  w.lfirst = malloc(sizeof(uint32_t) * nr);
+  w.lcount = malloc(sizeof(uint16_t) * nr);
+  w.lsplit = malloc(nr);
+  if (w.round && w.heap && w.sposted && w.lfirst && w.lcount && w.lsplit) {
+    for (size_t k = 0; k < nr; k++) w.lfirst[k] = UINT32_MAX;
+    for (int i = 0; i < nsizes && !w.oom; i++) {
+      f.bytes = (double)bytes[i];
+      est[i] = foldWalkOnce(&w);
+    }
+    ok = !w.oom;
+    for (int i = 0; i < nsizes && ok; i++) out[i] = est[i];
+  }
+  free(w.round);
+  free(w.heap);
+  free(w.sposted);
+  free(w.lfirst);
+  free(w.lcount);
+  free(w.lsplit);
+  free(w.pool);
   return ok;
 }
