@@ -94,6 +94,9 @@ tpudistResult_t algoRun(const tdAlgo *a, const tdCollArgs *args, tdSched *s, cha
   TD_CHECK(checkArgs(a, args, err));
   schedInit(s, args, a->name);
   tpudistResult_t r = oneRankCopy(args) ? genOneRank(args, s) : a->gen(args, s, err);
-  if (r != tpudistSuccess) schedFree(s);
+  if (r != tpudistSuccess)
+    schedFree(s);
+  else
+    schedTrim(s);
   return r;
 }

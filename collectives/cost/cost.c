@@ -64,21 +64,46 @@ static tpudistResult_t addPred(tdCostPlan *p, size_t *cap, cpConf *c, uint32_t b
   return predPush(p, cap, base + (uint32_t)j);
 }
 
+static tdSpan chunkSpan(tdBufRef r) {
+  tdSpan sp = {r.chunk, (uint64_t)r.chunk + r.nchunks, r.buf, 0};
+  return sp;
+}
+
+/* Room for n entries in the readers' pool (exactly, when n is known beforehand). */
+static tpudistResult_t poolReserve(cpConf *c, size_t n) {
+  int32_t *a = realloc(c->pool_step, sizeof(int32_t) * n);
+  if (!a) return tpudistNoMemory;
+  c->pool_step = a;
+  int32_t *b = realloc(c->pool_next, sizeof(int32_t) * n);
+  if (!b) return tpudistNoMemory;
+  c->pool_next = b;
+  c->cappool = n;
+  return tpudistSuccess;
+}
+
 static tpudistResult_t poolPush(cpConf *c, int32_t step, int32_t next, int32_t *head) {
-  if (c->npool == c->cappool) {
-    size_t n = c->cappool ? c->cappool * 2 : 1024;
-    int32_t *a = realloc(c->pool_step, sizeof(int32_t) * n);
-    if (!a) return tpudistNoMemory;
-    c->pool_step = a;
-    int32_t *b = realloc(c->pool_next, sizeof(int32_t) * n);
-    if (!b) return tpudistNoMemory;
-    c->pool_next = b;
-    c->cappool = n;
-  }
+  if (c->npool == c->cappool) TD_CHECK(poolReserve(c, c->cappool ? c->cappool * 2 : 1024));
   c->pool_step[c->npool] = step;
   c->pool_next[c->npool] = next;
   *head = (int32_t)c->npool++;
   return tpudistSuccess;
+}
+
+/* The chunks a stream's steps read, each an entry of the readers' pool (spanPreds): counted
+ * first, so that the pool of a long plan (the torus all-to-all's) is not up to twice as large. */
+static size_t streamReads(const cpConf *c, const tdStream *ss) {
+  size_t n = 0;
+  for (uint32_t i = 0; i < ss->nsteps; i++) {
+    const tdStep *step = &ss->steps[i];
+    tdSpans sp;
+    schedSpansOf(step, chunkSpan(step->src), chunkSpan(step->dst), &sp);
+    for (int k = 0; k < sp.n; k++) {
+      const tdSpan *r = &sp.s[k];
+      if (r->space < TD_NUM_BUFS && !r->write && r->e > r->b)
+        n += (size_t)(TD_MIN(r->e, c->nchunks[r->space]) - TD_MIN(r->b, c->nchunks[r->space]));
+    }
+  }
+  return n;
 }
 
 /* Conflict preds of step i (index in its stream) for one span it reads or writes, in chunks of
@@ -100,11 +125,6 @@ static tpudistResult_t spanPreds(tdCostPlan *p, size_t *cap, cpConf *c, uint32_t
     lw[ch] = (int32_t)i;
   }
   return tpudistSuccess;
-}
-
-static tdSpan chunkSpan(tdBufRef r) {
-  tdSpan sp = {r.chunk, (uint64_t)r.chunk + r.nchunks, r.buf, 0};
-  return sp;
 }
 
 static tpudistResult_t confInit(cpConf *c, const tdSched *s, uint32_t nsteps) {
@@ -148,6 +168,8 @@ static tpudistResult_t streamPreds(tdCostPlan *p, size_t *cap, int r, uint32_t s
   c.pool_step = c.pool_next = NULL;
   c.cappool = 0;
   tpudistResult_t res = confInit(&c, s, ss->nsteps);
+  size_t reads = res == tpudistSuccess ? streamReads(&c, ss) : 0;
+  if (reads) res = poolReserve(&c, reads);
   for (uint32_t i = 0; i < ss->nsteps && res == tpudistSuccess; i++) {
     const tdStep *step = &ss->steps[i];
     tdSpans sp;

@@ -108,6 +108,15 @@ tpudistResult_t schedSetLayoutExplicit(tdSched *s, tdBufKind buf, uint32_t nbloc
   return tpudistSuccess;
 }
 
+void schedTrim(tdSched *s) {
+  for (uint32_t i = 0; i < s->nstreams; i++) {
+    tdStream *st = &s->streams[i];
+    if (st->nsteps == st->cap || st->nsteps == 0) continue;
+    tdStep *n = realloc(st->steps, sizeof(tdStep) * st->nsteps);
+    if (n) st->steps = n, st->cap = st->nsteps; /* else the larger block stays */
+  }
+}
+
 tpudistResult_t schedAppend(tdSched *s, uint32_t stream, const tdStep *step, uint32_t *idx) {
   if (stream >= TD_MAX_STREAMS) return tpudistInternalError;
   tdStream *st = &s->streams[stream];

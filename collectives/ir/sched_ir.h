@@ -151,6 +151,9 @@ tpudistResult_t schedSetLayoutExplicit(tdSched *s, tdBufKind buf, uint32_t nbloc
                                        const uint64_t *counts);
 /* Appends a step to stream (streams are created on first use); returns its index via idx. */
 tpudistResult_t schedAppend(tdSched *s, uint32_t stream, const tdStep *step, uint32_t *idx);
+/* Gives back the room appended steps were growing into (every stream's steps exactly): a plan
+ * of many steps would otherwise hold up to twice its size while it lives. */
+void schedTrim(tdSched *s);
 /* Appends st to stream 0 (the one stream of most generators). */
 static inline tpudistResult_t schedPush(tdSched *s, tdStep st) {
   return schedAppend(s, 0, &st, NULL);

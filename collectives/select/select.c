@@ -39,8 +39,8 @@
  * interpolates between (podInterpolate). Candidates that do not fit are costed from their
  * structure where select_est.c has an estimate (costEstimated; on a torus without DCN but the
  * chains): the chains, the tree all-reduce, and the folded recursive doubling family (recursive
- * doubling all-reduce, all-gather and reduce-scatter, Rabenseifner). What is left is ranked after the costed ones and named on the
- * header line, except the head of the fixed order (orderClass).
+ * doubling all-reduce, all-gather and reduce-scatter, Rabenseifner). What is left is ranked after
+ * the costed ones and named on the header line, except the head of the fixed order (orderClass).
  */
 #include "select.h"
 
@@ -255,10 +255,6 @@ static int symSamples(const tdSelectTable *t, selSym k, int *g) {
   return t->nranks > 2 ? 2 : 1;
 }
 
-static int mapPeer(const tdSelectTable *t, selSym k, int g, int peer) {
-  return peer >= 0 && peer < t->nranks ? symImage(t, k, g, peer) : peer;
-}
-
 /* A message step reduced to what the symmetric cost sees of it: sends, receives, the size of
  * what goes on the wire, peers (mapped). */
 typedef struct {
@@ -270,102 +266,144 @@ static int keyCmp(const void *a, const void *b) {
   return memcmp(a, b, sizeof(selKey));
 }
 
-static selKey stepKey(const tdSelectTable *t, selSym k, int g, const tdStep *p) {
+static int mapPeer(const int *map, int nranks, int peer) {
+  return map && peer >= 0 && peer < nranks ? map[peer] : peer;
+}
+
+static selKey stepKey(const int *map, int nranks, const tdStep *p) {
   selKey e;
   memset(&e, 0, sizeof(e));
   e.wire = (int)(tdStepSemTable[p->op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT));
   e.n = (tdStepSemTable[p->op].flags & TD_SEM_WIRE_OUT) ? schedWireRef(p).nchunks : p->dst.nchunks;
-  e.send = g < 0 ? schedSendPeer(p) : mapPeer(t, k, g, schedSendPeer(p));
-  e.recv = g < 0 ? schedRecvPeer(p) : mapPeer(t, k, g, schedRecvPeer(p));
+  e.send = mapPeer(map, nranks, schedSendPeer(p));
+  e.recv = mapPeer(map, nranks, schedRecvPeer(p));
   return e;
 }
 
-/* The message steps of a stream as keys; returns their count. */
-static uint32_t streamKeys(const tdSelectTable *t, selSym k, int g, const tdStream *a,
-                           selKey *out) {
-  uint32_t n = 0;
-  for (uint32_t i = 0; i < a->nsteps; i++)
-    if (tdStepSemTable[a->steps[i].op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT))
-      out[n++] = stepKey(t, k, g, &a->steps[i]);
-  return n;
+/* What isImage compares of a plan: stream for stream its message steps as keys (peers mapped by
+ * map, NULL: as they are), each run of one kind sorted; per buffer its chunks per block (-1: the
+ * layout has offsets). A few bytes per message step, so that two plans need not be held at once
+ * (the torus all-to-all's is 27 MB at 9,216 ranks). */
+typedef struct {
+  uint32_t nstreams;
+  size_t *first; /* nstreams + 1 */
+  selKey *keys;
+  int64_t cpb[TD_NUM_BUFS];
+} selImage;
+
+static void imageFree(selImage *im) {
+  free(im->first);
+  free(im->keys);
+  memset(im, 0, sizeof(*im));
 }
 
-/* 1 if y (rank g's plan) is x (rank 0's) under the symmetry, as far as messages go: stream for
- * stream the same kinds of message step (send, receive, both) in the same order, and within each
- * run of one kind the same messages (sizes in chunks, mapped peers) in any order. Generators may
- * order a round by rank number (the torus all-to-all does) or give partners different local work
- * (recursive doubling reduces in a fixed order: the upper partner has an extra local step); the
- * symmetric cost then takes rank 0's plan for every rank. */
-static int isImage(const tdSelectTable *t, selSym k, int g, const tdSched *x, const tdSched *y) {
-  if (x->nstreams != y->nstreams) return 0;
+static tpudistResult_t imageOf(const tdSched *x, const int *map, int nranks, selImage *im) {
+  size_t n = 0;
+  for (uint32_t si = 0; si < x->nstreams; si++) n += x->streams[si].nsteps;
+  im->nstreams = x->nstreams;
+  im->first = malloc(sizeof(size_t) * (x->nstreams + 1));
+  im->keys = malloc(sizeof(selKey) * (n + 1));
+  if (!im->first || !im->keys) return tpudistNoMemory;
   for (int b = 0; b < TD_NUM_BUFS; b++)
-    if (x->layout[b].offsets || y->layout[b].offsets ||
-        x->layout[b].chunks_per_block != y->layout[b].chunks_per_block)
-      return 0;
-  int ok = 1;
-  for (uint32_t si = 0; si < x->nstreams && ok; si++) {
-    const tdStream *a = &x->streams[si], *b = &y->streams[si];
-    size_t cap = (size_t)TD_MAX(a->nsteps, b->nsteps) + 1;
-    selKey *ka = malloc(sizeof(selKey) * 2 * cap), *kb = ka + cap;
-    if (!ka) return 0;
-    uint32_t n = streamKeys(t, k, g, a, ka);
-    ok = n == streamKeys(t, k, -1, b, kb);
-    for (uint32_t i = 0, j; i < n && ok; i = j) {
-      for (j = i; j < n && ka[j].wire == ka[i].wire; j++) ok &= kb[j].wire == ka[i].wire;
-      qsort(ka + i, j - i, sizeof(selKey), keyCmp);
-      qsort(kb + i, j - i, sizeof(selKey), keyCmp);
-      ok &= memcmp(ka + i, kb + i, sizeof(selKey) * (j - i)) == 0;
+    im->cpb[b] = x->layout[b].offsets ? -1 : (int64_t)x->layout[b].chunks_per_block;
+  size_t m = 0;
+  for (uint32_t si = 0; si < x->nstreams; si++) {
+    const tdStream *a = &x->streams[si];
+    im->first[si] = m;
+    for (uint32_t i = 0; i < a->nsteps; i++)
+      if (tdStepSemTable[a->steps[i].op].flags & (TD_SEM_WIRE_IN | TD_SEM_WIRE_OUT))
+        im->keys[m++] = stepKey(map, nranks, &a->steps[i]);
+    for (size_t i = im->first[si], j = i; i < m; i = j) {
+      while (j < m && im->keys[j].wire == im->keys[i].wire) j++;
+      qsort(im->keys + i, j - i, sizeof(selKey), keyCmp);
     }
-    free(ka);
   }
-  return ok;
-}
-
-/* The first symmetry that algo's plans have (x is rank 0's plan), or SYM_NONE; exact: only
- * translations of a wrapped torus (the others cost links approximately). */
-static tpudistResult_t findSymmetry(const tdSelectTable *t, const tdCollArgs *base,
-                                    const char *algo, const tdSched *x, int exact, selSym *out) {
-  char err[TD_ERRLEN];
-  *out = SYM_NONE;
-  for (int k = SYM_TORUS; k < (exact ? SYM_SHIFT : SYM_NONE) && *out == SYM_NONE; k++) {
-    int g[2], n = symAvailable(t, (selSym)k) ? symSamples(t, (selSym)k, g) : 0;
-    int ok = n > 0;
-    for (int j = 0; j < n && ok; j++) {
-      tdCollArgs a = *base;
-      a.rank = g[j];
-      tdSched y;
-      tpudistResult_t r = algoGenerate(&a, algo, &y, err);
-      if (r == tpudistNoMemory) return r;
-      ok = r == tpudistSuccess && isImage(t, (selSym)k, g[j], x, &y);
-      if (r == tpudistSuccess) schedFree(&y);
-    }
-    if (ok) *out = (selSym)k;
-  }
+  im->first[x->nstreams] = m;
   return tpudistSuccess;
 }
 
+/* 1 if y (rank g's plan, its peers mapped back to rank 0's by the symmetry's inverse) is x (rank
+ * 0's) under the symmetry, as far as messages go: stream for stream the same kinds of message
+ * step (send, receive, both) in the same order, and within each run of one kind the same messages
+ * (sizes in chunks, mapped peers) in any order. Generators may order a round by rank number (the
+ * torus all-to-all does) or give partners different local work (recursive doubling reduces in a
+ * fixed order: the upper partner has an extra local step); the symmetric cost then takes rank 0's
+ * plan for every rank. */
+static int isImage(const selImage *x, const selImage *y) {
+  if (x->nstreams != y->nstreams) return 0;
+  for (int b = 0; b < TD_NUM_BUFS; b++)
+    if (x->cpb[b] < 0 || x->cpb[b] != y->cpb[b]) return 0;
+  for (uint32_t si = 0; si <= x->nstreams; si++)
+    if (x->first[si] != y->first[si]) return 0;
+  return memcmp(x->keys, y->keys, sizeof(selKey) * x->first[x->nstreams]) == 0;
+}
+
+/* Does the symmetry of kind k map rank 0's plan to its samples' (symSamples)? Every sample is
+ * generated, taken as its image under the inverse (map) and freed before rank 0's plan x is
+ * generated (once, *made; xi its image), so that the two are not held at once. */
+static tpudistResult_t symCheck(const tdSelectTable *t, const tdCollArgs *base, const char *algo,
+                                selSym k, tdSched *x, int *made, selImage *xi, int *map, int *ok,
+                                char *err) {
+  char why[TD_ERRLEN];
+  int g[2], n = symAvailable(t, k) ? symSamples(t, k, g) : 0;
+  selImage yi[2];
+  memset(yi, 0, sizeof(yi));
+  tpudistResult_t r = tpudistSuccess;
+  *ok = n > 0;
+  for (int j = 0; j < n && *ok && r == tpudistSuccess; j++) {
+    tdCollArgs a = *base;
+    a.rank = g[j];
+    tdSched y;
+    tpudistResult_t ry = algoGenerate(&a, algo, &y, why);
+    if (ry == tpudistNoMemory) r = ry;
+    *ok = ry == tpudistSuccess;
+    if (!*ok) break;
+    for (int q = 0; q < t->nranks && *ok; q++) {
+      int im = symImage(t, k, g[j], q); /* a bijection of the ranks */
+      *ok = im >= 0 && im < t->nranks;
+      if (*ok) map[im] = q;
+    }
+    if (*ok) r = imageOf(&y, map, t->nranks, &yi[j]);
+    schedFree(&y);
+  }
+  if (r == tpudistSuccess && *ok && !*made) {
+    r = algoGenerate(base, algo, x, err);
+    *made = r == tpudistSuccess;
+    if (*made) r = imageOf(x, NULL, t->nranks, xi);
+  }
+  for (int j = 0; j < n && r == tpudistSuccess && *ok; j++) *ok = isImage(xi, &yi[j]);
+  for (int j = 0; j < n; j++) imageFree(&yi[j]);
+  return r;
+}
+
 /* A symmetric cost plan from rank 0's schedule, or *p = NULL when algo's plans have no symmetry
- * (exact: no translation; errors: rank 0's refusal, in err). */
+ * (exact: only translations of a wrapped torus, the others cost links approximately; errors:
+ * rank 0's refusal, in err). The first symmetry that they have is taken. */
 static tpudistResult_t symPlan(const tdSelectTable *t, const tdCollArgs *base, const char *algo,
                                int exact, tdCostPlan **p, char *err) {
   *p = NULL;
   tdSched *x = calloc(1, sizeof(tdSched));
-  int *mirror = malloc(sizeof(int) * (size_t)t->nranks), made = 0;
-  tpudistResult_t r = x && mirror ? algoGenerate(base, algo, x, err) : tpudistNoMemory;
-  made = r == tpudistSuccess;
-  selSym k = SYM_NONE;
-  if (r == tpudistSuccess) r = findSymmetry(t, base, algo, x, exact, &k);
-  if (r == tpudistSuccess && k != SYM_NONE) {
-    for (int q = 0; q < t->nranks; q++) mirror[q] = symMirror(t, k, q);
+  int *map = malloc(sizeof(int) * (size_t)t->nranks), made = 0, ok = 0;
+  selImage xi;
+  memset(&xi, 0, sizeof(xi));
+  tpudistResult_t r = x && map ? tpudistSuccess : tpudistNoMemory;
+  selSym k = SYM_TORUS;
+  for (int i = SYM_TORUS; i < (exact ? SYM_SHIFT : SYM_NONE) && r == tpudistSuccess && !ok; i++) {
+    k = (selSym)i;
+    r = symCheck(t, base, algo, k, x, &made, &xi, map, &ok, err);
+  }
+  imageFree(&xi);
+  if (r == tpudistSuccess && ok) {
+    for (int q = 0; q < t->nranks; q++) map[q] = symMirror(t, k, q);
     uint64_t steps = 0;
     for (uint32_t i = 0; i < x->nstreams; i++) steps += x->streams[i].nsteps;
     if (steps <= TD_SELECT_SYM_FUSE_STEPS) schedFuse(x); /* as costPlanGenerate does */
-    r = costPlanCreateSym(&t->topo, t->nranks, x, mirror, p, err);
+    r = costPlanCreateSym(&t->topo, t->nranks, x, map, p, err);
     x = NULL, made = 0; /* owned by the plan, also on failure */
   }
   if (made) schedFree(x);
   free(x);
-  free(mirror);
+  free(map);
   return r;
 }
 
