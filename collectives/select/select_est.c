@@ -343,9 +343,6 @@ static void foldDone(foldWalk *w, int r, int i, double t) {
   if (--w->left[k] == 0 && i == w->round[r] && r != w->moving) heapPush(w, r, w->end[k]);
 }
 
-/* The message src -> dst of bytes, both ends posted at t0, as the cost model takes it (cost.h):
- * the sender's issue cost, every link of its route (each share's) reserved from when it is free,
- * the hops' latency and the synchronisation after the last byte; the receiver reduces it. */
 /* The links of rank src's send in round i to dst (every share's), *split shares; out of memory:
  * none, and the walk fails (oom). */
 static int foldLinks(foldWalk *w, int src, int dst, int i, const uint32_t **links, int *split) {
