@@ -93,19 +93,36 @@ WorkTpuDist::WorkTpuDist(int rank, c10d::OpType type, const char *name, uint64_t
       opName(name),
       seq(sequence),
       outputs_(std::move(outputs)),
-      future_(c10::make_intrusive<c10::ivalue::Future>(tensorListType())),
       timeout_(timeout) {}
 
-// The Future completes first (complete() below), so a Work whose Future is done already counts
-// as completed: get_future().wait() then is_completed() is true on every thread.
+// The result is set, and the Future completed, before the Work itself (complete() below), so a
+// Work whose Future is done already counts as completed: get_future().wait() then is_completed()
+// is true on every thread.
 bool WorkTpuDist::isCompleted() {
-  if (future_->completed()) return true;
+  if (done_.load(std::memory_order_acquire)) return true;
   if (queue) queue->kick();
   return false;
 }
 
 bool WorkTpuDist::isSuccess() const {
-  return future_->completed() && !future_->hasError();
+  return done_.load(std::memory_order_acquire) && !err_;
+}
+
+c10::intrusive_ptr<c10::ivalue::Future> WorkTpuDist::getFuture() {
+  if (queue) queue->kick();
+  std::lock_guard<std::mutex> lock(mutex_);
+  if (!future_) {
+    future_ = c10::make_intrusive<c10::ivalue::Future>(tensorListType());
+    if (done_.load(std::memory_order_relaxed)) settle(*future_, err_);  // no callbacks yet
+  }
+  return future_;
+}
+
+void WorkTpuDist::settle(c10::ivalue::Future &fut, const std::exception_ptr &err) {
+  if (err)
+    fut.setError(err);
+  else
+    fut.markCompleted(c10::IValue(outputs_));
 }
 
 namespace {
@@ -132,11 +149,12 @@ bool WorkQueue::runIfHead(WorkTpuDist *w) {
   {
     std::lock_guard<std::mutex> lock(mu);
     if (!runInline || busy || q.empty() || q.front().get() != w) return false;
-    head = q.front();
+    head = std::move(q.front());
     q.pop_front();
     busy = true;
   }
   head->execute();
+  head.reset();
   done();
   return true;
 }
@@ -162,7 +180,7 @@ void WorkQueue::kick() {
 
 bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   auto limit = timeout == kNoTimeout ? timeout_ : timeout;
-  bool waitsForWorker = queue && !future_->completed();
+  bool waitsForWorker = queue && !done_.load(std::memory_order_acquire);
   if (waitsForWorker && queue->runInline) waitsForWorker = !queue->runIfHead(this);
   if (waitsForWorker && !queue->runInline) waitsForWorker = !queue->harvestHere();
   WaitMark mark(waitsForWorker ? queue.get() : nullptr);  // defer mode: the worker harvests
@@ -178,13 +196,17 @@ bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   return true;
 }
 
-// The Future, then the Work (wait() returns once both are done): see isCompleted.
+// The result and the Future, then the Work (wait() returns once both are done): see isCompleted.
 void WorkTpuDist::complete(std::exception_ptr err) {
   if (completing_.exchange(true)) return;  // once (a batch's op may be failed twice)
-  if (err)
-    future_->setError(err);
-  else
-    future_->markCompleted(c10::IValue(outputs_));
+  c10::intrusive_ptr<c10::ivalue::Future> fut;
+  {
+    std::lock_guard<std::mutex> lock(mutex_);
+    err_ = err;
+    done_.store(true, std::memory_order_release);
+    fut = future_;
+  }
+  if (fut) settle(*fut, err);  // outside the lock: its callbacks may use this Work
   finish(err);
 }
 
@@ -322,15 +344,15 @@ void ProcessGroupTpuDist::workerLoop() {
     if (!wq.q.empty() && !wq.busy) {
       uint64_t head = wq.q.front()->seq;
       if (!wq.hot || wq.stop || wq.kicked || wq.waiters > 0 || wq.q.size() > 1 || head == seen) {
-        c10::intrusive_ptr<WorkTpuDist> w = wq.q.front();
+        c10::intrusive_ptr<WorkTpuDist> w = std::move(wq.q.front());
         wq.q.pop_front();
         wq.busy = true;
         wq.kicked = false;
         lock.unlock();
         w->execute();
         w.reset();
+        wq.done();
         lock.lock();
-        wq.busy = false;
         wq.hot = true;
         quiet = 0;
         continue;
@@ -401,13 +423,6 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueue(
   }
   if (wake) queue_->cv.notify_one();
   return w;
-}
-
-void ProcessGroupTpuDist::after(std::function<void()> fn) {
-  if (deferred_)
-    deferred_->push_back(std::move(fn));
-  else
-    fn();
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::enqueueBatch(

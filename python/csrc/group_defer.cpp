@@ -141,9 +141,8 @@ void ProcessGroupTpuDist::deferLoop() {
     wq.busy = true;
     lock.unlock();
     deferRound(harvest);
+    wq.done();
     lock.lock();
-    wq.busy = false;
-    wq.cv.notify_all();
   }
 }
 

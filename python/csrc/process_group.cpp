@@ -140,7 +140,7 @@ void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int roo
   check(res, w);
   if (req) reqs_->push_back(req);
   bool mine = all || getRank() == root;
-  after([out, src, dst, widen, mine]() mutable {
+  after([out = std::move(out), src = std::move(src), dst = std::move(dst), widen, mine]() mutable {
     if (!mine) return;
     if (widen) asReal(out.buf).copy_(dst);
     out.finish();

@@ -95,7 +95,8 @@ struct WorkQueue {
   // Defer mode: runs a harvesting round here if something is issued or queued and nothing
   // executes; true if it did.
   bool harvestHere();
-  // Marks the running operation finished and wakes the worker if it has work.
+  // Marks the running operation finished, whoever ran it (a caller or the worker): clears busy and
+  // wakes the worker if it has work (in defer mode, every thread that watches busy).
   void done();
   // A Work's result is asked for: a hot worker runs what is queued now (strict and debug mode).
   void kick();
@@ -114,10 +115,8 @@ class WorkTpuDist : public c10d::Work {
   std::vector<at::Tensor> result() override {
     return outputs_;
   }
-  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override {
-    if (queue) queue->kick();
-    return future_;
-  }
+  // Made on the first call (most Works never have one): completed at once if the Work is.
+  c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 #if TD_TORCH_2_0
   uint64_t getSequencenumber() const override {
     return seq;
@@ -136,7 +135,13 @@ class WorkTpuDist : public c10d::Work {
   std::shared_ptr<WorkQueue> queue;  // the group's queue (kept alive by every operation)
 
  private:
+  // Completes fut with err, or with the outputs.
+  void settle(c10::ivalue::Future &fut, const std::exception_ptr &err);
+
   std::vector<at::Tensor> outputs_;
+  // The result, set once before the Work's own completion (err_ and future_ under mutex_).
+  std::atomic<bool> done_{false};
+  std::exception_ptr err_;
   c10::intrusive_ptr<c10::ivalue::Future> future_;
   std::atomic<bool> completing_{false};
   std::chrono::milliseconds timeout_;
@@ -319,8 +324,15 @@ class ProcessGroupTpuDist : public BaseGroup {
   c10::intrusive_ptr<c10d::Work> enqueueBatch(c10d::OpType type, const char *name,
                                               std::vector<c10::intrusive_ptr<WorkTpuDist>> ops,
                                               std::chrono::milliseconds timeout);
-  // Runs fn now, or after the batch's tpudistGroupEnd when a batch is executing.
-  void after(std::function<void()> fn);
+  // Runs fn now, or after the batch's tpudistGroupEnd when a batch is executing (kept as a
+  // std::function only then).
+  template <class F>
+  void after(F &&fn) {
+    if (deferred_)
+      deferred_->emplace_back(std::forward<F>(fn));
+    else
+      fn();
+  }
   void start();
   // The worker's thread: stops it (failing what is queued with why, the running operation ends)
   // and starts it again (adminMu_ held).
