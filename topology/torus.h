@@ -37,6 +37,13 @@ typedef struct {
   int to;
 } tdHop;
 
+/* The directed link a torus hop crosses, as an index in [0, nranks x ndims x 2): the link out of
+ * rank `from` (0 for every rank: its class, in a plan costed by symmetry) along the hop's axis
+ * and direction. The one numbering of the cost model and the selection's estimates. */
+static inline size_t topoLinkIndex(const tdTopo *t, size_t from, const tdHop *h) {
+  return (from * (size_t)t->ndims + (size_t)h->axis) * 2 + (h->dir > 0);
+}
+
 /* Largest rank count a torus may have (products above it are rejected). */
 #define TD_TOPO_MAX_RANKS (1 << 24)
 

@@ -71,8 +71,7 @@ static int routeLinks(tdCostPlan *p, uint32_t gs, int src, int dst, const uint32
     for (int i = 0; i < h; i++) {
       const tdHop *hp = &p->hops[i];
       size_t from = p->mirror ? 0 : (size_t)hp->from; /* symmetric: the link's class */
-      p->tmp_links[nh++] =
-          (uint32_t)((from * (size_t)p->topo->ndims + (size_t)hp->axis) * 2 + (hp->dir > 0));
+      p->tmp_links[nh++] = (uint32_t)topoLinkIndex(p->topo, from, hp);
     }
   }
   *links = p->tmp_links;

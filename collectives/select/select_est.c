@@ -51,10 +51,6 @@ typedef struct {
   int n;
 } estNet;
 
-static size_t estLink(const estNet *e, const tdHop *h) {
-  return ((size_t)h->from * (size_t)e->topo->ndims + (size_t)h->axis) * 2 + (h->dir > 0);
-}
-
 /* Adds a message from a to b (add) or returns its seconds per byte on its busiest link (!add:
  * the messages there share it). */
 static double estMessage(estNet *e, int a, int b, int add) {
@@ -64,7 +60,7 @@ static double estMessage(estNet *e, int a, int b, int add) {
   for (int p = 0; p < np; p++) {
     int nh = topoRoute(e->topo, a, b, p, hops, (int)TD_ARRAY_SIZE(hops));
     for (int h = 0; h < TD_MIN(nh, (int)TD_ARRAY_SIZE(hops)); h++) {
-      float *l = &e->link[estLink(e, &hops[h])];
+      float *l = &e->link[topoLinkIndex(e->topo, (size_t)hops[h].from, &hops[h])];
       if (add) *l += 1.0f / (float)np;
       worst = TD_MAX(worst, *l);
     }
@@ -349,7 +345,7 @@ static int foldLinks(foldWalk *w, int src, int dst, int i, const uint32_t **link
   size_t k = foldAt(w, src, i);
   if (w->lfirst[k] == UINT32_MAX) {
     tdHop hops[1024];
-    int np = topoPaths(w->topo, src, dst), nh = 0, nd = w->topo->ndims;
+    int np = topoPaths(w->topo, src, dst), nh = 0;
     for (int p = 0; p < np; p++) {
       int h = TD_MIN(topoRoute(w->topo, src, dst, p, hops, (int)TD_ARRAY_SIZE(hops)),
                      (int)TD_ARRAY_SIZE(hops));
@@ -365,8 +361,7 @@ static int foldLinks(foldWalk *w, int src, int dst, int i, const uint32_t **link
       }
       for (int j = 0; j < h; j++)
         w->pool[w->npool + (size_t)nh++] =
-            (uint32_t)(((size_t)hops[j].from * (size_t)nd + (size_t)hops[j].axis) * 2 +
-                       (hops[j].dir > 0));
+            (uint32_t)topoLinkIndex(w->topo, (size_t)hops[j].from, &hops[j]);
     }
     w->lfirst[k] = (uint32_t)w->npool, w->lcount[k] = (uint16_t)nh, w->lsplit[k] = (uint8_t)np;
     w->npool += (size_t)nh;
