@@ -338,9 +338,11 @@ static tpudistResult_t planPrepare(tdCostPlan *p, char *err) {
   p->floor = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1));
   p->posted_s = malloc(sizeof(double) * (p->nsteps ? p->nsteps : 1) * 2);
   p->posted_r = p->posted_s ? p->posted_s + (p->nsteps ? p->nsteps : 1) : NULL;
+  p->qnext = malloc(sizeof(uint32_t) * (p->nsteps ? p->nsteps : 1));
   p->hops = malloc(sizeof(tdHop) * TD_COST_MAX_HOPS);
   p->tmp_links = malloc(sizeof(uint32_t) * TD_COST_MAX_HOPS * TD_MAX_PATHS);
-  if (!p->done || !p->busy || !p->next || !p->posted_s || !p->floor || !p->hops || !p->tmp_links)
+  if (!p->done || !p->busy || !p->next || !p->posted_s || !p->floor || !p->qnext || !p->hops ||
+      !p->tmp_links)
     return tpudistNoMemory;
   if (p->topo && p->topo->ndims > 0) {
     p->route_by_step = p->nranks > TD_COST_ROUTE_CACHE_RANKS || p->mirror;
@@ -417,6 +419,9 @@ void costPlanFree(tdCostPlan *p) {
   free(p->heap);
   free(p->posted_s);
   free(p->floor);
+  free(p->qnext);
+  free(p->queues);
+  free(p->qslot);
   free(p->hops);
   free(p->tmp_links);
   free(p->route_first);

@@ -4,8 +4,12 @@
  *
  * Torus: every directed link (rank, axis, direction) has bandwidth link_bw; a message follows
  * the torus model's dimension-ordered route, pays hop_latency per hop, and reserves each link
- * of its route in arrival order (two flows on a link share it: together they take twice as
- * long); a sender issues its messages one after another, msg_overhead each. Flat (ndims == 0):
+ * of its route in the order the messages start (two flows on a link share it: together they take
+ * twice as long); a sender issues its messages one after another, msg_overhead each, and a
+ * stream's messages to one peer leave one at a time (a DMA queue, as the simulator has it): the
+ * next starts, as an event of its own, when the last byte of the one before is through, so that
+ * messages to other peers reserve the links in between (a queue filled at once would otherwise
+ * hold a shared link for all of its messages ahead of theirs). Flat (ndims == 0):
  * every pair is linked; each rank copies at copy_bw, one port out and one in (each busy for
  * msg_overhead + bytes / copy_bw per message; copy_bw / numa_factor between NUMA nodes), and a
  * message pays hop_latency once. Local

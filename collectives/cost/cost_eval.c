@@ -170,15 +170,15 @@ __attribute__((noinline)) static double dcnTime(tdCostPlan *p, int src, int dst,
  * earlier than floor + one piece), delayed by sync (the message's synchronisation step), and in
  * *first when the first piece has arrived. */
 static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t bytes, double t0,
-                       double floor, double sync, double *first) {
+                       double floor, double sync, double *first, double *left) {
   const tdCostModel *m = p->m;
   double piece = m->piece_bytes > 0 ? TD_MIN((double)bytes, m->piece_bytes) : (double)bytes;
   if (src == dst) {
     *first = t0 + piece / m->mem_bw;
-    return TD_MAX(t0 + (double)bytes / m->mem_bw, floor + piece / m->mem_bw);
+    return *left = TD_MAX(t0 + (double)bytes / m->mem_bw, floor + piece / m->mem_bw);
   }
   if (p->dcn_dom && p->dcn_dom[src] != p->dcn_dom[dst])
-    return dcnTime(p, src, dst, bytes, t0, floor, first);
+    return *left = dcnTime(p, src, dst, bytes, t0, floor, first);
   int flat = !p->topo || p->topo->ndims <= 0, nh = 1, split = 1;
   const uint32_t *links;
   uint32_t ports[2];
@@ -189,10 +189,8 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
   if (flat) { /* sender's out port, receiver's in port, each busy overhead + bytes / copy_bw */
     ports[0] = (uint32_t)src * 2, ports[1] = (uint32_t)(p->mirror ? 0 : dst) * 2 + 1;
     links = ports, nh = 2, dt += m->msg_overhead;
-  } else { /* the sender's issue port, then the route: each share's links carry its bytes */
-    size_t inj = p->inj_base + (size_t)src;
-    t0 = TD_MAX(t0, p->busy[inj]) + m->msg_overhead;
-    p->busy[inj] = t0;
+  } else { /* the route (after the sender's issue port, transfer): each share's links carry its
+              bytes */
     nh = routeLinks(p, gs, src, dst, &links, &split);
     dt /= split;
     piece = TD_MIN(piece, (double)bytes / split);
@@ -208,7 +206,8 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
   double delay = lat * m->hop_latency + m->msg_latency + sync;
   p->link_bytes += (double)bytes * (flat ? 1 : (double)nh / split);
   *first = start + (flat ? m->msg_overhead : 0) + piece / bw + delay;
-  return TD_MAX(fin, floor + piece / bw) + delay;
+  *left = TD_MAX(fin, floor + piece / bw);
+  return *left + delay;
 }
 
 /* Where a message goes: its receiver, or in a symmetric plan the sender's peer. */
@@ -230,12 +229,62 @@ static double syncStep(const tdCostPlan *p, uint32_t gs, uint32_t gr, double ts,
   return TD_MAX(0, ts + p->m->shm_sync - t0);
 }
 
-/* Starts the message of send gs (posted at ts) and receive gr at t0, when both are posted. */
-static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double ts, double t0) {
+/* Room for one more DMA queue: the table doubles, its slots stay at least twice the queues. */
+static tpudistResult_t queueGrow(tdCostPlan *p) {
+  if (p->nqueues == p->capqueues) {
+    uint32_t cap = p->capqueues ? 2 * p->capqueues : 256;
+    cpQueue *n = realloc(p->queues, sizeof(cpQueue) * cap);
+    if (!n) return tpudistNoMemory;
+    p->queues = n;
+    p->capqueues = cap;
+  }
+  if (2 * ((size_t)p->nqueues + 1) <= p->qslots) return tpudistSuccess;
+  size_t slots = p->qslots ? 2 * p->qslots : 1024, mask = slots - 1;
+  uint32_t *n = calloc(slots, sizeof(uint32_t));
+  if (!n) return tpudistNoMemory;
+  for (uint32_t k = 0; k < p->nqueues; k++) {
+    size_t i = (size_t)(p->queues[k].key * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    while (n[i]) i = (i + 1) & mask;
+    n[i] = k + 1;
+  }
+  free(p->qslot);
+  p->qslot = n;
+  p->qslots = slots;
+  return tpudistSuccess;
+}
+
+/* A message between two chips of the torus (not to itself, not across DCN): it passes the
+ * sender's issue port and its DMA queue. */
+static int onIci(const tdCostPlan *p, int src, int dst) {
+  return p->topo && p->topo->ndims > 0 && src != dst &&
+         !(p->dcn_dom && p->dcn_dom[src] != p->dcn_dom[dst]);
+}
+
+/* The DMA queue of send gs's stream and destination dst, made on first use; NULL without
+ * memory. */
+static cpQueue *queueOf(tdCostPlan *p, uint32_t gs, int dst) {
+  int src = p->steps[gs].rank;
+  uint64_t key = (uint64_t)(p->rank_streams[src] + p->steps[gs].stream) << 32 | (uint32_t)dst;
+  if ((p->nqueues == p->capqueues || 2 * ((size_t)p->nqueues + 1) > p->qslots) &&
+      queueGrow(p) != tpudistSuccess)
+    return NULL;
+  size_t mask = p->qslots - 1, i = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & mask;
+  for (; p->qslot[i]; i = (i + 1) & mask)
+    if (p->queues[p->qslot[i] - 1].key == key) return &p->queues[p->qslot[i] - 1];
+  p->queues[p->nqueues] = (cpQueue){key, 0, TD_COST_NONE, TD_COST_NONE};
+  p->qslot[i] = ++p->nqueues;
+  return &p->queues[p->nqueues - 1];
+}
+
+/* Starts the message of send gs (posted at ts) and receive gr at t0; q: its DMA queue, or NULL. */
+static tpudistResult_t start(tdCostPlan *p, uint32_t gs, uint32_t gr, double ts, double t0,
+                             cpQueue *q) {
   uint64_t bytes = refBytes(p, p->steps[gs].rank, p->steps[gs].wire);
   int fwd = (tdStepSemTable[p->steps[gs].op].flags & TD_SEM_WIRE_IN) != 0; /* fused sender */
-  double first, fin = linkTime(p, gs, p->steps[gs].rank, msgDest(p, gs, gr), bytes, t0,
-                               fwd ? p->floor[gs] : 0, syncStep(p, gs, gr, ts, t0), &first);
+  double first, left,
+      fin = linkTime(p, gs, p->steps[gs].rank, msgDest(p, gs, gr), bytes, t0,
+                     fwd ? p->floor[gs] : 0, syncStep(p, gs, gr, ts, t0), &first, &left);
+  if (q) q->free = left;
   p->messages++;
   TD_CHECK(heapPush(p, fin, gs, 0));
   unsigned f = tdStepSemTable[p->steps[gr].op].flags;
@@ -245,6 +294,38 @@ static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double 
   double piece = p->m->piece_bytes > 0 ? TD_MIN((double)bytes, p->m->piece_bytes) : (double)bytes;
   p->floor[gr] = fin + (double)bytes * red;
   return heapPush(p, TD_MIN(first + piece * red, p->floor[gr]), gr, 1);
+}
+
+/* Send gs (posted at ts) and receive gr are both posted at t0. On the torus the sender's issue
+ * port takes the message (msg_overhead each, one after the other), and it starts then, or when
+ * the messages ahead of it in its DMA queue have left. */
+static tpudistResult_t transfer(tdCostPlan *p, uint32_t gs, uint32_t gr, double ts, double t0) {
+  int src = p->steps[gs].rank, dst = msgDest(p, gs, gr);
+  if (!onIci(p, src, dst)) return start(p, gs, gr, ts, t0, NULL);
+  size_t inj = p->inj_base + (size_t)src;
+  t0 = p->busy[inj] = TD_MAX(t0, p->busy[inj]) + p->m->msg_overhead;
+  cpQueue *q = queueOf(p, gs, dst);
+  if (!q || (q->head == TD_COST_NONE && q->free <= t0)) return start(p, gs, gr, t0, t0, q);
+  p->posted_s[gs] = t0; /* issued (no synchronisation step on the torus) */
+  p->qnext[gs] = TD_COST_NONE;
+  if (q->head != TD_COST_NONE) {
+    p->qnext[q->tail] = gs;
+    q->tail = gs;
+    return tpudistSuccess;
+  }
+  q->head = q->tail = gs;
+  return heapPush(p, q->free, (uint32_t)(q - p->queues), 2);
+}
+
+/* Queue k's message before has left at t: its next one starts. */
+static tpudistResult_t queueNext(tdCostPlan *p, uint32_t k, double t) {
+  cpQueue *q = &p->queues[k];
+  uint32_t gs = q->head;
+  q->head = p->qnext[gs];
+  if (q->head == TD_COST_NONE) q->tail = TD_COST_NONE;
+  double t0 = TD_MAX(t, p->posted_s[gs]);
+  TD_CHECK(start(p, gs, p->steps[gs].smatch, t0, t0, q));
+  return q->head == TD_COST_NONE ? tpudistSuccess : heapPush(p, q->free, k, 2);
 }
 
 /* One end of a message is issued: start the transfer if the other end is, else wait for it. */
@@ -312,6 +393,8 @@ static tpudistResult_t evalReset(tdCostPlan *p) {
   memset(p->cursor, 0, sizeof(uint32_t) * p->nstreams);
   for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = p->floor[i] = -1;
   p->nheap = 0;
+  p->nqueues = 0;
+  if (p->qslot) memset(p->qslot, 0, sizeof(uint32_t) * p->qslots);
   p->end = 0;
   p->messages = 0;
   p->link_bytes = 0;
@@ -330,6 +413,10 @@ tpudistResult_t costPlanEval(tdCostPlan *p, const tdCostModel *m, uint64_t count
     cpEvent e = heapPop(p);
     if (e.kind == 1) {
       r = post(p, e.g, 0, e.t);
+      continue;
+    }
+    if (e.kind == 2) {
+      r = queueNext(p, e.g, e.t);
       continue;
     }
     p->done[e.g] = e.t;

@@ -30,8 +30,17 @@ typedef struct {
 typedef struct {
   double t;
   uint32_t g;
-  uint32_t kind; /* 0: step done, 1: fused step's receive done (post its send) */
+  uint32_t kind; /* 0: step done, 1: fused step's receive done (post its send), 2: queue g's
+                    message before has left (start its next) */
 } cpEvent;
+
+/* A DMA queue (torus): one sending stream's messages to one peer leave one at a time, each when
+   the last byte of the one before has left; sends matched meanwhile wait in it, in order. */
+typedef struct {
+  uint64_t key;        /* global stream << 32 | destination rank */
+  double free;         /* when the last byte of its latest message leaves */
+  uint32_t head, tail; /* queued sends (linked by qnext), TD_COST_NONE if none */
+} cpQueue;
 
 typedef struct {
   double fin;
@@ -74,6 +83,12 @@ struct tdCostPlan {
   double *floor; /* fused steps: when their receive completes (their send cannot end before) */
   double *posted_s, *posted_r; /* when each step's send / receive end was issued, -1 if not */
   int has_deps;                /* some step depends on another stream */
+  /* DMA queues (torus): queues[0..nqueues) found by key through qslot (open addressing, qslots
+     entries, each a queue index + 1, 0 = empty); qnext: per step, the next send queued behind */
+  cpQueue *queues;
+  uint32_t nqueues, capqueues;
+  uint32_t *qslot, *qnext;
+  size_t qslots;
   const tdCostModel *m;
   uint64_t count;
   uint32_t es;

@@ -228,6 +228,7 @@ int selectTreeEstimate(const tdTopo *topo, const tdCostModel *m, int nsizes, con
 typedef struct {
   int to, from, reduce;
   double sbytes, rbytes;
+  double swrap; /* of sbytes, what a second send to the same peer carries (wrapped blocks) */
 } foldMsg;
 
 typedef enum { FOLD_RECDBL = 0, FOLD_RABENSEIFNER, FOLD_HALVING, FOLD_DISSEMINATION } foldKind;
@@ -260,11 +261,13 @@ static void foldHalving(const foldPlan *f, int v, int i, foldMsg *o) {
 }
 
 static void foldRound(const foldPlan *f, int r, int i, foldMsg *o) {
-  o->to = o->from = -1, o->reduce = 0, o->sbytes = o->rbytes = 0;
+  o->to = o->from = -1, o->reduce = 0, o->sbytes = o->rbytes = o->swrap = 0;
   if (f->kind == FOLD_DISSEMINATION) { /* allgather_recdbl.c (Bruck) */
     int d = 1 << i;
     o->to = (r - d + f->n) % f->n, o->from = (r + d) % f->n;
-    o->sbytes = o->rbytes = TD_MIN(d, f->n - d) * f->bytes;
+    int cnt = TD_MIN(d, f->n - d);
+    o->sbytes = o->rbytes = cnt * f->bytes;
+    o->swrap = TD_MAX(0, r + cnt - f->n) * f->bytes; /* blocks r.., then 0.. */
     return;
   }
   double all = f->kind == FOLD_HALVING ? f->n * f->bytes : f->bytes;
@@ -371,25 +374,55 @@ static int foldLinks(foldWalk *w, int src, int dst, int i, const uint32_t **link
   return w->lcount[k];
 }
 
-/* The message src -> dst of bytes in round i, both ends posted at t0, as the cost model takes it
- * (cost.h): the sender's issue cost, every link of its route (each share's) reserved from when it
- * is free, the hops' latency and the synchronisation after the last byte; the receiver reduces
- * it. */
-static void foldMessage(foldWalk *w, int src, int dst, int i, double bytes, int reduce, double t0) {
-  const tdCostModel *m = w->m;
-  const uint32_t *links;
-  int np, nh = foldLinks(w, src, dst, i, &links, &np);
-  t0 = TD_MAX(t0, w->inj[src]) + m->msg_overhead;
-  w->inj[src] = t0;
-  double dt = bytes / m->link_bw / np, fin = t0;
+/* Reserves the route's links (each share's) for bytes from t0; returns when the last byte is
+ * through (the message has left its DMA queue). */
+static double foldReserve(foldWalk *w, const uint32_t *links, int nh, int np, double bytes,
+                          double t0) {
+  double dt = bytes / w->m->link_bw / np, fin = t0;
   for (int h = 0; h < nh; h++) {
     double *l = &w->busy[links[h]];
     *l = TD_MAX(t0, *l) + dt;
     fin = TD_MAX(fin, *l);
   }
+  return fin;
+}
+
+/* The message of o (src's in round i) to dst is through at fin: its receiver (and, under gate,
+ * its sender) may go on after the hops' latency and the synchronisation. */
+static void foldArrive(foldWalk *w, int src, int dst, int i, int nh, int np, const foldMsg *o,
+                       int reduce, double fin) {
+  const tdCostModel *m = w->m;
   fin += (double)nh / np * m->hop_latency + m->msg_latency;
   if (w->gate) foldDone(w, src, i, fin);
-  foldDone(w, dst, i, fin + (reduce ? bytes / m->mem_bw : 0));
+  foldDone(w, dst, i, fin + (reduce ? o->sbytes / m->mem_bw : 0));
+}
+
+/* The message of o (src's in round i) to dst, both ends posted at t0, as the cost model takes
+ * it (cost.h): the sender's issue cost, every link of its route (each share's) reserved from when
+ * it is free, the hops' latency and the synchronisation after the last byte; the receiver reduces
+ * it. Wrapped blocks are a second send to the same peer, issued after the first and started, as
+ * an event of its own, when the first has left (one DMA queue per stream and peer). */
+static void foldMessage(foldWalk *w, int src, int dst, int i, const foldMsg *o, int reduce,
+                        double t0) {
+  const uint32_t *links;
+  int np, nh = foldLinks(w, src, dst, i, &links, &np);
+  t0 = TD_MAX(t0, w->inj[src]) + w->m->msg_overhead;
+  double fin = foldReserve(w, links, nh, np, o->sbytes - o->swrap, t0);
+  w->inj[src] = t0;
+  if (o->swrap <= 0) return foldArrive(w, src, dst, i, nh, np, o, reduce, fin);
+  w->inj[src] = t0 + w->m->msg_overhead;
+  heapPush(w, w->f->n + (int)foldAt(w, src, i), TD_MAX(fin, w->inj[src]));
+}
+
+/* The second send of src's round k (foldAt) starts at t. */
+static void foldWrap(foldWalk *w, size_t k, double t) {
+  int src = (int)(k / (size_t)w->f->rounds), i = (int)(k % (size_t)w->f->rounds);
+  foldMsg o, p;
+  foldRound(w->f, src, i, &o);
+  foldRound(w->f, o.to, i, &p);
+  const uint32_t *links;
+  int np, nh = foldLinks(w, src, o.to, i, &links, &np);
+  foldArrive(w, src, o.to, i, nh, np, &o, p.reduce, foldReserve(w, links, nh, np, o.swrap, t));
 }
 
 /* The rounds before round i whose receives its send needs: all, but in Bruck's dissemination
@@ -416,11 +449,11 @@ static void foldPost(foldWalk *w, int r, int i, double t) {
   int recv = o.from >= 0 && w->sposted[foldAt(w, o.from, i)] >= 0;
   if (send) {
     foldRound(f, o.to, i, &p);
-    foldMessage(w, r, o.to, i, o.sbytes, p.reduce, t);
+    foldMessage(w, r, o.to, i, &o, p.reduce, t);
   }
   if (recv) {
     foldRound(f, o.from, i, &p);
-    foldMessage(w, o.from, r, i, p.sbytes, o.reduce, t);
+    foldMessage(w, o.from, r, i, &p, o.reduce, t);
   }
 }
 
@@ -458,7 +491,10 @@ static double foldWalkOnce(foldWalk *w) {
   }
   while (w->nheap > 0) {
     foldDue d = heapPop(w);
-    foldAdvance(w, d.r, d.t);
+    if (d.r >= n)
+      foldWrap(w, (size_t)(d.r - n), d.t);
+    else
+      foldAdvance(w, d.r, d.t);
   }
   return w->last;
 }
@@ -490,7 +526,7 @@ int selectFoldEstimate(const tdTopo *topo, tdColl c, const char *algo, const tdC
   size_t nr = (size_t)n * (size_t)f.rounds;
   w.round = malloc(sizeof(int) * ((size_t)n + nr));
   w.left = w.round + n;
-  w.heap = malloc(sizeof(foldDue) * (size_t)n);
+  w.heap = malloc(sizeof(foldDue) * ((size_t)n + nr)); /* ranks and second sends */
   w.gate = f.kind == FOLD_RECDBL;
   w.sposted = malloc(sizeof(double) * (3 * nr + (size_t)n + nl));
   w.rposted = w.sposted + nr, w.end = w.rposted + nr, w.inj = w.end + nr, w.busy = w.inj + n;
