@@ -7,6 +7,7 @@
 #include <string.h>
 
 #include "cost_int.h"
+#include "cost_walk.h"
 
 static uint64_t refBytes(const tdCostPlan *p, int rank, tdBufRef r) {
   uint64_t b, e;
@@ -195,13 +196,7 @@ static double linkTime(tdCostPlan *p, uint32_t gs, int src, int dst, uint64_t by
     dt /= split;
     piece = TD_MIN(piece, (double)bytes / split);
   }
-  double fin = t0, start = t0;
-  for (int h = 0; h < nh; h++) {
-    double b = TD_MAX(t0, p->busy[links[h]]);
-    p->busy[links[h]] = b + dt;
-    fin = TD_MAX(fin, b + dt);
-    start = TD_MAX(start, b);
-  }
+  double start, fin = costReserve(p->busy, links, nh, t0, dt, &start);
   int lat = flat ? 1 : nh / split;
   double delay = lat * m->hop_latency + m->msg_latency + sync;
   p->link_bytes += (double)bytes * (flat ? 1 : (double)nh / split);

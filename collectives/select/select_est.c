@@ -15,6 +15,7 @@
 #include <string.h>
 
 #include "algos.h"
+#include "cost_walk.h"
 #include "select.h"
 
 /* select.h. The links of consecutive pairs are taken as disjoint (one message per link in
@@ -378,13 +379,8 @@ static int foldLinks(foldWalk *w, int src, int dst, int i, const uint32_t **link
  * through (the message has left its DMA queue). */
 static double foldReserve(foldWalk *w, const uint32_t *links, int nh, int np, double bytes,
                           double t0) {
-  double dt = bytes / w->m->link_bw / np, fin = t0;
-  for (int h = 0; h < nh; h++) {
-    double *l = &w->busy[links[h]];
-    *l = TD_MAX(t0, *l) + dt;
-    fin = TD_MAX(fin, *l);
-  }
-  return fin;
+  double start;
+  return costReserve(w->busy, links, nh, t0, bytes / w->m->link_bw / np, &start);
 }
 
 /* The message of o (src's in round i) to dst is through at fin: its receiver (and, under gate,
