@@ -185,7 +185,8 @@ bool WorkTpuDist::wait(std::chrono::milliseconds timeout) {
   if (waitsForWorker && !queue->runInline) waitsForWorker = !queue->harvestHere();
   WaitMark mark(waitsForWorker ? queue.get() : nullptr);  // defer mode: the worker harvests
   std::unique_lock<std::mutex> lock(mutex_);
-  if (!cv_.wait_for(lock, limit, [&] { return completed_; })) {
+  // completed (run here, say): no clock read for a deadline
+  if (!completed_ && !cv_.wait_for(lock, limit, [&] { return completed_; })) {
     if (queue) queue->lastError = 1;  // c10d::ErrorType::TIMEOUT
     std::ostringstream os;
     os << "tpu_dist: " << opName << " (sequence " << seq << ") on rank " << rank_

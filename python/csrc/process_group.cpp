@@ -115,21 +115,12 @@ void ProcessGroupTpuDist::check(tpudistResult_t res, const WorkTpuDist &w) const
   TORCH_CHECK(false, os.str());
 }
 
-void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int root,
-                                    c10d::ReduceOp op, bool all, const WorkTpuDist &w) {
-  // int16 reduces exactly through int32 (sum/prod wrap mod 2^16 either way; avg truncates the
-  // true mean).
-  bool widen = t.scalar_type() == at::kShort;
-  at::Tensor src = asReal(premultiplied(in, op).contiguous());
-  OutBuf out(t);
-  at::Tensor dst = asReal(out.buf);
-  if (widen) {
-    src = src.to(at::kInt);
-    dst = at::empty_like(src);
-  }
+void ProcessGroupTpuDist::reduceCall(const at::Tensor &src, const at::Tensor &dst,
+                                     at::ScalarType type, int root, const c10d::ReduceOp &op,
+                                     bool all, const WorkTpuDist &w) {
   int dtype = reduceDtype(src.scalar_type());
-  TORCH_CHECK(dtype >= 0, "tpu_dist: unsupported dtype ", t.scalar_type(), " for ", w.opName);
-  tpudistRedOp_t rop = reduceOp(op, t.scalar_type());
+  TORCH_CHECK(dtype >= 0, "tpu_dist: unsupported dtype ", type, " for ", w.opName);
+  tpudistRedOp_t rop = reduceOp(op, type);
   size_t n = (size_t)src.numel();
   tpudistRequest_t req = nullptr;  // defer mode: completed at a harvest (group_defer.cpp)
   tpudistResult_t res =
@@ -139,6 +130,25 @@ void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int roo
                           comm_, nullptr);
   check(res, w);
   if (req) reqs_->push_back(req);
+}
+
+void ProcessGroupTpuDist::reduceOne(const at::Tensor &t, int root, const c10d::ReduceOp &op,
+                                    bool all, const WorkTpuDist &w) {
+  // int16 reduces exactly through int32 (sum/prod wrap mod 2^16 either way; avg truncates the
+  // true mean).
+  bool widen = t.scalar_type() == at::kShort;
+  // A contiguous real tensor is the library's buffer itself: nothing to make, copy or run after
+  // (its Work holds it until the call completes, in a batch or a deferral too).
+  if (!widen && !t.is_complex() && op.op_ != c10d::ReduceOp::PREMUL_SUM && t.is_contiguous())
+    return reduceCall(t, t, t.scalar_type(), root, op, all, w);
+  at::Tensor src = asReal(premultiplied(t, op).contiguous());
+  OutBuf out(t);
+  at::Tensor dst = asReal(out.buf);
+  if (widen) {
+    src = src.to(at::kInt);
+    dst = at::empty_like(src);
+  }
+  reduceCall(src, dst, t.scalar_type(), root, op, all, w);
   bool mine = all || getRank() == root;
   after([out = std::move(out), src = std::move(src), dst = std::move(dst), widen, mine]() mutable {
     if (!mine) return;
@@ -147,13 +157,29 @@ void ProcessGroupTpuDist::reduceOne(at::Tensor &t, const at::Tensor &in, int roo
   });
 }
 
+// The body reads its tensor from the Work, and takes the op as its kind alone unless it carries a
+// factor (PREMUL_SUM): so it fits std::function's own storage and a call allocates no body.
+std::function<void(WorkTpuDist &)> ProcessGroupTpuDist::reduceBody(const c10d::ReduceOp &op,
+                                                                   int root, bool all) {
+  if (op.op_ == c10d::ReduceOp::PREMUL_SUM)
+    return [this, op, root, all](WorkTpuDist &w) { reduceOne(w.output(), root, op, all, w); };
+  struct Plain {
+    ProcessGroupTpuDist *pg;
+    c10d::ReduceOp::RedOpType kind;
+    int root;
+    bool all;
+    void operator()(WorkTpuDist &w) const {
+      pg->reduceOne(w.output(), root, c10d::ReduceOp(kind), all, w);
+    }
+  };
+  return Plain{this, op.op_, root, all};
+}
+
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce(std::vector<at::Tensor> &tensors,
                                                               const c10d::AllreduceOptions &opts) {
   checkSingle(tensors);
-  at::Tensor t = tensors[0];
-  c10d::ReduceOp op = opts.reduceOp;
-  return enqueue(c10d::OpType::ALLREDUCE, "allreduce", {t}, opts.timeout,
-                 [this, t, op](WorkTpuDist &w) mutable { reduceOne(t, t, 0, op, true, w); });
+  return enqueue(c10d::OpType::ALLREDUCE, "allreduce", {tensors[0]}, opts.timeout,
+                 reduceBody(opts.reduceOp, 0, true));
 }
 
 // One all-reduce per tensor, all in one batch (tensors may differ in dtype and shape).
@@ -161,13 +187,9 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce_coalesced(
     std::vector<at::Tensor> &tensors, const c10d::AllreduceCoalescedOptions &opts) {
   checkCpuDense(tensors);
   std::vector<c10::intrusive_ptr<WorkTpuDist>> ops;
-  c10d::ReduceOp op = opts.reduceOp;
-  for (auto &tensor : tensors) {
-    at::Tensor t = tensor;
-    ops.push_back(
-        makeWork(c10d::OpType::ALLREDUCE, "allreduce_coalesced", {t}, opts.timeout,
-                 [this, t, op](WorkTpuDist &w) mutable { reduceOne(t, t, 0, op, true, w); }));
-  }
+  for (auto &t : tensors)
+    ops.push_back(makeWork(c10d::OpType::ALLREDUCE, "allreduce_coalesced", {t}, opts.timeout,
+                           reduceBody(opts.reduceOp, 0, true)));
   return enqueueBatch(c10d::OpType::ALLREDUCE_COALESCED, "allreduce_coalesced", std::move(ops),
                       opts.timeout);
 }
@@ -175,12 +197,8 @@ c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::allreduce_coalesced(
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::reduce(std::vector<at::Tensor> &tensors,
                                                            const c10d::ReduceOptions &opts) {
   checkSingle(tensors);
-  at::Tensor t = tensors[0];
-  c10d::ReduceOp op = opts.reduceOp;
-  int root = (int)opts.rootRank;
-  return enqueue(
-      c10d::OpType::REDUCE, "reduce", {t}, opts.timeout,
-      [this, t, op, root](WorkTpuDist &w) mutable { reduceOne(t, t, root, op, false, w); });
+  return enqueue(c10d::OpType::REDUCE, "reduce", {tensors[0]}, opts.timeout,
+                 reduceBody(opts.reduceOp, (int)opts.rootRank, false));
 }
 
 c10::intrusive_ptr<c10d::Work> ProcessGroupTpuDist::broadcast(std::vector<at::Tensor> &tensors,

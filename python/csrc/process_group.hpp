@@ -115,6 +115,10 @@ class WorkTpuDist : public c10d::Work {
   std::vector<at::Tensor> result() override {
     return outputs_;
   }
+  // The first output tensor (what a body that works in place reads, rather than keep a copy).
+  const at::Tensor &output() const {
+    return outputs_.front();
+  }
   // Made on the first call (most Works never have one): completed at once if the Work is.
   c10::intrusive_ptr<c10::ivalue::Future> getFuture() override;
 #if TD_TORCH_2_0
@@ -368,9 +372,15 @@ class ProcessGroupTpuDist : public BaseGroup {
   // Waits for every issued request in order and completes each Work with its own result.
   void deferHarvest();
   void check(tpudistResult_t res, const WorkTpuDist &w) const;
-  // Reduces in into t (all ranks, or root); t may be non-contiguous (a copy is written back).
-  void reduceOne(at::Tensor &t, const at::Tensor &in, int root, c10d::ReduceOp op, bool all,
+  // Reduces t in place (all ranks, or into root's); t may be non-contiguous (a copy is written
+  // back), complex, int16 (through int32) or premultiplied (PREMUL_SUM).
+  void reduceOne(const at::Tensor &t, int root, const c10d::ReduceOp &op, bool all,
                  const WorkTpuDist &w);
+  // The library's all-reduce (all) or reduce of src into dst; type: the torch tensor's dtype.
+  void reduceCall(const at::Tensor &src, const at::Tensor &dst, at::ScalarType type, int root,
+                  const c10d::ReduceOp &op, bool all, const WorkTpuDist &w);
+  // The body of a reduction of the Work's output tensor (reduceOne).
+  std::function<void(WorkTpuDist &)> reduceBody(const c10d::ReduceOp &op, int root, bool all);
   void allgatherOne(at::Tensor &o, const at::Tensor &i, const WorkTpuDist &w);
   void reduceScatterOne(at::Tensor &o, const at::Tensor &i, c10d::ReduceOp op,
                         const WorkTpuDist &w);
