@@ -27,7 +27,9 @@ The plugin's cost per call, side by side (tpu_dist only): each round runs the C 
 back to back at --np ranks, loops on the whole group and on each rank's own 1-rank group taking
 turns; per size the medians over rounds and the quantity to keep small, (torch at np ranks -
 torch at 1 rank) / C API in place: the collective through torch against the same collective
-through the C API, torch's own per-call cost taken out.
+through the C API, torch's own per-call cost taken out. Also the CPU time per call and rank (every thread of the
+process, the group's worker included) at 1 and --np ranks: less swayed by other tasks on the
+cores than the times, so it resolves a change in the plugin's own cost per call.
 
     MALLOC_MMAP_THRESHOLD_=4294967296 MALLOC_TRIM_THRESHOLD_=4294967296 \
         /usr/bin/python3 bench/torch_perf.py --percall --rounds 5 --sizes 8,1K,8K,64K
@@ -251,19 +253,22 @@ def percall_worker(rank, n, a, init_file, rows):
         wrong += 0 if bool((t == float(n * (n + 1) // 2)).all()) else 1
         t.zero_()  # sums of zeros from here on
         loops = {None: [], alone: []}
+        cpu = {None: [], alone: []}
         for it in range(a.warmup + a.iters):
             for g in loops:
                 dist.barrier()
-                t0 = time.perf_counter()
+                t0, c0 = time.perf_counter(), time.process_time()
                 for _ in range(a.calls):
                     dist.all_reduce(t, group=g)
                 if it >= a.warmup:
                     loops[g].append((time.perf_counter() - t0) / a.calls)
-        med = torch.tensor([sorted(loops[g])[a.iters // 2] / n for g in (None, alone)] +
-                           [float(wrong)], dtype=torch.float64)
+                    cpu[g].append((time.process_time() - c0) / a.calls)
+        med = torch.tensor([sorted(x[g])[a.iters // 2] / n for x in (loops, cpu)
+                            for g in (None, alone)] + [float(wrong)], dtype=torch.float64)
         dist.all_reduce(med)
         if rank == 0:
-            rows.append((size, med[1].item() * 1e6, med[0].item() * 1e6, int(med[2].item())))
+            rows.append((size, med[1].item() * 1e6, med[0].item() * 1e6, int(med[4].item()),
+                         med[3].item() * 1e6, med[2].item() * 1e6))
     dist.destroy_process_group()
 
 
@@ -301,20 +306,21 @@ def percall(a):
             mp.spawn(percall_worker, args=(a.np, a, os.path.join(d, "init"), rows), nprocs=a.np)
         if any(x[3] for x in rows):
             raise SystemExit("torch_perf: wrong all_reduce results")
-        runs.append({x[0]: (c[x[0]], x[1], x[2]) for x in rows})
+        runs.append({x[0]: (c[x[0]], x[1], x[2], x[4], x[5]) for x in rows})
         sys.stdout.write("# round %d: %s\n" % (r + 1, "  ".join(
-            "%d B %.2f/%.2f/%.2f" % ((s,) + runs[-1][s]) for s in a.sizes)))
+            "%d B %.2f/%.2f/%.2f" % ((s,) + runs[-1][s][:3]) for s in a.sizes)))
     med = lambda v: sorted(v)[len(v) // 2]  # noqa: E731
     text = ("# blocking all_reduce float32 sum, %d ranks, %d rounds of %d loops of %d calls; "
-            "us per call, medians over rounds\n" % (a.np, a.rounds, a.iters, a.calls) +
-            "%8s %10s %12s %12s %10s %8s %15s\n" % ("bytes", "C in place", "torch 1 rank",
-                                                    "torch %d rnk" % a.np, "excess", "ratio",
-                                                    "ratio per round"))
+            "us per call, medians over rounds; cpu: CPU time per call and rank (every thread "
+            "of the process)\n" % (a.np, a.rounds, a.iters, a.calls) +
+            "%8s %10s %12s %12s %10s %8s %15s %10s %10s\n" % (
+                "bytes", "C in place", "torch 1 rank", "torch %d rnk" % a.np, "excess", "ratio",
+                "ratio per round", "cpu 1 rank", "cpu %d rnk" % a.np))
     for s in a.sizes:
-        c, one, many = (med([x[s][i] for x in runs]) for i in range(3))
+        c, one, many, cpu1, cpun = (med([x[s][i] for x in runs]) for i in range(5))
         per = [(x[s][2] - x[s][1]) / x[s][0] for x in runs]
-        text += "%8d %10.2f %12.2f %12.2f %10.2f %7.2fx %14.2fx\n" % (
-            s, c, one, many, many - one, (many - one) / c, med(per))
+        text += "%8d %10.2f %12.2f %12.2f %10.2f %7.2fx %14.2fx %10.2f %10.2f\n" % (
+            s, c, one, many, many - one, (many - one) / c, med(per), cpu1, cpun)
     return text
 
 
