@@ -328,9 +328,14 @@ void ProcessGroupTpuDist::abort() {
 }
 
 // Strict and debug mode (the header's WorkQueue): a hot worker leaves the head to its caller's
-// wait unless something says it will not come soon; seen is the head at the last period.
+// wait unless something says it will not come soon; seen is the head at the last period. While
+// operations are issued and every one is claimed by its caller before the worker looks (blocking
+// calls), the period doubles up to kMaxStretch base periods: such a worker has nothing to do, and
+// each of its wake-ups takes a core from a rank in the middle of a collective. Sighting an
+// operation that waits brings the period back to the base one.
 namespace {
 constexpr auto kPoll = std::chrono::microseconds(200);
+constexpr int kMaxStretch = 8;
 constexpr int kQuietPolls = 50;
 }  // namespace
 
@@ -339,7 +344,7 @@ void ProcessGroupTpuDist::workerLoop() {
   WorkQueue &wq = *queue_;
   std::unique_lock<std::mutex> lock(wq.mu);
   uint64_t seen = 0, issues = wq.enqueued;
-  int quiet = 0;
+  int quiet = 0, stretch = 1;  // quiet: base periods without an issue
   for (;;) {
     if (wq.stop && wq.q.empty()) return;  // stopped and drained
     if (!wq.q.empty() && !wq.busy) {
@@ -356,18 +361,23 @@ void ProcessGroupTpuDist::workerLoop() {
         lock.lock();
         wq.hot = true;
         quiet = 0;
+        stretch = 1;
         continue;
       }
       seen = head;
+      stretch = 1;  // it runs after one base period unless its caller claims it
     }
     if (!wq.hot) {  // cold: the next issue wakes the worker, which turns hot
       wq.cv.wait(lock);
       wq.hot = true;
       quiet = 0;
+      stretch = 1;
       issues = wq.enqueued;
-    } else if (wq.cv.wait_for(lock, kPoll) == std::cv_status::timeout) {
-      quiet = wq.enqueued == issues ? quiet + 1 : 0;
+    } else if (wq.cv.wait_for(lock, kPoll * stretch) == std::cv_status::timeout) {
+      bool issued = wq.enqueued != issues;
+      quiet = issued ? 0 : quiet + stretch;
       issues = wq.enqueued;
+      if (issued && wq.q.empty()) stretch = std::min(2 * stretch, kMaxStretch);
       if (quiet >= kQuietPolls && wq.q.empty()) wq.hot = false;
     }
   }
