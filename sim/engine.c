@@ -120,7 +120,7 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
   /* the receiver is the send's peer (in the quotient, rs is rank 0's image of the receive) */
   int from = e->slots[ss].rank, to = schedSendPeer(&e->slots[ss].step.t);
   uint32_t feeder = SIM_NO_FLOW, rf = e->slots[ss].recv_flow;
-  if (e->slots[ss].phase && rf < e->net.nflows && e->net.flows[rf].active &&
+  if (e->slots[ss].phase && rf < e->net.nflows && e->net.hot[rf].active &&
       e->net.flows[rf].recv_slot == ss)
     feeder = rf;
   TD_CHECK(netStart(&e->net, from, to, bytes, e->now, ss, rs, feeder, &fid));
@@ -133,8 +133,9 @@ static tpudistResult_t flowStart(simEngine *e, uint32_t ss, uint32_t rs, double 
   if ((tdStepSemTable[r->step.t.op].flags & TD_SEM_WIRE_OUT) && !r->phase) {
     /* a fused receive: its forward starts once the first piece has landed (and is reduced) */
     const simFlow *f = &e->net.flows[fid];
+    double rate = e->net.hot[fid].rate;
     double p = TD_MIN(bytes, e->cfg->piece_bytes > 0 ? e->cfg->piece_bytes : bytes);
-    double t = e->now + f->lat + (f->rate > 0 && f->rate < 1e299 ? p / netFlowRate(f) : 0);
+    double t = e->now + f->lat + (rate > 0 && rate < 1e299 ? p / netFlowRate(&e->net, fid) : 0);
     if (tdStepSemTable[r->step.t.op].flags & TD_SEM_REDUCES) t += 3.0 * p / e->cfg->p.mem_bw;
     r->piece = p;
     r->recv_flow = fid;
@@ -434,7 +435,7 @@ static tpudistResult_t onEvent(simEngine *e, const simEvent *ev) {
   switch (ev->kind) {
     case SIM_EV_DRAINED: {
       simFlow *f = &e->net.flows[ev->id];
-      if (!f->active) return tpudistSuccess;
+      if (!e->net.hot[ev->id].active) return tpudistSuccess;
       TD_CHECK(netDrained(&e->net, ev->id, e->now));
       simSlot *s = &e->slots[f->send_slot];
       if (s->phase && s->recv_done < 0)

@@ -101,6 +101,7 @@ void netFree(simNet *n) {
   free(n->res);
   free(n->level);
   free(n->flows);
+  free(n->hot);
   free(n->freeflows);
   free(n->heap);
   free(n->hops);
@@ -226,10 +227,12 @@ static tpudistResult_t flowAlloc(simNet *n, uint32_t *id) {
   if (n->nflows == n->capflows) {
     uint32_t c = n->capflows ? n->capflows * 2 : 1024;
     simFlow *a = realloc(n->flows, sizeof(simFlow) * c);
+    simFlowHot *h = realloc(n->hot, sizeof(simFlowHot) * c);
     uint32_t *fr = realloc(n->freeflows, sizeof(uint32_t) * c);
     if (a) n->flows = a;
+    if (h) n->hot = h;
     if (fr) n->freeflows = fr;
-    if (!a || !fr) return tpudistNoMemory;
+    if (!a || !h || !fr) return tpudistNoMemory;
     n->capflows = c;
   }
   *id = n->nflows++;
@@ -241,16 +244,17 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
                          uint32_t recv_slot, uint32_t feeder, uint32_t *id) {
   TD_CHECK(flowAlloc(n, id));
   simFlow *f = &n->flows[*id];
+  simFlowHot *h = &n->hot[*id];
   int hops = 0;
   f->nres = 0;
   f->child = SIM_NO_FLOW;
   f->hpos = SIM_NO_FLOW;
-  f->cap_rate = 1e300;
-  f->rate = 0;
+  h->cap_rate = 1e300;
+  h->rate = 0;
   f->send_slot = send_slot;
   f->recv_slot = recv_slot;
   f->t_last = now;
-  f->active = 1;
+  h->active = 1;
   f->split = 1;
   int dcn = netCrossesDcn(n, src, dst);
   if (src != dst) {
@@ -266,9 +270,9 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
     }
   }
   f->remaining = f->bytes = bytes / f->split; /* one share: f->rate is a share's rate */
-  if (feeder != SIM_NO_FLOW && n->flows[feeder].active) {
+  if (feeder != SIM_NO_FLOW && n->hot[feeder].active) {
     n->flows[feeder].child = *id;
-    f->cap_rate = netFlowRate(&n->flows[feeder]) / f->split;
+    h->cap_rate = netFlowRate(n, feeder) / f->split;
   }
   f->lat = src == dst ? 0 : n->msg_overhead + n->hop_latency * (n->nd ? hops : 1);
   f->dcn = dcn;
@@ -278,7 +282,7 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
   }
   if (++n->active > n->max_active) n->max_active = n->active;
   if (bytes <= 0 || !f->nres) {
-    f->rate = 1e300;
+    h->rate = 1e300;
     return netSetDrain(n, *id, now);
   }
   for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(resAdd(&n->res[SIM_FLOW_RES(f)[i]], *id));
@@ -287,7 +291,7 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
 
 tpudistResult_t netDrained(simNet *n, uint32_t id, double now) {
   simFlow *f = &n->flows[id];
-  f->active = 0;
+  n->hot[id].active = 0;
   if (f->dcn) n->dcn_t1 = TD_MAX(n->dcn_t1, now + f->lat);
   n->active--;
   for (uint32_t i = 0; i < f->nres; i++) {

@@ -20,8 +20,8 @@
 #define RATE_TOL 1e-7
 #define RATE_MAX_RELAX 200000
 
-static void settle(simFlow *f, double now) {
-  f->remaining -= f->rate * (now - f->t_last);
+static void settle(simFlow *f, double rate, double now) {
+  f->remaining -= rate * (now - f->t_last);
   if (f->remaining < 0) f->remaining = 0;
   f->t_last = now;
 }
@@ -39,12 +39,13 @@ static double minLevel(const simNet *n, const simFlow *f, uint32_t skip, uint32_
   return r;
 }
 
-/* What f could get without resource skip: the smallest other level, and its feed cap. The
- * cached lim serves unless skip is where it was found. */
-static double flowLimit(const simNet *n, const simFlow *f, uint32_t skip) {
+/* What flow id could get without resource skip: the smallest other level, and its feed cap.
+ * The cached lim serves unless skip is where it was found. */
+static double flowLimit(const simNet *n, uint32_t id, uint32_t skip) {
+  const simFlowHot *h = &n->hot[id];
   uint32_t a;
-  double r = f->lim_arg != skip ? f->lim : minLevel(n, f, skip, &a);
-  return TD_MIN(r, f->cap_rate);
+  double r = h->lim_arg != skip ? h->lim : minLevel(n, &n->flows[id], skip, &a);
+  return TD_MIN(r, h->cap_rate);
 }
 
 #define RATE_FULL SIM_NO_FLOW      /* recompute lim over the whole route */
@@ -63,33 +64,38 @@ static int differs(double a, double b) {
 }
 
 /* Recomputes flow id's rate; on a change reschedules its drain, queues its resources and passes
- * the new rate down the chain of forwards it feeds. */
+ * the new rate down the chain of forwards it feeds. Every call leaves the rate within RATE_TOL
+ * of min(lim, cap_rate), so while neither moves the rate stands: most calls (every flow of a
+ * re-levelled resource) are answered from hot[] alone. */
 static tpudistResult_t applyRate(simNet *n, uint32_t id, double now, uint32_t changed) {
   for (;;) {
-    simFlow *f = &n->flows[id];
-    if (!f->active) return tpudistSuccess;
+    simFlowHot *h = &n->hot[id];
+    if (!h->active) return tpudistSuccess;
     if (changed == RATE_FULL) {
-      f->lim = minLevel(n, f, SIM_NO_FLOW, &f->lim_arg);
+      h->lim = minLevel(n, &n->flows[id], SIM_NO_FLOW, &h->lim_arg);
     } else if (changed != RATE_CAP) { /* resource `changed` was re-levelled */
       double l = n->level[changed];
-      if (l <= f->lim) {
-        f->lim = l;
-        f->lim_arg = changed;
-      } else if (f->lim_arg == changed) {
-        f->lim = minLevel(n, f, SIM_NO_FLOW, &f->lim_arg);
+      if (l <= h->lim) {
+        h->lim = l;
+        h->lim_arg = changed;
+      } else if (h->lim_arg == changed) {
+        h->lim = minLevel(n, &n->flows[id], SIM_NO_FLOW, &h->lim_arg);
+      } else {
+        return tpudistSuccess; /* lim and cap_rate as they were */
       }
     }
-    double r = TD_MIN(f->lim, f->cap_rate);
-    if (!differs(r, f->rate)) return tpudistSuccess;
-    settle(f, now);
-    f->rate = r;
+    double r = TD_MIN(h->lim, h->cap_rate);
+    if (!differs(r, h->rate)) return tpudistSuccess;
+    simFlow *f = &n->flows[id];
+    settle(f, h->rate, now);
+    h->rate = r;
     TD_CHECK(netSetDrain(n, id, now + f->remaining / r));
     const uint32_t *res = SIM_FLOW_RES(f);
     for (uint32_t i = 0; i < f->nres; i++) /* only shared resources can re-level */
       if (n->res[res[i]].n > 1) TD_CHECK(workPush(n, res[i]));
     uint32_t c = f->child;
-    if (c == SIM_NO_FLOW || !n->flows[c].active) return tpudistSuccess;
-    n->flows[c].cap_rate = r * f->split / n->flows[c].split;
+    if (c == SIM_NO_FLOW || !n->hot[c].active) return tpudistSuccess;
+    n->hot[c].cap_rate = r * f->split / n->flows[c].split;
     id = c;
     changed = RATE_CAP;
   }
@@ -131,7 +137,7 @@ static tpudistResult_t relax(simNet *n, uint32_t ri, double now, double **dem, s
   }
   double *d = *dem, level = r->cap; /* one flow or none: the link never holds it back */
   if (m > 1) {
-    for (uint32_t j = 0; j < m; j++) d[j] = flowLimit(n, &n->flows[r->flows[j]], ri);
+    for (uint32_t j = 0; j < m; j++) d[j] = flowLimit(n, r->flows[j], ri);
     level = waterLevel(r->cap, d, m);
   }
   if (!differs(level, n->level[ri])) return tpudistSuccess;
@@ -170,8 +176,8 @@ tpudistResult_t rateLeave(simNet *n, uint32_t id, double now) {
   const uint32_t *res = SIM_FLOW_RES(f);
   for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(workPush(n, res[i]));
   uint32_t c = f->child;
-  if (c != SIM_NO_FLOW && n->flows[c].active) { /* its forward runs free now */
-    n->flows[c].cap_rate = 1e300;
+  if (c != SIM_NO_FLOW && n->hot[c].active) { /* its forward runs free now */
+    n->hot[c].cap_rate = 1e300;
     TD_CHECK(applyRate(n, c, now, RATE_CAP));
   }
   return tpudistSuccess;

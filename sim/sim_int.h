@@ -27,18 +27,24 @@ typedef struct {
   uint32_t nres, capres;
   int split; /* shares of the message (topoPaths): bytes, remaining and rate are one share's,
                 res holds every share's links */
-  double remaining, rate, t_last, bytes, lat;
-  double cap_rate;  /* a forward runs no faster than the flow feeding it (1e300: free) */
-  double lim;       /* smallest level over its resources (kept current by rate.c) */
-  uint32_t lim_arg; /* the resource holding lim */
-  uint32_t child;   /* the forward this flow feeds, or SIM_NO_FLOW */
-  uint32_t hpos;    /* position of its drain event in the heap, or SIM_NO_FLOW */
+  double remaining, t_last, bytes, lat;
+  uint32_t child;                /* the forward this flow feeds, or SIM_NO_FLOW */
+  uint32_t hpos;                 /* position of its drain event in the heap, or SIM_NO_FLOW */
   uint32_t send_slot, recv_slot; /* engine slots of the two ends */
   int src, dst;
   uint32_t port; /* the port (first link) it leaves by */
-  int active;
-  int dcn; /* crosses DCN (the hosts' NICs) */
+  int dcn;       /* crosses DCN (the hosts' NICs) */
 } simFlow;
+
+/* What re-levelling reads of every flow on a resource, apart from the rest (simNet.hot, indexed
+ * like flows): a few flows to a cache line. */
+typedef struct {
+  double rate;
+  double cap_rate;  /* a forward runs no faster than the flow feeding it (1e300: free) */
+  double lim;       /* smallest level over its resources (kept current by rate.c) */
+  uint32_t lim_arg; /* the resource holding lim */
+  uint32_t active;
+} simFlowHot;
 
 typedef struct {
   double t;
@@ -58,6 +64,7 @@ typedef struct {
   double *level; /* per resource: max-min water level (what an unconstrained flow gets there);
                     an array of its own for locality */
   simFlow *flows;
+  simFlowHot *hot;
   uint32_t nflows, capflows, *freeflows, nfree;
   uint64_t active, max_active;
   simEvent *heap;
@@ -82,8 +89,8 @@ typedef struct {
 #define SIM_NO_FLOW UINT32_MAX
 #define SIM_FLOW_RES(f) ((f)->heap ? (f)->heap : (f)->res_inline)
 /* The rate of a whole message (all its shares). */
-static inline double netFlowRate(const simFlow *f) {
-  return f->rate * f->split;
+static inline double netFlowRate(const simNet *n, uint32_t id) {
+  return n->hot[id].rate * n->flows[id].split;
 }
 
 tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err);
