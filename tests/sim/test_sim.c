@@ -76,8 +76,8 @@ static void testShare(void) {
   CU_ASSERT(netStart(&n, 1, 2, 1e6, 0, 0, 0, SIM_NO_FLOW, &d) == tpudistSuccess);
   CU_ASSERT(netStart(&n, 1, 2, 1e6, 0, 0, 0, SIM_NO_FLOW, &e) == tpudistSuccess);
   CU_ASSERT(rateFlush(&n, 0) == tpudistSuccess);
-  CU_ASSERT(near(n.flows[a].rate, 1e9 / 3, 1e-9));
-  CU_ASSERT(near(n.flows[b].rate, 2e9 / 3, 1e-9));
+  CU_ASSERT(near(n.hot[a].rate, 1e9 / 3, 1e-9));
+  CU_ASSERT(near(n.hot[b].rate, 2e9 / 3, 1e-9));
   netRunDry(&n, at);
   CU_ASSERT(near(at[b], 1.5e-3, 1e-9)); /* 1e6 B at 2/3 GB/s */
   CU_ASSERT(near(at[a], 3e-3, 1e-9));   /* a, d, e share 1->2 to the end */
@@ -96,7 +96,7 @@ static void testFeeder(void) {
   CU_ASSERT(netStart(&n, 0, 1, 1e6, 0, 0, 0, SIM_NO_FLOW, &x) == tpudistSuccess);
   CU_ASSERT(netStart(&n, 1, 2, 1e6, 0, 0, 0, a, &f) == tpudistSuccess);
   CU_ASSERT(rateFlush(&n, 0) == tpudistSuccess);
-  CU_ASSERT(near(n.flows[f].rate, 0.5e9, 1e-9));
+  CU_ASSERT(near(n.hot[f].rate, 0.5e9, 1e-9));
   netRunDry(&n, at);
   CU_ASSERT(near(at[f], 2e-3, 1e-9));
   netFree(&n);
