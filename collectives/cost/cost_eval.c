@@ -224,21 +224,22 @@ static double syncStep(const tdCostPlan *p, uint32_t gs, uint32_t gr, double ts,
   return TD_MAX(0, ts + p->m->shm_sync - t0);
 }
 
-/* Room for one more DMA queue: the table doubles, its slots stay at least twice the queues. */
+/* The home slot of a DMA queue's key in a table of mask + 1 slots. */
+static size_t queueHome(uint64_t key, size_t mask) {
+  return (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & mask;
+}
+
+/* Room for one more DMA queue: the array grows (tdGrow), the table doubles so that its slots stay
+ * at least twice the queues. */
 static tpudistResult_t queueGrow(tdCostPlan *p) {
-  if (p->nqueues == p->capqueues) {
-    uint32_t cap = p->capqueues ? 2 * p->capqueues : 256;
-    cpQueue *n = realloc(p->queues, sizeof(cpQueue) * cap);
-    if (!n) return tpudistNoMemory;
-    p->queues = n;
-    p->capqueues = cap;
-  }
+  if (tdGrow(&p->queues, &p->capqueues, (size_t)p->nqueues + 1, sizeof(cpQueue), 256))
+    return tpudistNoMemory;
   if (2 * ((size_t)p->nqueues + 1) <= p->qslots) return tpudistSuccess;
   size_t slots = p->qslots ? 2 * p->qslots : 1024, mask = slots - 1;
   uint32_t *n = calloc(slots, sizeof(uint32_t));
   if (!n) return tpudistNoMemory;
   for (uint32_t k = 0; k < p->nqueues; k++) {
-    size_t i = (size_t)(p->queues[k].key * 0x9E3779B97F4A7C15ull >> 20) & mask;
+    size_t i = queueHome(p->queues[k].key, mask);
     while (n[i]) i = (i + 1) & mask;
     n[i] = k + 1;
   }
@@ -260,10 +261,8 @@ static int onIci(const tdCostPlan *p, int src, int dst) {
 static cpQueue *queueOf(tdCostPlan *p, uint32_t gs, int dst) {
   int src = p->steps[gs].rank;
   uint64_t key = (uint64_t)(p->rank_streams[src] + p->steps[gs].stream) << 32 | (uint32_t)dst;
-  if ((p->nqueues == p->capqueues || 2 * ((size_t)p->nqueues + 1) > p->qslots) &&
-      queueGrow(p) != tpudistSuccess)
-    return NULL;
-  size_t mask = p->qslots - 1, i = (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & mask;
+  if (queueGrow(p) != tpudistSuccess) return NULL;
+  size_t mask = p->qslots - 1, i = queueHome(key, mask);
   for (; p->qslot[i]; i = (i + 1) & mask)
     if (p->queues[p->qslot[i] - 1].key == key) return &p->queues[p->qslot[i] - 1];
   p->queues[p->nqueues] = (cpQueue){key, 0, TD_COST_NONE, TD_COST_NONE};

@@ -86,7 +86,8 @@ struct tdCostPlan {
   /* DMA queues (torus): queues[0..nqueues) found by key through qslot (open addressing, qslots
      entries, each a queue index + 1, 0 = empty); qnext: per step, the next send queued behind */
   cpQueue *queues;
-  uint32_t nqueues, capqueues;
+  uint32_t nqueues;
+  size_t capqueues;
   uint32_t *qslot, *qnext;
   size_t qslots;
   const tdCostModel *m;
