@@ -161,7 +161,31 @@ static double runA2av(const simConfig *cfg, const char *algo, const uint64_t *m)
   return r.time;
 }
 
-int simMoe(const simConfig *cfg_in, const char *algos, uint64_t tokens, const char *csv_path) {
+/* Whether "place:skew" is in the comma-separated list (NULL: every case). */
+static int caseWanted(const char *cases, const char *place, const char *skew) {
+  if (!cases) return 1;
+  char name[32];
+  size_t len = (size_t)snprintf(name, sizeof(name), "%s:%s", place, skew);
+  for (const char *p = cases; (p = strstr(p, name)); p += len)
+    if ((p == cases || p[-1] == ',') && (p[len] == ',' || !p[len])) return 1;
+  return 0;
+}
+
+/* Refuses a --moe-cases entry that names no case. */
+static int casesValid(const char *cases) {
+  if (!cases) return 1;
+  char buf[256];
+  snprintf(buf, sizeof(buf), "%s", cases);
+  for (char *save = NULL, *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save))
+    if (strcmp(c, "local:uniform") && strcmp(c, "local:zipf") && strcmp(c, "spread:uniform") &&
+        strcmp(c, "spread:zipf"))
+      return fprintf(stderr, "tpudist-sim: --moe-cases %s: local|spread:uniform|zipf\n", c), 0;
+  return 1;
+}
+
+int simMoe(const simConfig *cfg_in, const char *algos, const char *cases, uint64_t tokens,
+           const char *csv_path) {
+  if (!casesValid(cases)) return -1;
   simConfig c = *cfg_in, *cfg = &c;
   if (c.window < MOE_WINDOW) c.window = MOE_WINDOW; /* a rank's plan at once: no regenerations */
   int n = cfg->topo->nranks;
@@ -187,6 +211,7 @@ int simMoe(const simConfig *cfg_in, const char *algos, uint64_t tokens, const ch
   int rc = 0;
   for (int spread = 0; spread < 2; spread++)
     for (int zipf = 0; zipf < 2; zipf++) {
+      if (!caseWanted(cases, spread ? "spread" : "local", zipf ? "zipf" : "uniform")) continue;
       uint64_t *m = dispatchMatrix(n, spread, zipf, tokens);
       if (!m) return fprintf(stderr, "tpudist-sim: moe: out of memory\n"), -1;
       double bis, dcn, bound = moeBound(cfg, m, &bis, &dcn);

@@ -6,7 +6,9 @@
  *   tpudist-sim ... --compare-algos
  *   tpudist-sim --check-selection [--full]      selection against the simulator over a grid
  *   tpudist-sim ... --functional --bytes 4K [--dtype int32 --op max]
- *   tpudist-sim --preset v7 --topology 16x16x32 --moe [--moe-tokens 2048 --algos a,b --csv F]
+ *   tpudist-sim --preset v7 --topology 16x16x32 --moe [--moe-tokens 2048 --moe-cases spread:zipf
+ * --algos a,b
+ *     --csv F]
  *   tpudist-sim --preset v5p --topology 4x4x4 --slices 4 [--dcn-bw B/s --dcn-latency S] ...
  *
  * Prints time, algbw, busbw (NCCL conventions) and link utilisation. A shape that is not a slice
@@ -34,6 +36,7 @@ typedef struct {
   int slices; /* --slices S: S slices of --topology joined by DCN */
   double dcn_bw, dcn_latency;
   uint64_t moe_tokens;
+  const char *moe_cases; /* --moe-cases place:skew,..: the MoE cases to run (NULL: all four) */
   double link_bw, latency, inj_bw, overhead, piece;
   tpudistDataType_t dtype;
   tpudistRedOp_t op;
@@ -47,7 +50,8 @@ static void usage(FILE *f) {
           "         [--bytes N[K|M|G]] [--algo NAME|auto] [--root R]\n"
           "         [--sweep [--min N] [--max N] [--step F] [--algos a,b,c] [--csv FILE] [--plot "
           "FILE.png]]\n"
-          "         [--compare-algos] [--moe [--moe-tokens N] [--algos a,b] [--csv FILE]]\n"
+          "         [--compare-algos] [--moe [--moe-tokens N] [--algos a,b] [--csv FILE]\n"
+          "         [--moe-cases local|spread:uniform|zipf,...]]\n"
           "       tpudist-sim --check-selection [--full]\n"
           "         [--functional [--dtype float32|int32|float64|int64]\n"
           "         [--op sum|max|min] [--fractional] [--dump-outputs FILE]]\n"
@@ -135,6 +139,8 @@ static int parseArgs(int argc, char **argv, Opts *o) {
       o->algo = v;
     else if (!strcmp(a, "--algos"))
       o->algos = v;
+    else if (!strcmp(a, "--moe-cases"))
+      o->moe_cases = v;
     else if (!strcmp(a, "--csv"))
       o->csv = v;
     else if (!strcmp(a, "--plot"))
@@ -448,7 +454,7 @@ int main(int argc, char **argv) {
            cfg.dcn_bw, cfg.dcn_latency);
   int rc;
   if (o.moe) {
-    rc = simMoe(&cfg, o.algos, o.moe_tokens ? o.moe_tokens : 2048, o.csv);
+    rc = simMoe(&cfg, o.algos, o.moe_cases, o.moe_tokens ? o.moe_tokens : 2048, o.csv);
   } else if (o.compare) {
     rc = compareAlgos(&o, &cfg, (tdColl)coll);
   } else if (o.sweep) {
