@@ -68,6 +68,7 @@ tpudistResult_t netInit(simNet *n, const simConfig *cfg, char *err) {
   size_t nres = n->nlinks + 2 * (size_t)nr;
   TD_CHECK(netDcn(n, cfg, &nres, err));
   n->nres = nres;
+  n->exact_rounds = 8; /* rate.c: where the iteration has cost that much, solve exactly */
   n->res = calloc(nres, sizeof(simRes));
   n->maxhops = 64;
   n->hops = malloc(sizeof(tdHop) * (size_t)n->maxhops);
@@ -109,6 +110,12 @@ void netFree(simNet *n) {
   free(n->work);
   free(n->dem);
   free(n->bfs_queue);
+  free(n->mm_rem);
+  free(n->mm_cnt);
+  free(n->mm_heap);
+  free(n->mm_pos);
+  free(n->mm_frozen);
+  free(n->mm_capped);
   memset(n, 0, sizeof(*n));
 }
 
@@ -286,6 +293,7 @@ tpudistResult_t netStart(simNet *n, int src, int dst, double bytes, double now, 
     return netSetDrain(n, *id, now);
   }
   for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(resAdd(&n->res[SIM_FLOW_RES(f)[i]], *id));
+  n->incid += f->nres;
   return rateJoin(n, *id, now);
 }
 
@@ -300,6 +308,7 @@ tpudistResult_t netDrained(simNet *n, uint32_t id, double now) {
     for (uint32_t j = 0; j < r->n; j++)
       if (r->flows[j] == id) {
         r->flows[j] = r->flows[--r->n];
+        n->incid--;
         break;
       }
   }

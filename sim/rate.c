@@ -148,19 +148,37 @@ static tpudistResult_t relax(simNet *n, uint32_t ri, double now, double **dem, s
   return tpudistSuccess;
 }
 
+/* Sets every level to the exact max-min solution (maxmin.c) and re-rates every active flow from
+ * it; the flows that change queue their resources, whose re-levelling then confirms the levels. */
+static tpudistResult_t solveExactly(simNet *n, double now) {
+  TD_CHECK(maxminLevels(n));
+  for (uint32_t id = 0; id < n->nflows; id++)
+    if (n->hot[id].active && n->flows[id].nres) TD_CHECK(applyRate(n, id, now, RATE_FULL));
+  return tpudistSuccess;
+}
+
 /* Re-levels the queued resources in rounds: the work list is first in, first out, so a resource
  * queued again by its neighbours waits until every other queued resource had its turn. (Taking
  * the newest first chased each change across the network before the rest moved, re-levelling
  * every resource ten times or more per instant with many flows per link; in rounds the same
- * instants take 20-80x fewer re-levellings.) */
+ * instants take 20-80x fewer re-levellings.) Where a change still ripples on for more than
+ * n->exact_rounds rounds' worth of reads (every flow-resource pair of the network read that
+ * often), the exact solution costs less: progressive filling reads each pair once. */
 static tpudistResult_t drain(simNet *n, double now) {
   size_t budget = TD_MAX((size_t)RATE_MAX_RELAX, RATE_MAX_ROUNDS * n->nres);
+  uint64_t reads = 0, exact_after = n->exact_rounds * n->incid;
+  int exact = 0;
   for (size_t head = 0; head < n->nwork;) {
     uint32_t ri = n->work[head++];
     n->res[ri].queued = 0;
     if (budget) { /* else pathological: leave the rest as they are */
       budget--;
+      reads += n->res[ri].n;
       TD_CHECK(relax(n, ri, now, &n->dem, &n->capdem));
+    }
+    if (!exact && reads > exact_after) {
+      exact = 1;
+      TD_CHECK(solveExactly(n, now));
     }
     if (head >= 4096 && 2 * head >= n->nwork) { /* drop the done part */
       memmove(n->work, n->work + head, (n->nwork - head) * sizeof(uint32_t));

@@ -51,6 +51,11 @@ typedef struct {
   uint32_t kind, id, version;
 } simEvent;
 
+typedef struct {
+  double cap;
+  uint32_t id;
+} simCapped; /* maxmin.c: a flow with a feed cap */
+
 enum { SIM_EV_DRAINED = 0, SIM_EV_DELIVER = 1, SIM_EV_LOCAL = 2, SIM_EV_PIECE = 3 };
 
 typedef struct {
@@ -73,6 +78,15 @@ typedef struct {
   size_t nwork, capwork;
   double *dem; /* scratch: demands on one resource */
   size_t capdem;
+  uint64_t incid; /* flow-resource pairs of the active flows (one round of re-levelling reads) */
+  uint64_t exact_rounds; /* rate.c solves exactly after this many rounds' reads in one instant */
+  /* maxmin.c scratch: per resource capacity left, rising flows, heap and heap position; per flow
+     whether it stopped rising; the flows with a feed cap by cap */
+  double *mm_rem;
+  uint32_t *mm_cnt, *mm_heap, *mm_pos, mm_nheap;
+  size_t mm_capres, mm_capflows;
+  uint8_t *mm_frozen;
+  simCapped *mm_capped;
   double hop_latency, msg_overhead;
   size_t nres; /* links, injection, ejection, then the NICs (out, in) when there is DCN */
   /* DCN (sim.h): per rank its domain and NIC (host); NIC out h is res[nic_base + h], in
@@ -117,6 +131,9 @@ tpudistResult_t rateJoin(simNet *n, uint32_t id, double now);
 tpudistResult_t rateLeave(simNet *n, uint32_t id, double now);
 /* Re-levels what joins and leaves queued at this instant (before time moves on). */
 tpudistResult_t rateFlush(simNet *n, double now);
+/* Sets every resource's level to the exact max-min fair solution for the active flows, their
+ * routes and feed caps (maxmin.c); rates are rate.c's to apply. */
+tpudistResult_t maxminLevels(simNet *n);
 
 /* ---- engine (engine.c) ---- */
 typedef struct {

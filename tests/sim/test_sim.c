@@ -11,6 +11,7 @@
 #include <CUnit/CUnit.h>
 #include <math.h>
 #include <stdio.h>
+#include <stdlib.h>
 #include <string.h>
 
 #include "algos.h"
@@ -100,6 +101,89 @@ static void testFeeder(void) {
   netRunDry(&n, at);
   CU_ASSERT(near(at[f], 2e-3, 1e-9));
   netFree(&n);
+}
+
+/* Checks that the rates are max-min fair: no resource over capacity, and every flow either at its
+ * feed cap or on a full resource where no flow gets more (its bottleneck). Then that the exact
+ * solution (maxmin.c, which overwrites the levels) gives every flow the same rate. */
+static void checkMaxMin(simNet *n) {
+  double *sum = calloc(n->nres, sizeof(double)), *top = calloc(n->nres, sizeof(double));
+  CU_ASSERT_FATAL(sum && top);
+  for (uint32_t r = 0; r < n->nres; r++)
+    for (uint32_t j = 0; j < n->res[r].n; j++) {
+      double x = n->hot[n->res[r].flows[j]].rate;
+      sum[r] += x;
+      top[r] = x > top[r] ? x : top[r];
+    }
+  int over = 0, unfair = 0, differ = 0, flows = 0;
+  for (uint32_t r = 0; r < n->nres; r++) over += sum[r] > n->res[r].cap * (1 + 1e-6);
+  for (uint32_t id = 0; id < n->nflows; id++) {
+    const simFlowHot *h = &n->hot[id];
+    const simFlow *f = &n->flows[id];
+    if (!h->active || !f->nres) continue;
+    flows++;
+    int ok = near(h->rate, h->cap_rate, 1e-6);
+    for (uint32_t i = 0; i < f->nres && !ok; i++) {
+      uint32_t r = SIM_FLOW_RES(f)[i];
+      ok = sum[r] >= n->res[r].cap * (1 - 1e-6) && h->rate >= top[r] * (1 - 1e-6);
+    }
+    unfair += !ok;
+  }
+  CU_ASSERT_FATAL(maxminLevels(n) == tpudistSuccess);
+  for (uint32_t id = 0; id < n->nflows; id++) {
+    const simFlowHot *h = &n->hot[id];
+    const simFlow *f = &n->flows[id];
+    if (!h->active || !f->nres) continue;
+    double x = h->cap_rate;
+    for (uint32_t i = 0; i < f->nres; i++) x = TD_MIN(x, n->level[SIM_FLOW_RES(f)[i]]);
+    differ += !near(x, h->rate, 1e-6);
+  }
+  CU_ASSERT(flows > 100);
+  CU_ASSERT(over == 0);
+  CU_ASSERT(unfair == 0);
+  CU_ASSERT(differ == 0);
+  if (over || unfair || differ)
+    printf(
+        "\n  max-min: %d flows, %d resources over capacity, %d without a bottleneck, %d differ "
+        "from the exact solution\n",
+        flows, over, unfair, differ);
+  free(sum);
+  free(top);
+}
+
+/* Random flows (some forwarding what another receives) on a 4x4x4 torus with injection limits,
+ * re-levelled by the iteration, by the exact solution at every instant, and after a third
+ * leaves: every time max-min fair, and the two ways agree. */
+static void testMaxMin(void) {
+  for (int exact = 0; exact < 2; exact++) {
+    simNet n;
+    simConfig c;
+    tdTopo t;
+    char err[TD_ERRLEN];
+    CU_ASSERT_FATAL(topoParse("4x4x4:wrap=1,1,1", 0, &t, err) == tpudistSuccess);
+    simConfigDefault(&c, simPresetFind("v5p"), &t);
+    c.p.link_bw = 1e9;
+    c.p.inj_bw = 2.5e9; /* below six links: injection binds for some */
+    CU_ASSERT_FATAL(netInit(&n, &c, err) == tpudistSuccess);
+    n.exact_rounds = exact ? 0 : UINT64_MAX / 1024; /* exact at once, or never */
+    uint32_t seed = 12345, ids[600];
+    for (int i = 0; i < 600; i++) {
+      seed = seed * 1103515245u + 12345u;
+      int src = (int)(seed >> 8) % 64, dst = (int)(seed >> 16) % 64;
+      if (dst == src) dst = (dst + 1) % 64;
+      uint32_t feed = i >= 10 && i % 7 == 0 && n.flows[ids[i - 10]].child == SIM_NO_FLOW
+                          ? ids[i - 10]
+                          : SIM_NO_FLOW;
+      CU_ASSERT_FATAL(netStart(&n, src, dst, 1e6 + (seed % 1000) * 1e3, 0, 0, 0, feed, &ids[i]) ==
+                      tpudistSuccess);
+    }
+    CU_ASSERT(rateFlush(&n, 0) == tpudistSuccess);
+    checkMaxMin(&n);
+    for (int i = 0; i < 600; i += 3) CU_ASSERT(netDrained(&n, ids[i], 0) == tpudistSuccess);
+    CU_ASSERT(rateFlush(&n, 0) == tpudistSuccess);
+    checkMaxMin(&n);
+    netFree(&n);
+  }
 }
 
 static void testDetour(void) {
@@ -446,6 +530,7 @@ int main(void) {
       {"one flow: bytes/bw, hops x latency", testOneFlow},
       {"max-min shares", testShare},
       {"forward capped by its feed", testFeeder},
+      {"max-min: iteration and exact solution", testMaxMin},
       {"failed link: detour", testDetour},
       {"presets: sold shapes, wrap rules", testPresets},
       {"functional: every generator", testFunctional},
