@@ -547,9 +547,15 @@ static tpudistResult_t engineLoop(simEngine *e) {
   if (e->cfg->functional) TD_CHECK(funcInit(e));
   for (int i = 0; i < e->nsim; i++) TD_CHECK(advance(e, SIM_RANK(e, i)));
   simEvent ev;
+  double first = -1; /* the instant of the oldest change not yet re-levelled */
   for (;;) {
-    if (e->net.nwork && (!e->net.nheap || e->net.heap[0].t > e->now))
-      TD_CHECK(rateFlush(&e->net, e->now)); /* this instant is over: settle the shares */
+    if (e->net.nwork && first < 0) first = e->now;
+    /* re-level once this instant is over; leaves alone may wait (simConfig.settle) */
+    double until = e->net.joined ? e->now : first * (1 + e->cfg->settle);
+    if (e->net.nwork && (!e->net.nheap || e->net.heap[0].t > until)) {
+      TD_CHECK(rateFlush(&e->net, e->now));
+      first = -1;
+    }
     if (!netPop(&e->net, &ev)) break;
     e->now = ev.t;
     TD_CHECK(onEvent(e, &ev));
@@ -572,8 +578,9 @@ tpudistResult_t simRun(const simConfig *cfg, const tdCollArgs *args, const char 
   memset(res, 0, sizeof(*res));
   if (!cfg || !cfg->topo || !args || !algo)
     return tdErr(err, tpudistInvalidArgument, "sim: NULL argument");
-  if (cfg->window < 1 || cfg->p.link_bw <= 0 || cfg->p.mem_bw <= 0)
-    return tdErr(err, tpudistInvalidArgument, "sim: window, depth and bandwidths must be > 0");
+  if (cfg->window < 1 || cfg->p.link_bw <= 0 || cfg->p.mem_bw <= 0 || !(cfg->settle >= 0))
+    return tdErr(err, tpudistInvalidArgument,
+                 "sim: window, depth and bandwidths must be > 0, settle >= 0");
   simEngine e;
   memset(&e, 0, sizeof(e));
   char local[TD_ERRLEN] = "";

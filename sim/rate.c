@@ -195,12 +195,14 @@ static tpudistResult_t drain(simNet *n, double now) {
  * its route's current levels until then. */
 tpudistResult_t rateJoin(simNet *n, uint32_t id, double now) {
   const simFlow *f = &n->flows[id];
+  n->joined = 1;
   const uint32_t *res = SIM_FLOW_RES(f);
   for (uint32_t i = 0; i < f->nres; i++) TD_CHECK(workPush(n, res[i]));
   return applyRate(n, id, now, RATE_FULL);
 }
 
 tpudistResult_t rateFlush(simNet *n, double now) {
+  n->joined = 0;
   return drain(n, now);
 }
 

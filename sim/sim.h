@@ -89,6 +89,12 @@ typedef struct {
   double dcn_bw;           /* bytes/s of one host's NIC, each direction (default: the preset's
                               per-chip egress x chips per host of topo) */
   double dcn_latency;      /* seconds per message across DCN (default: the preset's) */
+  double settle;           /* re-levelling after flows leave may wait this fraction of the
+                              simulated time so far, gathering the leaves of nearby instants
+                              (the freed bandwidth goes unused meanwhile); a flow joining
+                              re-levels at once. Plans that post every message at once (direct)
+                              come out at or above the exact time; plans whose steps wait for
+                              each other move either way. 0 (default): every instant exact */
   int functional;          /* move real data and check it */
   tpudistDataType_t dtype; /* functional mode */
   tpudistRedOp_t op;

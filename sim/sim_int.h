@@ -78,6 +78,7 @@ typedef struct {
   size_t nwork, capwork;
   double *dem; /* scratch: demands on one resource */
   size_t capdem;
+  int joined;     /* a flow joined since the last re-levelling (rateJoin; cleared by rateFlush) */
   uint64_t incid; /* flow-resource pairs of the active flows (one round of re-levelling reads) */
   uint64_t exact_rounds; /* rate.c solves exactly after this many rounds' reads in one instant */
   /* maxmin.c scratch: per resource capacity left, rising flows, heap and heap position; per flow

@@ -206,6 +206,9 @@ int simMoe(const simConfig *cfg_in, const char *algos, const char *cases, uint64
       "per chip (%.1f MiB dispatched per chip); selection picks %s\n",
       n, topoNumSlices(cfg->topo), MOE_EXPERTS, MOE_EXPERTS, MOE_TOPK, MOE_HIDDEN,
       (unsigned long long)tokens, (double)bytes / 1048576.0, pick);
+  if (cfg->settle > 0)
+    printf("moe: re-levelling after leaves waits up to %g of the simulated time (--settle)\n",
+           cfg->settle);
   printf("%-7s %-8s %-9s %12s %12s %12s %9s %9s\n", "place", "skew", "algo", "dispatch_us",
          "combine_us", "layer_us", "bound_us", "of_bound");
   int rc = 0;
@@ -234,9 +237,9 @@ int simMoe(const simConfig *cfg_in, const char *algos, const char *cases, uint64
                zipf ? "zipf" : "uniform", al, td * 1e6, tc * 1e6, (td + tc) * 1e6, bound * 1e6,
                100 * frac);
         if (csv)
-          fprintf(csv, "%d,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g\n", n,
+          fprintf(csv, "%d,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%g\n", n,
                   spread ? "spread" : "local", zipf ? "zipf" : "uniform", al, td, tc, bound, bis,
-                  pick, topoNumSlices(cfg->topo), dcn);
+                  pick, topoNumSlices(cfg->topo), dcn, cfg->settle);
         if (csv) fflush(csv);
         fflush(stdout);
       }

@@ -8,9 +8,10 @@
 #include "sim.h"
 
 /* Prints a table (and appends CSV rows to csv_path unless NULL: chips, placement, skew, algo,
- * dispatch_s, combine_s, bound_s, bisection_s, selected algo) for the comma-separated algorithms
- * (NULL: pairwise,direct,torus) and cases ("place:skew", comma-separated; NULL: all four) with
- * `tokens` tokens per chip. Returns 0, or -1 if one failed. */
+ * dispatch_s, combine_s, bound_s, bisection_s, selected algo, slices, DCN bound_s, settle) for the
+ * comma-separated algorithms (NULL: pairwise,direct,torus) and cases ("place:skew",
+ * comma-separated; NULL: all four) with `tokens` tokens per chip. Returns 0, or -1 if one failed.
+ */
 int simMoe(const simConfig *cfg, const char *algos, const char *cases, uint64_t tokens,
            const char *csv_path);
 

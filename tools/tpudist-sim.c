@@ -35,6 +35,7 @@ typedef struct {
   int full;
   int slices; /* --slices S: S slices of --topology joined by DCN */
   double dcn_bw, dcn_latency;
+  double settle; /* --settle F: leaves may wait F x the simulated time for re-levelling */
   uint64_t moe_tokens;
   const char *moe_cases; /* --moe-cases place:skew,..: the MoE cases to run (NULL: all four) */
   double link_bw, latency, inj_bw, overhead, piece;
@@ -58,7 +59,8 @@ static void usage(FILE *f) {
           "         [--fail-links R:AXIS:DIR,...]\n"
           "         [--slices S [--dcn-bw B/s per host NIC] [--dcn-latency S]]\n"
           "         [--link-bw B/s] [--latency S] [--overhead S] [--inj-bw B/s] [--piece BYTES]\n"
-          "         [--window STEPS] [--depth STEPS] [--dma N] [--every-rank] [--quiet]\n");
+          "         [--window STEPS] [--depth STEPS] [--dma N] [--settle F] [--every-rank] "
+          "[--quiet]\n");
 }
 
 static int parseSize(const char *s, uint64_t *out) {
@@ -168,6 +170,9 @@ static int parseArgs(int argc, char **argv, Opts *o) {
     } else if (!strcmp(a, "--dcn-latency")) {
       if (!((o->dcn_latency = atof(v)) >= 0))
         return fprintf(stderr, "tpudist-sim: --dcn-latency %s: seconds >= 0\n", v), -1;
+    } else if (!strcmp(a, "--settle")) {
+      if (!((o->settle = atof(v)) >= 0) || o->settle > 0.1)
+        return fprintf(stderr, "tpudist-sim: --settle %s: a fraction, 0 to 0.1\n", v), -1;
     } else if (!strcmp(a, "--link-bw"))
       o->link_bw = atof(v);
     else if (!strcmp(a, "--latency"))
@@ -432,6 +437,7 @@ int main(int argc, char **argv) {
   if (o.piece > 0) cfg.piece_bytes = o.piece;
   if (o.dcn_bw > 0) cfg.dcn_bw = o.dcn_bw;
   if (o.dcn_latency >= 0) cfg.dcn_latency = o.dcn_latency;
+  cfg.settle = o.settle;
   cfg.symmetric = !o.every_rank;
   cfg.functional = o.functional || o.dump;
   cfg.fractional = o.fractional;
