@@ -25,12 +25,14 @@ static int near(double got, double want, double tol) {
 
 /* ---- the network model ---- */
 
-static void netSetup(simNet *n, simConfig *c, tdTopo *t, const char *spec, double bw, double lat) {
+/* inj: injection and ejection bandwidth (0: unlimited). */
+static void netSetup(simNet *n, simConfig *c, tdTopo *t, const char *spec, double bw, double lat,
+                     double inj) {
   char err[TD_ERRLEN];
   CU_ASSERT_FATAL(topoParse(spec, 0, t, err) == tpudistSuccess);
   simConfigDefault(c, simPresetFind("v5p"), t);
   c->p.link_bw = bw;
-  c->p.inj_bw = 0;
+  c->p.inj_bw = inj;
   c->p.hop_latency = lat;
   c->p.msg_overhead = 0; /* hand-computed times: no synchronisation */
   CU_ASSERT_FATAL(netInit(n, c, err) == tpudistSuccess);
@@ -55,7 +57,7 @@ static void testOneFlow(void) {
   simNet n;
   simConfig c;
   tdTopo t;
-  netSetup(&n, &c, &t, "8:wrap=1", 1e9, 1e-6);
+  netSetup(&n, &c, &t, "8:wrap=1", 1e9, 1e-6, 0);
   uint32_t id;
   CU_ASSERT(netStart(&n, 0, 3, 1e6, 0, 0, 0, SIM_NO_FLOW, &id) == tpudistSuccess);
   CU_ASSERT(n.flows[id].lat == 3e-6); /* 0 -> 3 is three hops */
@@ -68,7 +70,7 @@ static void testShare(void) {
   simConfig c;
   tdTopo t;
   double at[8] = {0};
-  netSetup(&n, &c, &t, "8:wrap=0", 1e9, 0);
+  netSetup(&n, &c, &t, "8:wrap=0", 1e9, 0, 0);
   uint32_t a, b, d, e;
   /* a crosses links 0->1 and 1->2; b uses 0->1; d and e use 1->2. Max-min: 1->2 gives a, d, e a
    * third each; b gets the two thirds of 0->1 that a leaves. */
@@ -90,7 +92,7 @@ static void testFeeder(void) {
   simConfig c;
   tdTopo t;
   double at[8] = {0};
-  netSetup(&n, &c, &t, "8:wrap=0", 1e9, 0);
+  netSetup(&n, &c, &t, "8:wrap=0", 1e9, 0, 0);
   uint32_t a, x, f;
   /* a (0->1) shares its link with x; the forward f (1->2) it feeds may not outrun it */
   CU_ASSERT(netStart(&n, 0, 1, 1e6, 0, 0, 0, SIM_NO_FLOW, &a) == tpudistSuccess);
@@ -159,13 +161,8 @@ static void testMaxMin(void) {
     simNet n;
     simConfig c;
     tdTopo t;
-    char err[TD_ERRLEN];
-    CU_ASSERT_FATAL(topoParse("4x4x4:wrap=1,1,1", 0, &t, err) == tpudistSuccess);
-    simConfigDefault(&c, simPresetFind("v5p"), &t);
-    c.p.link_bw = 1e9;
-    c.p.inj_bw = 2.5e9; /* below six links: injection binds for some */
-    CU_ASSERT_FATAL(netInit(&n, &c, err) == tpudistSuccess);
-    n.exact_rounds = exact ? 0 : UINT64_MAX / 1024; /* exact at once, or never */
+    netSetup(&n, &c, &t, "4x4x4:wrap=1,1,1", 1e9, 0, 2.5e9); /* injection binds for some */
+    n.exact_rounds = exact ? 0 : UINT64_MAX / 1024;          /* exact at once, or never */
     uint32_t seed = 12345, ids[600];
     for (int i = 0; i < 600; i++) {
       seed = seed * 1103515245u + 12345u;
@@ -316,6 +313,27 @@ static void testQuotient(void) {
   }
 }
 
+/* An all-to-all-v of 128 ranks (counts m, elements of es bytes) on a 4x4x8 torus of 2x2x1 hosts
+ * under preset, as cfg's symmetric and settle say. */
+static tpudistResult_t runA2av128(const char *preset, const uint64_t *m, uint32_t es,
+                                  const char *algo, int symmetric, double settle, simResult *r) {
+  tdTopo t;
+  char err[TD_ERRLEN];
+  CU_ASSERT_FATAL(topoParse("4x4x8:hosts=2,2,1", 0, &t, err) == tpudistSuccess);
+  simConfig cfg;
+  simConfigDefault(&cfg, simPresetFind(preset), &t);
+  cfg.symmetric = symmetric;
+  cfg.settle = settle;
+  tdCollArgs a;
+  memset(&a, 0, sizeof(a));
+  a.coll = TD_COLL_ALLTOALLV;
+  a.nranks = 128;
+  a.topo = &t;
+  a.elem_size = es;
+  a.v_counts = m;
+  return simRun(&cfg, &a, algo, r, err);
+}
+
 /* All-to-all-v: a count matrix invariant under a step along z (a shift of 16 rank numbers on
  * 4x4x8) is simulated by one plane, one invariant under two steps (groups of two planes, as MoE
  * expert groups of 2 planes) by two; one that depends on absolute ranks is not. */
@@ -323,7 +341,6 @@ static void testQuotientV(void) {
   enum { N = 128 };
   static uint64_t m[N * N];
   static const char *kinds[] = {"absolute", "plane", "2-plane"};
-  char err[TD_ERRLEN];
   for (int inv = 2; inv >= 0; inv--)
     for (int k = 0; k < 2; k++) {
       const char *algo = k ? "direct" : "pairwise";
@@ -333,21 +350,8 @@ static void testQuotientV(void) {
           m[src * N + dst] = d % 5 == 1 ? 0 : inv ? (uint64_t)v : (uint64_t)(v + dst);
         }
       simResult r[2];
-      for (int every = 0; every < 2; every++) {
-        tdTopo t;
-        CU_ASSERT_FATAL(topoParse("4x4x8:hosts=2,2,1", 0, &t, err) == tpudistSuccess);
-        simConfig cfg;
-        simConfigDefault(&cfg, simPresetFind("v5p"), &t);
-        cfg.symmetric = !every;
-        tdCollArgs a;
-        memset(&a, 0, sizeof(a));
-        a.coll = TD_COLL_ALLTOALLV;
-        a.nranks = N;
-        a.topo = &t;
-        a.elem_size = 4;
-        a.v_counts = m;
-        CU_ASSERT_FATAL(simRun(&cfg, &a, algo, &r[every], err) == tpudistSuccess);
-      }
+      for (int every = 0; every < 2; every++)
+        CU_ASSERT_FATAL(runA2av128("v5p", m, 4, algo, !every, 0, &r[every]) == tpudistSuccess);
       printf(
           "\n  alltoallv %-8s %-8s matrix: symmetric %d (%d ranks), %.6f us (every rank %.6f us)",
           algo, kinds[inv], r[0].symmetric, r[0].sym_ranks, r[0].time * 1e6, r[1].time * 1e6);
@@ -365,7 +369,6 @@ static void testQuotientV(void) {
 static void testSettle(void) {
   enum { N = 128 };
   static uint64_t m[N * N];
-  char err[TD_ERRLEN];
   for (int src = 0; src < N; src++)
     for (int dst = 0; dst < N; dst++) m[src * N + dst] = 4096 * (1 + 64 / (1 + dst % 16)) + src;
   for (int k = 0; k < 2; k++) {
@@ -373,26 +376,12 @@ static void testSettle(void) {
     double t[3];
     static const double settle[3] = {0, 1e-3, 1e-2};
     for (int i = 0; i < 3; i++) {
-      tdTopo tp;
-      CU_ASSERT_FATAL(topoParse("4x4x8:hosts=2,2,1", 0, &tp, err) == tpudistSuccess);
-      simConfig cfg;
-      simConfigDefault(&cfg, simPresetFind("v7"), &tp);
-      cfg.settle = settle[i];
-      tdCollArgs a;
-      memset(&a, 0, sizeof(a));
-      a.coll = TD_COLL_ALLTOALLV;
-      a.nranks = N;
-      a.topo = &tp;
-      a.elem_size = 2;
-      a.v_counts = m;
       simResult r;
-      CU_ASSERT_FATAL(simRun(&cfg, &a, algo, &r, err) == tpudistSuccess);
+      CU_ASSERT_FATAL(runA2av128("v7", m, 2, algo, 1, settle[i], &r) == tpudistSuccess);
       t[i] = r.time;
-      if (i == 2) {
-        cfg.settle = -1e-3;
-        CU_ASSERT(simRun(&cfg, &a, algo, &r, err) == tpudistInvalidArgument);
-      }
     }
+    simResult r;
+    CU_ASSERT(runA2av128("v7", m, 2, algo, 1, -1e-3, &r) == tpudistInvalidArgument);
     printf("\n  alltoallv %-8s exact %.3f us, settle 1e-3 %.3f us, 1e-2 %.3f us", algo, t[0] * 1e6,
            t[1] * 1e6, t[2] * 1e6);
     for (int i = 1; i < 3; i++)
