@@ -161,31 +161,32 @@ static double runA2av(const simConfig *cfg, const char *algo, const uint64_t *m)
   return r.time;
 }
 
-/* Whether "place:skew" is in the comma-separated list (NULL: every case). */
-static int caseWanted(const char *cases, const char *place, const char *skew) {
-  if (!cases) return 1;
-  char name[32];
-  size_t len = (size_t)snprintf(name, sizeof(name), "%s:%s", place, skew);
-  for (const char *p = cases; (p = strstr(p, name)); p += len)
-    if ((p == cases || p[-1] == ',') && (p[len] == ',' || !p[len])) return 1;
-  return 0;
-}
+static const char *const moePlace[2] = {"local", "spread"}, *const moeSkew[2] = {"uniform", "zipf"};
 
-/* Refuses a --moe-cases entry that names no case. */
-static int casesValid(const char *cases) {
-  if (!cases) return 1;
+/* The cases a comma-separated list of "place:skew" names, bit 2 * spread + zipf each (NULL: all
+ * four); -1, with a message, for an entry that names no case. */
+static int casesMask(const char *cases) {
+  if (!cases) return 0xf;
   char buf[256];
+  int mask = 0;
   snprintf(buf, sizeof(buf), "%s", cases);
-  for (char *save = NULL, *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save))
-    if (strcmp(c, "local:uniform") && strcmp(c, "local:zipf") && strcmp(c, "spread:uniform") &&
-        strcmp(c, "spread:zipf"))
-      return fprintf(stderr, "tpudist-sim: --moe-cases %s: local|spread:uniform|zipf\n", c), 0;
-  return 1;
+  for (char *save = NULL, *c = strtok_r(buf, ",", &save); c; c = strtok_r(NULL, ",", &save)) {
+    int k = 0;
+    for (char name[32]; k < 4; k++) {
+      snprintf(name, sizeof(name), "%s:%s", moePlace[k / 2], moeSkew[k % 2]);
+      if (!strcmp(c, name)) break;
+    }
+    if (k == 4)
+      return fprintf(stderr, "tpudist-sim: --moe-cases %s: local|spread:uniform|zipf\n", c), -1;
+    mask |= 1 << k;
+  }
+  return mask;
 }
 
 int simMoe(const simConfig *cfg_in, const char *algos, const char *cases, uint64_t tokens,
            const char *csv_path) {
-  if (!casesValid(cases)) return -1;
+  int wanted = casesMask(cases);
+  if (wanted < 0) return -1;
   simConfig c = *cfg_in, *cfg = &c;
   if (c.window < MOE_WINDOW) c.window = MOE_WINDOW; /* a rank's plan at once: no regenerations */
   int n = cfg->topo->nranks;
@@ -214,7 +215,7 @@ int simMoe(const simConfig *cfg_in, const char *algos, const char *cases, uint64
   int rc = 0;
   for (int spread = 0; spread < 2; spread++)
     for (int zipf = 0; zipf < 2; zipf++) {
-      if (!caseWanted(cases, spread ? "spread" : "local", zipf ? "zipf" : "uniform")) continue;
+      if (!(wanted >> (2 * spread + zipf) & 1)) continue;
       uint64_t *m = dispatchMatrix(n, spread, zipf, tokens);
       if (!m) return fprintf(stderr, "tpudist-sim: moe: out of memory\n"), -1;
       double bis, dcn, bound = moeBound(cfg, m, &bis, &dcn);
@@ -227,19 +228,17 @@ int simMoe(const simConfig *cfg_in, const char *algos, const char *cases, uint64
         double tc = td >= 0 ? runA2av(cfg, al, m) : -1;
         transpose(m, n);
         if (td < 0 || tc < 0) {
-          printf("%-7s %-8s %-9s %12s\n", spread ? "spread" : "local", zipf ? "zipf" : "uniform",
-                 al, "refused");
+          printf("%-7s %-8s %-9s %12s\n", moePlace[spread], moeSkew[zipf], al, "refused");
           rc = -1;
           continue;
         }
         double frac = bound / TD_MAX(td, tc);
-        printf("%-7s %-8s %-9s %12.1f %12.1f %12.1f %9.1f %8.1f%%\n", spread ? "spread" : "local",
-               zipf ? "zipf" : "uniform", al, td * 1e6, tc * 1e6, (td + tc) * 1e6, bound * 1e6,
-               100 * frac);
+        printf("%-7s %-8s %-9s %12.1f %12.1f %12.1f %9.1f %8.1f%%\n", moePlace[spread],
+               moeSkew[zipf], al, td * 1e6, tc * 1e6, (td + tc) * 1e6, bound * 1e6, 100 * frac);
         if (csv)
-          fprintf(csv, "%d,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%g\n", n,
-                  spread ? "spread" : "local", zipf ? "zipf" : "uniform", al, td, tc, bound, bis,
-                  pick, topoNumSlices(cfg->topo), dcn, cfg->settle);
+          fprintf(csv, "%d,%s,%s,%s,%.9g,%.9g,%.9g,%.9g,%s,%d,%.9g,%g\n", n, moePlace[spread],
+                  moeSkew[zipf], al, td, tc, bound, bis, pick, topoNumSlices(cfg->topo), dcn,
+                  cfg->settle);
         if (csv) fflush(csv);
         fflush(stdout);
       }

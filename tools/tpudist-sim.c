@@ -6,9 +6,8 @@
  *   tpudist-sim ... --compare-algos
  *   tpudist-sim --check-selection [--full]      selection against the simulator over a grid
  *   tpudist-sim ... --functional --bytes 4K [--dtype int32 --op max]
- *   tpudist-sim --preset v7 --topology 16x16x32 --moe [--moe-tokens 2048 --moe-cases spread:zipf
- * --algos a,b
- *     --csv F]
+ *   tpudist-sim --preset v7 --topology 16x16x32 --moe [--moe-tokens 2048 --algos a,b --csv F
+ *     --moe-cases spread:zipf]
  *   tpudist-sim --preset v5p --topology 4x4x4 --slices 4 [--dcn-bw B/s --dcn-latency S] ...
  *
  * Prints time, algbw, busbw (NCCL conventions) and link utilisation. A shape that is not a slice

@@ -162,7 +162,7 @@ static void testMaxMin(void) {
     simConfig c;
     tdTopo t;
     netSetup(&n, &c, &t, "4x4x4:wrap=1,1,1", 1e9, 0, 2.5e9); /* injection binds for some */
-    n.exact_rounds = exact ? 0 : UINT64_MAX / 1024;          /* exact at once, or never */
+    n.exact_rounds = exact ? 0 : UINT32_MAX; /* exact at once, or never (no overflow) */
     uint32_t seed = 12345, ids[600];
     for (int i = 0; i < 600; i++) {
       seed = seed * 1103515245u + 12345u;
