@@ -11,6 +11,8 @@
 #                   direct (one-shot) all-reduce, all-gather, reduce-scatter and broadcast against
 #                   the ring (chain and tree for broadcast) and selection's own pick (algo column)
 #   torch_npP.csv   torch all_reduce through tpu_dist and through gloo at P ranks (torch imports)
+#   percall_npP.txt what a blocking torch all_reduce adds over the C API at P ranks, 8 B-64 KiB
+#                   (bench/torch_perf.py --percall; torch imports)
 #   log.txt         everything the steps printed
 # Knobs: PY=python3 (the one torch imports in) NPS="4 8 16" ROUNDS=3 MAX=64M COLLS="all_reduce all_gather reduce_scatter alltoall
 # broadcast". Rows: coll,impl,nranks,bytes,time_us,algbw,busbw,wrong,algo (medians per call).
@@ -91,5 +93,8 @@ for p in $NPS; do
     done
   done
   echo "host16: torch at $p ranks: $(wc -l <"$csv") rows"
+  $PY bench/torch_perf.py --percall --np "$p" --rounds "$ROUNDS" --sizes 8,1K,8K,64K \
+    >"$OUT/percall_np$p.txt"
+  echo "host16: torch's cost per call at $p ranks: $(tail -n 4 "$OUT/percall_np$p.txt" | tr -s ' ' | tr '\n' ';')"
 done
 echo "host16: done, results in $OUT"

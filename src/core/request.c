@@ -83,7 +83,7 @@ TPUDIST_API tpudistResult_t tpudistRequestSource(tpudistRequest_t req, int *sour
     return commError(commOfOp(op), tpudistInvalidArgument, "RequestSource: not a receive request");
   /* Progress until the receive is matched (the source is known before the data has arrived). */
   tdBackoff b;
-  backoffInit(&b, commOfOp(op)->net.cfg->spin_us);
+  backoffInit(&b, op->ex->spin_us);
   uint64_t deadline = clockNowNs() + (uint64_t)netTimeoutMs(&commOfOp(op)->net) * 1000000ull;
   for (;;) {
     int s = op->done ? op->source : op->p2p.source;

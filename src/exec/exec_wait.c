@@ -3,8 +3,9 @@
  * (no hand-off to the progress thread, which sleeps while anyone waits); the progress thread runs
  * only while non-blocking operations are queued and nobody waits. Every wait ends on completion,
  * abort, or the communicator's timeout (detected in execProgressLocked). Waits spin for
- * TPU_DIST_SPIN_US before yielding, except when the ranks on this host outnumber the cores: then
- * they yield from the first idle pass.
+ * TPU_DIST_SPIN_US (20 us by default) before yielding, except when the ranks on this host
+ * outnumber the cores: then they yield from the first idle pass, as the progress thread always
+ * does.
  */
 #include <sched.h>
 #include <stdlib.h>
@@ -51,13 +52,13 @@ static void idleWait(tdExec *p) {
 static void *progressMain(void *arg) {
   tdExec *p = arg;
   tdNet *comm = p->net;
-  tdBackoff bo;
-  backoffInit(&bo, p->spin_us);
+  tdBackoff bo; /* never spins: it runs beside the caller's own work (only waiters spin) */
+  backoffInit(&bo, 0);
   pthread_mutex_lock(&p->lock);
   while (!p->stop) {
     if (!p->head || p->waiters > 0 || p->broken || comm->aborted) {
       idleWait(p);
-      backoffInit(&bo, p->spin_us);
+      backoffInit(&bo, 0);
       continue;
     }
     int progressed = execProgressLocked(p);

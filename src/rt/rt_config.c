@@ -196,10 +196,12 @@ const tdConfigVar tdConfigTable[] = {
      "r*N/L of N) or auto (numa on a host of several NUMA nodes, else none). A process the "
      "launcher already bound (mpirun --bind-to, taskset, a cpuset narrower than the host) is left "
      "alone and says so at INFO (docs/host.md)."},
-    {"TPU_DIST_SPIN_US", cfgInt, "0", TD_OFF(spin_us), 0, 10000000,
+    {"TPU_DIST_SPIN_US", cfgInt, "20", TD_OFF(spin_us), 0, 10000000,
      "Microseconds a wait spins before it starts yielding (sched_yield for 2 ms, then short "
-     "sleeps). Ignored (0) when the ranks on this host outnumber the processing units this process "
-     "could use before the library bound it (TPU_DIST_BIND)."},
+     "sleeps): a spinning waiter sees its peer's flag within a fraction of a microsecond, a "
+     "yielding one only after its system call returns. Ignored (0) when the ranks on this host "
+     "outnumber the processing units this process could use before the library bound it "
+     "(TPU_DIST_BIND); the background progress thread never spins."},
     {"TPU_DIST_PROGRESS_THREAD", cfgInt, "1", TD_OFF(progress_thread), 0, 1,
      "1: a background progress thread per communicator drives non-blocking requests."},
     {"TPU_DIST_SHM_CMA_MIN_BYTES", cfgLong, "16384", TD_OFF(shm_cma_min_bytes), 1, 1LL << 40,

@@ -49,12 +49,13 @@ grep -q "TPU_DIST_BIND=core: local rank 1 of 2 on core $((C / 2)) of $C; runs on
   /tmp/td_bind_$$.out || { cat /tmp/td_bind_$$.out; fail "core: no INFO line for rank 1"; }
 job 4 core # more ranks than cores on a 2-core host: cores shared evenly
 expect 4 core-4
-# spinning (TPU_DIST_SPIN_US) counts the units the ranks had before the library bound them
+# spinning (TPU_DIST_SPIN_US, on by default) counts the units the ranks had before the library
+# bound them
 spin() { grep -c "TPU_DIST_SPIN_US ignored" /tmp/td_bind_$$.out; }
-job $C core env TPU_DIST_SPIN_US=50 TPU_DIST_DEBUG_SUBSYS=INIT,EXEC
+job $C core env TPU_DIST_DEBUG_SUBSYS=INIT,EXEC
 [ "$(spin)" = 0 ] || fail "core, $C ranks: spinning turned off by the library's own binding"
-job $((C + 1)) core env TPU_DIST_SPIN_US=50 TPU_DIST_DEBUG_SUBSYS=INIT,EXEC
-[ "$(spin)" = $((C + 1)) ] || fail "core, $((C + 1)) ranks: spinning kept with more ranks than units"
+job $((C + 1)) core env TPU_DIST_DEBUG_SUBSYS=INIT,EXEC
+[ "$(spin)" = $((C + 1)) ] || fail "core, $((C + 1)) ranks: the default spin kept with more ranks than units"
 last=${cores[$((C - 1))]}
 job 2 core taskset -c "$last"
 for r in 0 1; do
