@@ -237,23 +237,26 @@ def modes_worker(rank, n, a, init_file, rows):
 def percall_worker(rank, n, a, init_file, rows):
     """Per size: torch's blocking all_reduce back to back on the whole group and on this rank's
     own 1-rank group, loops of --calls calls taking turns; the median over --iters loops of the
-    time per call, averaged over ranks (as bench/perf.c's -a 1)."""
+    time per call, averaged over ranks (as bench/perf.c's -a 1). Both groups are made by
+    new_group and passed explicitly, so the two loops run the same Python (the default group,
+    group=None, costs torch a lookup per call that the 1-rank loop would not pay)."""
     import tpu_dist  # noqa: F401
     dist.init_process_group("tpu_dist", init_method="file://" + init_file, rank=rank, world_size=n)
+    whole = dist.new_group(list(range(n)))
     alone = [dist.new_group([r]) for r in range(n)][rank]
     t = torch.zeros(max(min(a.sizes) // 4, 1))
     for _ in range(5 * a.calls):  # the first size would pay for the processes' warm-up
-        for g in (None, alone):
+        for g in (whole, alone):
             dist.all_reduce(t, group=g)
     for size in a.sizes:
         t = torch.full((max(size // 4, 1),), float(rank + 1))
-        dist.all_reduce(t)
+        dist.all_reduce(t, group=whole)
         wrong = 0 if bool((t == float(n * (n + 1) // 2)).all()) else 1
         dist.all_reduce(t, group=alone)
         wrong += 0 if bool((t == float(n * (n + 1) // 2)).all()) else 1
         t.zero_()  # sums of zeros from here on
-        loops = {None: [], alone: []}
-        cpu = {None: [], alone: []}
+        loops = {whole: [], alone: []}
+        cpu = {whole: [], alone: []}
         for it in range(a.warmup + a.iters):
             for g in loops:
                 dist.barrier()
@@ -264,7 +267,7 @@ def percall_worker(rank, n, a, init_file, rows):
                     loops[g].append((time.perf_counter() - t0) / a.calls)
                     cpu[g].append((time.process_time() - c0) / a.calls)
         med = torch.tensor([sorted(x[g])[a.iters // 2] / n for x in (loops, cpu)
-                            for g in (None, alone)] + [float(wrong)], dtype=torch.float64)
+                            for g in (whole, alone)] + [float(wrong)], dtype=torch.float64)
         dist.all_reduce(med)
         if rank == 0:
             rows.append((size, med[1].item() * 1e6, med[0].item() * 1e6, int(med[4].item()),
