@@ -190,8 +190,9 @@ typedef struct tdExec {
   int broken;
   uint32_t *ord_send, *ord_recv; /* nranks counters used while binding (tdOrdCount) */
   struct tdFlight *flight;       /* flight recorder (exec_flight.c) */
-  int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores); every
-                * wait of the communicator reads it, never the configuration's value */
+  int spin_us; /* waits spin this long before yielding (0 when ranks outnumber cores); the
+                * executor's waits and tpudistRequestSource read it, not the configured value
+                * (only transportWait, the transport layer's wait for tests, reads that) */
   /* defer mode: operations issued but not started (deferred == 1), in issue order; an agreement
    * on how many of them to start is in flight (dagree); the policy's hooks, called with the lock
    * held: on_timer when clockNowNs() passes timer_ns (0: none), on_settle when an operation with

@@ -20,20 +20,20 @@ def _run(args):
     return r.stdout
 
 
-def _rows(out, first):
+def _rows(out):
     """{bytes: [figures]} of the table lines that start with a size."""
     rows = {}
     for line in out.splitlines():
         f = line.split()
-        if f and f[0].isdigit() and len(f) > first:
-            rows[int(f[0])] = [float(x.rstrip("x")) for x in f[first:]]
+        if len(f) > 1 and f[0].isdigit():
+            rows[int(f[0])] = [float(x.rstrip("x")) for x in f[1:]]
     return rows
 
 
 def test_percall():
     out = _run(["--percall", "--np", "2", "--rounds", "1", "--sizes", "8,1K", "--calls", "20",
                 "--iters", "2", "--warmup", "1"])
-    rows = _rows(out, 1)
+    rows = _rows(out)
     assert sorted(rows) == [8, 1024], out
     for size, f in rows.items():
         c, one, two = f[:3]  # C in place, torch at 1 rank, torch at 2 ranks (us per call)
