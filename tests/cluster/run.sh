@@ -176,7 +176,13 @@ for h in 0 1; do
     >"$tmp/torch.$h" 2>&1 &
   pids+=($!)
 done
-for h in 0 1; do wait "${pids[$h]}" || { fail "torchrun on ${N}$h failed"; tail -15 "$tmp/torch.$h"; }; done
+for h in 0 1; do
+  wait "${pids[$h]}" && continue
+  fail "torchrun on ${N}$h failed"
+  # the stacks a hung worker printed (torch_job.py's TD_JOB_STACKS_S), then the agent's last words
+  grep -A14 -E '^(Thread|Current thread) 0x' "$tmp/torch.$h" | head -n 80
+  tail -n 15 "$tmp/torch.$h"
+done
 grep -h 'torch_job rank' "$tmp"/torch.*
 [ "$(grep -h 'torch_job rank .*: ok$' "$tmp"/torch.* | wc -l)" -eq 4 ] || fail "torchrun: not 4 ranks ok"
 for h in 0 1; do

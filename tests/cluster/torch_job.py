@@ -6,7 +6,10 @@ checked exactly, then the host and transport facts printed for the suite to chec
         tests/cluster/torch_job.py
 
 TD_BENCH=1 (with TD_BACKEND=gloo or tpu_dist) times all-reduces instead (docs/results/multi-host.md).
+A worker still alive after TD_JOB_STACKS_S seconds (default 120, under the suite's 150 s bound)
+prints every thread's Python stack to stderr, so a hang leaves a trace of where it stood.
 """
+import faulthandler
 import os
 import socket
 import sys
@@ -36,6 +39,7 @@ def bench(backend, rank, n):
 
 
 def main():
+    faulthandler.dump_traceback_later(float(os.environ.get("TD_JOB_STACKS_S", "120")))
     backend = os.environ.get("TD_BACKEND", "tpu_dist")
     dist.init_process_group(backend, init_method="env://")
     if os.environ.get("TD_BENCH") == "1":
