@@ -47,6 +47,9 @@ import torch.multiprocessing as mp
 
 TOP = os.path.abspath(os.path.join(os.path.dirname(os.path.abspath(__file__)), ".."))
 sys.path.insert(0, os.path.join(TOP, "python"))
+# --percall's C figures: bench/all_reduce_perf, or the one in TD_BENCH_BIN (bench/host16/run.sh's
+# PACK folder)
+BENCH_BIN = os.environ.get("TD_BENCH_BIN") or os.path.join(TOP, "bench")
 
 FACTORS = {"allreduce": lambda n: 2.0 * (n - 1) / n, "allgather": lambda n: (n - 1) / n,
            "reducescatter": lambda n: (n - 1) / n, "alltoall": lambda n: (n - 1) / n,
@@ -285,7 +288,7 @@ def capi_inplace(a):
 def capi_run(a):
     env = dict(os.environ, OMPI_ALLOW_RUN_AS_ROOT="1", OMPI_ALLOW_RUN_AS_ROOT_CONFIRM="1")
     cmd = ["mpirun", "-np", str(a.np), "--bind-to", "none", "--oversubscribe", "--mca",
-           "mpi_yield_when_idle", "1", os.path.join(TOP, "bench", "all_reduce_perf"), "-b",
+           "mpi_yield_when_idle", "1", os.path.join(BENCH_BIN, "all_reduce_perf"), "-b",
            str(min(a.sizes)), "-e", str(max(a.sizes)), "-f", "2", "-n", str(a.calls), "-w",
            str(a.calls // 10), "-c", "1"]
     out = subprocess.run(cmd, env=env, check=True, capture_output=True, text=True).stdout
