@@ -56,8 +56,9 @@ suite torch1.13 torch 900 tests/torch/run.sh
 suite torch2 torch 2400 tests/torch2/run.sh trixie
 suite torch2.14 torch 3000 tests/torch2/run.sh sid
 suite bench-smoke integration 600 tests/bench/smoke.sh
-# the many-core host's script (bench/host16) from a pack in a copy of the tree, at 2 ranks
-suite bench-host16 integration 300 tests/bench/host16.sh
+# the many-core host's script (bench/host16) from a pack in a copy of the tree, at 2 ranks, and
+# tests/torch2/pip_host.sh against the pack
+suite bench-host16 integration 420 tests/bench/host16.sh
 # runtime (tests/mpi): every collective checked exactly under mpirun, then jobs without mpirun
 suite mpi-np1 integration 90 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 1 tests/mpi/test_mpi
 suite mpi-np2 integration 120 env TPU_DIST_TIMEOUT_MS=60000 mpirun -np 2 tests/mpi/test_mpi

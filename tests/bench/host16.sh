@@ -2,7 +2,8 @@
 # tests/bench/host16.sh - the many-core host's script works end to end at 2 ranks here, in a copy
 # of the source tree with a pack (bench/host16/pack.sh), as a host without a build takes it: every table written, results
 # exact (the wrong column 0), the torch tables where /usr/bin/python3 imports torch; then a run
-# with BUDGET_S=1 stops or skips its steps and still exits 0 with its log.
+# with BUDGET_S=1 stops or skips its steps and still exits 0 with its log. tests/torch2/pip_host.sh
+# runs the teardown cases against the pack's library the same way.
 set -u
 cd "$(dirname "$0")/../.."
 tmp=$(mktemp -d)
@@ -45,6 +46,12 @@ else
   echo "no torch in $PY: the torch tables are not checked"
 fi
 grep -q 'host16: done after' "$out/log.txt" || fail "log.txt has no end line"
+# the torch suites against the pack's library, as on a host with a pip torch (the teardown cases)
+if [ $torch = 1 ]; then
+  PYTHON=$PY timeout 300 "$tmp/tree/tests/torch2/pip_host.sh" "$tmp/pack/inst" "$tmp/pip" -k teardown \
+    >"$tmp/pip.log" 2>&1 || { fail "pip_host.sh: rc $?"; tail -n 15 "$tmp/pip.log"; }
+  grep -qE '^[0-9]+ passed' "$tmp/pip/pytest.log" || fail "pip_host.sh ran no test"
+fi
 # a spent budget: the step running then is stopped, the later ones skipped, the run ends well
 PACK=$tmp/pack NPS=2 MAX=256K BUDGET_S=1 PY=/bin/false timeout 120 "$tmp/tree/bench/host16/run.sh" "$tmp/out2" \
   >"$tmp/run2.log" 2>&1 || fail "run.sh with BUDGET_S=1: rc $?"
