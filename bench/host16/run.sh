@@ -4,6 +4,7 @@
 # bench/results/host16-DATE):
 #   host.txt        tpudist-info --host, lscpu, numactl -H, mpirun and torch versions, the command
 #   copy.txt        the copy bound: bench/memcpy_bw with 1 process and with P copying at once
+#   select_npP.txt  the table selection picks from at P ranks on this host (tpudist-info -s)
 #   c_npP.csv       C benchmarks at P ranks, tpu_dist and Open MPI's collectives (the same tools,
 #                   -I mpi) in turn each round, 8 B-MAX; ranks bound by mpirun --bind-to core
 #                   (--bind-to none and --oversubscribe beyond the cores)
@@ -126,6 +127,9 @@ percall() { # P: what a blocking torch all_reduce adds per call, one round appen
   mpirun --version | head -1
   [ $torch = 0 ] || $PY -c 'import torch; print("torch", torch.__version__)'
 } >"$OUT/host.txt" 2>&1 || echo "host16: host.txt is incomplete"
+for p in $NPS; do # what selection picks here, from the cost model as this host scales it
+  "$INFO" -s --nranks "$p" >"$OUT/select_np$p.txt" 2>&1 || echo "host16: no selection table at $p ranks"
+done
 step "copy bound" bash -c "echo '# procs bytes GB/s (all processes together)' >'$OUT/copy.txt'
   for p in 1 $NPS; do \"\$TD_BENCH_BIN/memcpy_bw\" 65536 $max 5 \$p | sed \"s/^/\$p /\"; done >>'$OUT/copy.txt'"
 for p in $NPS; do rm -f "$OUT/c_np$p.csv" "$OUT/algos_np$p.csv" "$OUT/torch_np$p.csv" "$OUT/percall_np$p.txt"; done

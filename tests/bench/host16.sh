@@ -26,6 +26,7 @@ out=$tmp/out
 PACK=$tmp/pack NPS=2 ROUNDS=2 MAX=256K COLLS="all_reduce alltoall" PY=$PY \
   timeout 600 "$tmp/tree/bench/host16/run.sh" "$out" >"$tmp/run.log" 2>&1 || { fail "run.sh: rc $?"; tail -n 20 "$tmp/run.log"; }
 grep -q 'packages' "$out/host.txt" || fail "host.txt lacks tpudist-info --host"
+grep -q '^select allreduce bytes=8 best=' "$out/select_np2.txt" || fail "select_np2.txt has no table"
 [ "$(awk 'NF == 3 && $3 > 0' "$out/copy.txt" | wc -l)" -ge 4 ] || fail "copy.txt: $(cat "$out/copy.txt")"
 for f in c_np2.csv algos_np2.csv; do
   [ -s "$out/$f" ] || { fail "no $f"; continue; }
