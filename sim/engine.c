@@ -18,65 +18,20 @@
 
 #define SIM_NO_SLOT UINT32_MAX
 
-/* ---- match table: open addressing, linear probing, backward-shift deletion ---- */
+/* ---- match table (td_map.h): posts waiting for their peer, by mkKey ---- */
 static uint64_t mkKey(int src, int dst, uint32_t stream, uint32_t ord, int side) {
   return (1ull << 63) | ((uint64_t)(uint32_t)src << 42) | ((uint64_t)(uint32_t)dst << 21) |
          ((uint64_t)stream << 17) | ((uint64_t)ord << 1) | (uint64_t)side;
 }
 
-static size_t hashKey(uint64_t k, size_t cap) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  return (size_t)k & (cap - 1);
-}
-
-static tpudistResult_t tableGrow(simEngine *e) {
-  size_t oc = e->tcap, nc = oc ? oc * 2 : 1024;
-  simPost *old = e->table, *nt = calloc(nc, sizeof(simPost));
-  if (!nt) return tpudistNoMemory;
-  for (size_t i = 0; i < oc; i++)
-    if (old[i].key) {
-      size_t h = hashKey(old[i].key, nc);
-      while (nt[h].key) h = (h + 1) & (nc - 1);
-      nt[h] = old[i];
-    }
-  free(old);
-  e->table = nt;
-  e->tcap = nc;
-  return tpudistSuccess;
-}
-
 /* Removes and returns the slot posted under key, or SIM_NO_SLOT. */
 static uint32_t tableTake(simEngine *e, uint64_t key) {
-  if (!e->tcap) return SIM_NO_SLOT;
-  size_t m = e->tcap - 1, h = hashKey(key, e->tcap);
-  while (e->table[h].key && e->table[h].key != key) h = (h + 1) & m;
-  if (!e->table[h].key) return SIM_NO_SLOT;
-  uint32_t slot = e->table[h].slot;
-  size_t i = h, j = h;
-  for (;;) { /* backward shift */
-    j = (j + 1) & m;
-    if (!e->table[j].key) break;
-    size_t home = hashKey(e->table[j].key, e->tcap);
-    if ((j > i && (home <= i || home > j)) || (j < i && home <= i && home > j)) {
-      e->table[i] = e->table[j];
-      i = j;
-    }
-  }
-  e->table[i].key = 0;
-  e->tused--;
-  return slot;
+  uint32_t slot;
+  return tdMapTake(&e->table, key, &slot) ? slot : SIM_NO_SLOT;
 }
 
 static tpudistResult_t tablePut(simEngine *e, uint64_t key, uint32_t slot) {
-  if ((e->tused + 1) * 2 > e->tcap) TD_CHECK(tableGrow(e));
-  size_t h = hashKey(key, e->tcap);
-  while (e->table[h].key) h = (h + 1) & (e->tcap - 1);
-  e->table[h].key = key;
-  e->table[h].slot = slot;
-  e->tused++;
-  return tpudistSuccess;
+  return tdMapPut(&e->table, key, slot) ? tpudistNoMemory : tpudistSuccess;
 }
 
 /* ---- slots: issued steps ---- */
@@ -497,7 +452,7 @@ static void engineFree(simEngine *e) {
   free(e->ranks);
   free(e->slots);
   free(e->freeslots);
-  free(e->table);
+  tdMapFree(&e->table);
   free(e->ordcnt);
   free(e->sim_ranks);
   free(e->rep);

@@ -7,6 +7,7 @@
 
 #include "sim.h"
 #include "step_sem.h"
+#include "td_map.h"
 
 /* ---- network (net.c) ---- */
 #define SIM_INLINE_RES 40
@@ -193,11 +194,6 @@ typedef struct {
 } simSlot;
 
 typedef struct {
-  uint64_t key;
-  uint32_t slot;
-} simPost;
-
-typedef struct {
   const simConfig *cfg;
   tdCollArgs args;
   const char *algo;
@@ -207,8 +203,7 @@ typedef struct {
   simRankState *ranks;
   simSlot *slots;
   uint32_t nslots, capslots, *freeslots, nfreeslots;
-  simPost *table; /* open addressing, key 0 = empty */
-  size_t tcap, tused;
+  tdMap table;      /* the match table: posted message ends (and busy DMA queues) by key */
   uint32_t *ordcnt; /* nranks scratch counters for ordinals */
   simPending *pend;
   uint32_t npend, freepend;

@@ -23,6 +23,7 @@ suite unit-cost quick 120 tests/unit/test_cost
 suite unit-cost-dcn quick 120 tests/unit/test_cost_dcn
 suite unit-select quick 120 tests/unit/test_select
 suite unit-fuse quick 60 tests/unit/test_fuse
+suite unit-map quick 60 tests/unit/test_map
 suite unit-step-table quick 120 tests/unit/test_step_table
 suite unit-kernels-portable quick 120 tests/unit/test_kernels_portable
 suite unit-bootstrap quick 60 tests/unit/test_bootstrap

@@ -421,7 +421,7 @@ void costPlanFree(tdCostPlan *p) {
   free(p->floor);
   free(p->qnext);
   free(p->queues);
-  free(p->qslot);
+  tdMapFree(&p->qmap);
   free(p->hops);
   free(p->tmp_links);
   free(p->route_first);

@@ -224,31 +224,6 @@ static double syncStep(const tdCostPlan *p, uint32_t gs, uint32_t gr, double ts,
   return TD_MAX(0, ts + p->m->shm_sync - t0);
 }
 
-/* The home slot of a DMA queue's key in a table of mask + 1 slots. */
-static size_t queueHome(uint64_t key, size_t mask) {
-  return (size_t)(key * 0x9E3779B97F4A7C15ull >> 20) & mask;
-}
-
-/* Room for one more DMA queue: the array grows (tdGrow), the table doubles so that its slots stay
- * at least twice the queues. */
-static tpudistResult_t queueGrow(tdCostPlan *p) {
-  if (tdGrow(&p->queues, &p->capqueues, (size_t)p->nqueues + 1, sizeof(cpQueue), 256))
-    return tpudistNoMemory;
-  if (2 * ((size_t)p->nqueues + 1) <= p->qslots) return tpudistSuccess;
-  size_t slots = p->qslots ? 2 * p->qslots : 1024, mask = slots - 1;
-  uint32_t *n = calloc(slots, sizeof(uint32_t));
-  if (!n) return tpudistNoMemory;
-  for (uint32_t k = 0; k < p->nqueues; k++) {
-    size_t i = queueHome(p->queues[k].key, mask);
-    while (n[i]) i = (i + 1) & mask;
-    n[i] = k + 1;
-  }
-  free(p->qslot);
-  p->qslot = n;
-  p->qslots = slots;
-  return tpudistSuccess;
-}
-
 /* A message between two chips of the torus (not to itself, not across DCN): it passes the
  * sender's issue port and its DMA queue. */
 static int onIci(const tdCostPlan *p, int src, int dst) {
@@ -257,17 +232,18 @@ static int onIci(const tdCostPlan *p, int src, int dst) {
 }
 
 /* The DMA queue of send gs's stream and destination dst, made on first use; NULL without
- * memory. */
+ * memory. Keys carry bit 63, as the map's keys must not be 0. */
 static cpQueue *queueOf(tdCostPlan *p, uint32_t gs, int dst) {
   int src = p->steps[gs].rank;
-  uint64_t key = (uint64_t)(p->rank_streams[src] + p->steps[gs].stream) << 32 | (uint32_t)dst;
-  if (queueGrow(p) != tpudistSuccess) return NULL;
-  size_t mask = p->qslots - 1, i = queueHome(key, mask);
-  for (; p->qslot[i]; i = (i + 1) & mask)
-    if (p->queues[p->qslot[i] - 1].key == key) return &p->queues[p->qslot[i] - 1];
-  p->queues[p->nqueues] = (cpQueue){key, 0, TD_COST_NONE, TD_COST_NONE};
-  p->qslot[i] = ++p->nqueues;
-  return &p->queues[p->nqueues - 1];
+  uint64_t key =
+      1ull << 63 | (uint64_t)(p->rank_streams[src] + p->steps[gs].stream) << 32 | (uint32_t)dst;
+  tdMapSlot *s = tdMapFind(&p->qmap, key);
+  if (s) return &p->queues[s->val];
+  if (tdGrow(&p->queues, &p->capqueues, (size_t)p->nqueues + 1, sizeof(cpQueue), 256) ||
+      tdMapPut(&p->qmap, key, p->nqueues))
+    return NULL;
+  p->queues[p->nqueues] = (cpQueue){0, TD_COST_NONE, TD_COST_NONE};
+  return &p->queues[p->nqueues++];
 }
 
 /* Starts the message of send gs (posted at ts) and receive gr at t0; q: its DMA queue, or NULL. */
@@ -388,7 +364,7 @@ static tpudistResult_t evalReset(tdCostPlan *p) {
   for (uint32_t i = 0; i < p->nsteps; i++) p->posted_s[i] = p->posted_r[i] = p->floor[i] = -1;
   p->nheap = 0;
   p->nqueues = 0;
-  if (p->qslot) memset(p->qslot, 0, sizeof(uint32_t) * p->qslots);
+  tdMapClear(&p->qmap);
   p->end = 0;
   p->messages = 0;
   p->link_bytes = 0;

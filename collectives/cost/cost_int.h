@@ -6,6 +6,7 @@
 
 #include "cost.h"
 #include "step_sem.h"
+#include "td_map.h"
 
 #define TD_COST_NONE UINT32_MAX
 #define TD_COST_ROUTE_CACHE_RANKS 2048
@@ -35,9 +36,9 @@ typedef struct {
 } cpEvent;
 
 /* A DMA queue (torus): one sending stream's messages to one peer leave one at a time, each when
-   the last byte of the one before has left; sends matched meanwhile wait in it, in order. */
+   the last byte of the one before has left; sends matched meanwhile wait in it, in order. Found
+   by global stream and destination rank (cost_eval.c, queueOf). */
 typedef struct {
-  uint64_t key;        /* global stream << 32 | destination rank */
   double free;         /* when the last byte of its latest message leaves */
   uint32_t head, tail; /* queued sends (linked by qnext), TD_COST_NONE if none */
 } cpQueue;
@@ -83,13 +84,13 @@ struct tdCostPlan {
   double *floor; /* fused steps: when their receive completes (their send cannot end before) */
   double *posted_s, *posted_r; /* when each step's send / receive end was issued, -1 if not */
   int has_deps;                /* some step depends on another stream */
-  /* DMA queues (torus): queues[0..nqueues) found by key through qslot (open addressing, qslots
-     entries, each a queue index + 1, 0 = empty); qnext: per step, the next send queued behind */
+  /* DMA queues (torus): queues[0..nqueues), found by key through qmap (key to index); qnext: per
+     step, the next send queued behind */
   cpQueue *queues;
   uint32_t nqueues;
   size_t capqueues;
-  uint32_t *qslot, *qnext;
-  size_t qslots;
+  tdMap qmap;
+  uint32_t *qnext;
   const tdCostModel *m;
   uint64_t count;
   uint32_t es;
