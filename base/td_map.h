@@ -24,11 +24,9 @@ typedef struct {
   size_t cap, used; /* cap: 0 or a power of two */
 } tdMap;
 
+/* Multiplicative (Fibonacci) hashing: the top log2(cap) bits of k times 2^64 / phi. */
 static inline size_t tdMapHome(uint64_t k, size_t cap) {
-  k ^= k >> 33;
-  k *= 0xff51afd7ed558ccdull;
-  k ^= k >> 33;
-  return (size_t)k & (cap - 1);
+  return (size_t)((k * 0x9E3779B97F4A7C15ull) >> (64 - __builtin_ctzll((unsigned long long)cap)));
 }
 
 /* The slot holding key, or NULL. */
