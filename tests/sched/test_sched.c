@@ -26,6 +26,7 @@
 #include <string.h>
 
 #include "../cu_main.h"
+#include "../xorshift.h"
 #include "algos.h"
 #include "sched_io.h"
 #include "step_sem.h"
@@ -322,7 +323,7 @@ static int matrixFor(int N, int m, uint64_t *vc, uint64_t *sd, uint64_t *rd) {
   for (int s = 0; s < N; s++)
     for (int r = 0; r < N; r++) {
       uint64_t *v = &vc[(size_t)s * N + r];
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      tdXorshift(&x);
       switch (m) {
         case 0:
           *v = 3;

@@ -13,6 +13,7 @@
 #include <string.h>
 
 #include "../cu_main.h"
+#include "../xorshift.h"
 #include "kernels.h"
 
 /* ---------- reference formats ---------- */
@@ -84,10 +85,7 @@ static uint64_t bitsD(double d) {
 
 static uint64_t rngState = 0x9e3779b97f4a7c15ull;
 static uint64_t rnd(void) {
-  rngState ^= rngState << 13;
-  rngState ^= rngState >> 7;
-  rngState ^= rngState << 17;
-  return rngState;
+  return tdXorshift(&rngState);
 }
 
 /* ---------- conversions ---------- */

@@ -10,16 +10,14 @@
 #include <string.h>
 
 #include "../cu_main.h"
+#include "../xorshift.h"
 #include "td_map.h"
 
 #define NKEYS 4096
 
 static uint64_t rng = 88172645463325252ull;
 static uint64_t next(void) {
-  rng ^= rng << 13;
-  rng ^= rng >> 7;
-  rng ^= rng << 17;
-  return rng;
+  return tdXorshift(&rng);
 }
 
 /* Every key of keys[0..n) is in m with vals[i] exactly when present[i]. */

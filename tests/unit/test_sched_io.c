@@ -9,6 +9,7 @@
 #include <string.h>
 
 #include "../cu_main.h"
+#include "../xorshift.h"
 #include "sched_io.h"
 #include "validate.h"
 
@@ -239,7 +240,7 @@ static void testFuzz(void) {
     memcpy(u, t, n + 1);
     size_t m = n;
     for (int k = 0; k < 1 + it % 4 && m > 1; k++) {
-      x ^= x << 13, x ^= x >> 7, x ^= x << 17;
+      tdXorshift(&x);
       size_t pos = (size_t)(x % m);
       int kind = (int)((x >> 20) % 3);
       if (kind == 0) u[pos] = pool[(x >> 32) % (sizeof(pool) - 1)];
