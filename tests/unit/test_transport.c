@@ -7,7 +7,9 @@
  * checked. Also: a wrong secret is rejected while the real ranks complete, no /dev/shm segment is
  * left, a full /dev/shm is a clear error, a peer that exits fails the survivor's transfer with
  * tpudistRemoteError instead of a hang, two "hosts" (TPU_DIST_HOSTID) mix shm and socket,
- * simultaneous socket connects, and sends that complete before the receive is posted.
+ * simultaneous socket connects, and sends that complete before the receive is posted; a
+ * small-message slot payload written just before its writer released the communicator is still
+ * read.
  */
 #include <dirent.h>
 #include <pthread.h>
@@ -24,6 +26,7 @@
 #include "net.h"
 #include "registry.h"
 #include "rt_config.h"
+#include "shm_slots.h"
 #include "xfer_rig.h"
 
 static const char *gTransports; /* TPU_DIST_TRANSPORTS of the ranks */
@@ -230,6 +233,64 @@ static int bodyDeadPeer(int rank, int n, const tpudistUniqueId *id, void *arg) {
   CHILD_CHECK(x.done && res == tpudistRemoteError);
   transportTestCommFree(comm);
   return 0;
+}
+
+/* Until rank p's payload of seq is there (progress between looks), or 20 s. */
+static const void *slotWait(tdNet *comm, int p, uint64_t seq, size_t len) {
+  const void *d = NULL;
+  int moved;
+  for (int i = 0; i < 2000000 && !d; i++) {
+    if (shmSlotPeek(comm, p, seq, len, &d) != tpudistSuccess) return NULL;
+    if (!d && transportProgressAll(comm, &moved) != tpudistSuccess) return NULL;
+    if (!d) usleep(10);
+  }
+  return d;
+}
+
+/* Rank 1 writes a slot payload, then releases its communicator (alive). Rank 0 had looked for
+ * that payload before it came and was then held off the CPU until after the release: its next
+ * progress pass must still read the payload, not fail rank 1 as released. */
+static int bodySlotBeforeRelease(int rank, int n, const tpudistUniqueId *id, void *arg) {
+  (void)arg;
+  char err[TD_ERRLEN];
+  tdNet *comm = childComm(rank, n, id);
+  CHILD_CHECK(comm);
+  int peer = 1 - rank, moved, written = 0;
+  uint32_t v = 100u + (uint32_t)rank;
+  for (int i = 0; i < 2000000 && !written; i++) { /* seq 1 both ways: the segment is ready */
+    CHILD_CHECK(shmSlotWrite(comm, peer, 1, &v, sizeof(v), &written) == tpudistSuccess);
+    if (!written) CHILD_CHECK(transportProgressAll(comm, &moved) == tpudistSuccess);
+  }
+  const void *d = slotWait(comm, peer, 1, sizeof(v));
+  CHILD_CHECK(d && *(const uint32_t *)d == 100u + (uint32_t)peer);
+  shmSlotAck(comm, peer, 1);
+  if (rank == 0) { /* looks for seq 2 before rank 1 writes it */
+    CHILD_CHECK(shmSlotPeek(comm, peer, 2, sizeof(v), &d) == tpudistSuccess && !d);
+  }
+  CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  if (rank == 1) {
+    v = 777;
+    written = 0;
+    for (int i = 0; i < 2000000 && !written; i++) {
+      CHILD_CHECK(shmSlotWrite(comm, 0, 2, &v, sizeof(v), &written) == tpudistSuccess);
+      if (!written) CHILD_CHECK(transportProgressAll(comm, &moved) == tpudistSuccess);
+    }
+    CHILD_CHECK(written);
+    transportTestCommFree(comm); /* closes its side of the pair */
+    sleep(2);                    /* alive: rank 0 sees the release, not an exit */
+    return 0;
+  }
+  usleep(500000); /* rank 1 has written and released meanwhile */
+  CHILD_CHECK(transportProgressAll(comm, &moved) == tpudistSuccess);
+  CHILD_CHECK(shmSlotPeek(comm, 1, 2, sizeof(v), &d) == tpudistSuccess);
+  CHILD_CHECK(d && *(const uint32_t *)d == 777);
+  transportTestCommFree(comm);
+  return 0;
+}
+
+static void testSlotBeforeRelease(void) {
+  gTransports = "shm";
+  CU_ASSERT_EQUAL(runRanks(2, bodySlotBeforeRelease, NULL, 40), 0);
 }
 
 static void testDeadPeer(void) {
@@ -453,6 +514,7 @@ int main(void) {
       {"shm rings sized by the ranks of a host", testShmRingSize},
       {"any-source receives", testAnySource},
       {"dead peer is an error", testDeadPeer},
+      {"shm: a slot payload written before a release is read", testSlotBeforeRelease},
       {"shm: /dev/shm too small", testShmFull},
       {"socket interface choice", testIfname},
       {"two hosts: shm within, socket across", testTwoHosts},

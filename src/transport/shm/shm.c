@@ -572,9 +572,13 @@ static tpudistResult_t checkLiveness(tdNet *comm, tdShmCtx *c) {
     char why[96];
     int unmapped = pe->state != SHM_READY ||
                    !__atomic_load_n(&pe->hdr->mapped[1 - pe->side], __ATOMIC_ACQUIRE);
-    if (pe->state == SHM_READY && __atomic_load_n(&pe->hdr->closed[1 - pe->side], __ATOMIC_ACQUIRE))
+    if (pe->state == SHM_READY &&
+        __atomic_load_n(&pe->hdr->closed[1 - pe->side], __ATOMIC_ACQUIRE)) {
+      /* What it wrote before it closed is visible now: a slot payload that landed after this
+       * rank's last look is read first (a rank descheduled between its peek and this check). */
+      if (shmSlotLanded(pe) && !peerBusy(c, p)) continue;
       snprintf(why, sizeof(why), "the rank released the communicator (destroyed or aborted)");
-    else if (unmapped && bootstrapPeerReleased(comm->bootstrap, p)) /* it never joined the pair */
+    } else if (unmapped && bootstrapPeerReleased(comm->bootstrap, p)) /* it never joined the pair */
       snprintf(why, sizeof(why), "the rank released the communicator before joining the segment");
     else if (shmPeerDead(comm, pe, p))
       snprintf(why, sizeof(why), "process %d exited", comm->peers[p].pid);

@@ -132,6 +132,7 @@ typedef struct {
   int discard;          /* or a message being dropped (length mismatch) */
   uint64_t parked_head; /* head seen when the ring's first message was left in place; 0 none */
   int slot_rwait, slot_wwait; /* a slot read / write waits for this peer (liveness checks) */
+  uint64_t slot_rseq;         /* with slot_rwait: the sequence the read waits for */
   char why[TD_ERRLEN];
 } tdShmPeer;
 
@@ -171,5 +172,8 @@ void shmUnlinkDeadPairs(tdNet *comm);
 /* 1 if peer p is known to have exited. */
 int shmPeerDead(tdNet *comm, tdShmPeer *pe, int p);
 int64_t shmNowMs(void);
+/* shm_slots.c: 1 (and the wait cleared) if the payload a slot read waits for (slot_rwait) has
+ * landed since the reader last looked; the reader's next peek takes it. */
+int shmSlotLanded(tdShmPeer *pe);
 
 #endif /* TD_SHM_H_ */

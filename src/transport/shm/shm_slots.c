@@ -12,7 +12,8 @@
  *
  * Failure: a reader or writer that waits marks the peer (slot_rwait, slot_wwait), so the
  * transport's liveness check (shm.c) fails the communicator when that peer exits or releases its
- * communicator.
+ * communicator. A payload the peer wrote before it released is still read: the check looks at
+ * the awaited slot again (shmSlotLanded) before it fails a released peer.
  */
 #include "shm_slots.h"
 
@@ -65,6 +66,14 @@ tpudistResult_t shmSlotWrite(tdNet *comm, int p, uint64_t seq, const void *buf, 
   return tpudistSuccess;
 }
 
+int shmSlotLanded(tdShmPeer *pe) {
+  if (!pe->slot_rwait || !pe->map) return 0;
+  const tdShmSlot *s = &pe->hdr->slots[1 - pe->side].slot[pe->slot_rseq & 1];
+  if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) >> TD_SLOT_LEN_BITS != pe->slot_rseq) return 0;
+  pe->slot_rwait = 0;
+  return 1;
+}
+
 tpudistResult_t shmSlotPeek(tdNet *comm, int p, uint64_t seq, size_t len, const void **data) {
   tpudistResult_t res;
   tdShmPeer *pe = slotPeer(comm, p, &res);
@@ -73,6 +82,7 @@ tpudistResult_t shmSlotPeek(tdNet *comm, int p, uint64_t seq, size_t len, const 
   const tdShmSlot *s = &pe->hdr->slots[1 - pe->side].slot[seq & 1];
   uint64_t flag = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
   pe->slot_rwait = flag >> TD_SLOT_LEN_BITS != seq;
+  pe->slot_rseq = seq;
   if (pe->slot_rwait) return tpudistSuccess;
   size_t got = (size_t)(flag & ((1u << TD_SLOT_LEN_BITS) - 1));
   if (got != len)
