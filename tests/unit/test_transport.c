@@ -247,6 +247,17 @@ static const void *slotWait(tdNet *comm, int p, uint64_t seq, size_t len) {
   return d;
 }
 
+/* Writes rank p's payload v of seq (progress while the segment opens or the slot is busy); 1 once
+ * written, 0 on an error or after 20 s. */
+static int slotPut(tdNet *comm, int p, uint64_t seq, uint32_t v) {
+  int written = 0, moved;
+  for (int i = 0; i < 2000000 && !written; i++) {
+    if (shmSlotWrite(comm, p, seq, &v, sizeof(v), &written) != tpudistSuccess) return 0;
+    if (!written && transportProgressAll(comm, &moved) != tpudistSuccess) return 0;
+  }
+  return written;
+}
+
 /* Rank 1 writes a slot payload, then releases its communicator (alive). Rank 0 had looked for
  * that payload before it came and was then held off the CPU until after the release: its next
  * progress pass must still read the payload, not fail rank 1 as released. */
@@ -255,12 +266,9 @@ static int bodySlotBeforeRelease(int rank, int n, const tpudistUniqueId *id, voi
   char err[TD_ERRLEN];
   tdNet *comm = childComm(rank, n, id);
   CHILD_CHECK(comm);
-  int peer = 1 - rank, moved, written = 0;
+  int peer = 1 - rank, moved;
   uint32_t v = 100u + (uint32_t)rank;
-  for (int i = 0; i < 2000000 && !written; i++) { /* seq 1 both ways: the segment is ready */
-    CHILD_CHECK(shmSlotWrite(comm, peer, 1, &v, sizeof(v), &written) == tpudistSuccess);
-    if (!written) CHILD_CHECK(transportProgressAll(comm, &moved) == tpudistSuccess);
-  }
+  CHILD_CHECK(slotPut(comm, peer, 1, v)); /* seq 1 both ways: the segment is ready */
   const void *d = slotWait(comm, peer, 1, sizeof(v));
   CHILD_CHECK(d && *(const uint32_t *)d == 100u + (uint32_t)peer);
   shmSlotAck(comm, peer, 1);
@@ -268,22 +276,25 @@ static int bodySlotBeforeRelease(int rank, int n, const tpudistUniqueId *id, voi
     CHILD_CHECK(shmSlotPeek(comm, peer, 2, sizeof(v), &d) == tpudistSuccess && !d);
   }
   CHILD_CHECK(bootstrapBarrier(comm->bootstrap, err) == tpudistSuccess);
+  char mark[96]; /* rank 1 says through a file that it has released (the id names it) */
+  uint64_t tag;
+  memcpy(&tag, id->internal, sizeof(tag));
+  snprintf(mark, sizeof(mark), "/tmp/td-test-slot-%016llx", (unsigned long long)tag);
   if (rank == 1) {
-    v = 777;
-    written = 0;
-    for (int i = 0; i < 2000000 && !written; i++) {
-      CHILD_CHECK(shmSlotWrite(comm, 0, 2, &v, sizeof(v), &written) == tpudistSuccess);
-      if (!written) CHILD_CHECK(transportProgressAll(comm, &moved) == tpudistSuccess);
-    }
-    CHILD_CHECK(written);
+    CHILD_CHECK(slotPut(comm, 0, 2, 777));
     transportTestCommFree(comm); /* closes its side of the pair */
-    sleep(2);                    /* alive: rank 0 sees the release, not an exit */
+    FILE *f = fopen(mark, "w");
+    CHILD_CHECK(f && fclose(f) == 0);
+    sleep(2); /* alive: rank 0 sees the release, not an exit */
     return 0;
   }
-  usleep(500000); /* rank 1 has written and released meanwhile */
+  for (int i = 0; i < 2000 && access(mark, F_OK) != 0; i++) usleep(10000);
+  CHILD_CHECK(access(mark, F_OK) == 0);
+  unlink(mark);
+  usleep(150000); /* past the liveness check's 100 ms period */
   CHILD_CHECK(transportProgressAll(comm, &moved) == tpudistSuccess);
   CHILD_CHECK(shmSlotPeek(comm, 1, 2, sizeof(v), &d) == tpudistSuccess);
-  CHILD_CHECK(d && *(const uint32_t *)d == 777);
+  CHILD_CHECK(d && *(const uint32_t *)d == 777u);
   transportTestCommFree(comm);
   return 0;
 }
