@@ -66,10 +66,18 @@ tpudistResult_t shmSlotWrite(tdNet *comm, int p, uint64_t seq, const void *buf, 
   return tpudistSuccess;
 }
 
+/* The peer's slot for sequence seq, its flag word in *flag (acquire). */
+static const tdShmSlot *peerSlot(const tdShmPeer *pe, uint64_t seq, uint64_t *flag) {
+  const tdShmSlot *s = &pe->hdr->slots[1 - pe->side].slot[seq & 1];
+  *flag = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+  return s;
+}
+
 int shmSlotLanded(tdShmPeer *pe) {
+  uint64_t flag;
   if (!pe->slot_rwait || !pe->map) return 0;
-  const tdShmSlot *s = &pe->hdr->slots[1 - pe->side].slot[pe->slot_rseq & 1];
-  if (__atomic_load_n(&s->seq, __ATOMIC_ACQUIRE) >> TD_SLOT_LEN_BITS != pe->slot_rseq) return 0;
+  peerSlot(pe, pe->slot_rseq, &flag);
+  if (flag >> TD_SLOT_LEN_BITS != pe->slot_rseq) return 0;
   pe->slot_rwait = 0;
   return 1;
 }
@@ -79,8 +87,8 @@ tpudistResult_t shmSlotPeek(tdNet *comm, int p, uint64_t seq, size_t len, const 
   tdShmPeer *pe = slotPeer(comm, p, &res);
   *data = NULL;
   if (!pe) return res;
-  const tdShmSlot *s = &pe->hdr->slots[1 - pe->side].slot[seq & 1];
-  uint64_t flag = __atomic_load_n(&s->seq, __ATOMIC_ACQUIRE);
+  uint64_t flag;
+  const tdShmSlot *s = peerSlot(pe, seq, &flag);
   pe->slot_rwait = flag >> TD_SLOT_LEN_BITS != seq;
   pe->slot_rseq = seq;
   if (pe->slot_rwait) return tpudistSuccess;
